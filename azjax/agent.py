@@ -1,0 +1,77 @@
+"""A trained agent: network (+ search) loaded from a run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import chex
+import jax
+import jax.numpy as jnp
+
+import envs
+from azjax import checkpoint as ckpt
+from azjax.config import TrainConfig
+from azjax.evaluation import deterministic
+from azjax.loop import init_train_state, make_network
+from azjax.search import SearchConfig, greedy_action, make_search_fn, masked_logits
+from envs import Env, State
+
+
+class Agent:
+    """A policy-value network and the search that uses it.
+
+    `evaluate(obs)` runs the network alone; `act(states, key)` runs network + search.
+    """
+
+    def __init__(self, env: Env, config: TrainConfig, params: chex.ArrayTree,
+                 search: SearchConfig | None = None):
+        self.env = env
+        self.config = config
+        self.params = params
+        self.search_config = search or config.search
+        net = make_network(env, config)
+        search_fn = make_search_fn(env, net.apply, self.search_config)
+        self._apply = jax.jit(net.apply)
+        greedy_params = deterministic(self.search_config)
+        noisy_params = self.search_config.params()
+        search_config = self.search_config
+
+        def act(params, states, key, greedy):
+            output = search_fn(params, greedy_params if greedy else noisy_params, key, states)
+            if greedy:
+                return greedy_action(search_config, output)
+            pi = output.action_weights
+            return jax.random.categorical(key, masked_logits(jnp.log(pi), pi > 0)).astype(jnp.int32)
+
+        self._act = jax.jit(act, static_argnums=3)
+
+    @classmethod
+    def load(cls, run_dir: str | Path, step: int | None = None,
+             search: SearchConfig | None = None) -> "Agent":
+        """The agent of a run directory's newest (or `step`) checkpoint.
+
+        Raises RunDirError when the directory is missing or holds no run/checkpoint.
+        """
+        run_dir = Path(run_dir)
+        config = ckpt.load_config(run_dir)
+        env = envs.make(config.game)
+        abstract = jax.eval_shape(lambda: init_train_state(env, config, jax.random.key(0)))
+        manager = ckpt.checkpoint_manager(run_dir)
+        try:
+            if manager.latest_step() is None:
+                raise ckpt.RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
+            train_state = ckpt.restore(manager, abstract, step)
+        finally:
+            manager.close()
+        return cls(env, config, train_state.params, search)
+
+    def evaluate(self, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
+        """Network policy logits [B, A] and values [B] for observations [B, *obs_shape]."""
+        chex.assert_shape(obs, (None, *self.env.observation_shape))
+        return self._apply(self.params, obs)
+
+    def act(self, states: State, key: chex.PRNGKey, greedy: bool = True) -> chex.Array:
+        """Actions [B] for batched live states: the search's greedy choice (noise off) by
+        default, or a sample from its policy with `greedy=False`."""
+        chex.assert_rank(states.legal_action_mask, 2)
+        return self._act(self.params, states, key, greedy)

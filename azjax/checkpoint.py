@@ -1,0 +1,81 @@
+"""Run directories: config.json, orbax checkpoints of the whole TrainState, metrics.jsonl.
+
+Orbax writes each checkpoint into a temporary directory and renames it when complete, so
+a run killed at any moment (also during a save) restores from the last complete one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jax
+import orbax.checkpoint as ocp
+
+from azjax.config import TrainConfig
+
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.jsonl"
+CHECKPOINT_DIR = "checkpoints"
+
+
+class RunDirError(ValueError):
+    """A run directory that is missing, empty or not a training run."""
+
+
+def checkpoint_manager(run_dir: Path, max_to_keep: int = 3) -> ocp.CheckpointManager:
+    """An orbax manager for `run_dir/checkpoints` (saves synchronously)."""
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=max_to_keep, create=True, enable_async_checkpointing=False
+    )
+    return ocp.CheckpointManager(Path(run_dir).absolute() / CHECKPOINT_DIR, options=options)
+
+
+def save(manager: ocp.CheckpointManager, step: int, train_state: Any) -> None:
+    """Writes a checkpoint of the whole train state at `step` and waits for it."""
+    manager.save(step, args=ocp.args.StandardSave(train_state))
+    manager.wait_until_finished()
+
+
+def restore(manager: ocp.CheckpointManager, abstract_state: Any, step: int | None = None) -> Any:
+    """Restores the checkpoint at `step` (newest by default) into `abstract_state`'s shapes."""
+    step = manager.latest_step() if step is None else step
+    if step is None:
+        raise RunDirError(f"no checkpoint in {manager.directory}")
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract_state)
+    return manager.restore(step, args=ocp.args.StandardRestore(abstract))
+
+
+def load_config(run_dir: Path) -> TrainConfig:
+    """The config saved in a run directory, or a RunDirError saying what is missing."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunDirError(f"run directory {str(run_dir)!r} does not exist")
+    path = run_dir / CONFIG_FILE
+    if not path.is_file():
+        raise RunDirError(f"{str(run_dir)!r} is not a training run (no {CONFIG_FILE})")
+    try:
+        return TrainConfig.load(path)
+    except (ValueError, TypeError) as err:
+        raise RunDirError(f"{path} is not a valid config: {err}") from None
+
+
+def append_metrics(run_dir: Path, record: dict[str, Any]) -> None:
+    """Appends one JSON line to metrics.jsonl."""
+    with open(Path(run_dir) / METRICS_FILE, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """All records of metrics.jsonl (a torn last line from a kill is skipped)."""
+    path = Path(run_dir) / METRICS_FILE
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records

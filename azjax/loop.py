@@ -1,0 +1,160 @@
+"""One AlphaZero training iteration as one pure function (jitted once by the caller).
+
+iteration(train_state) -> (train_state, metrics):
+  self-play S moves in B slots -> label finished games -> write replay -> K gradient steps.
+No host sync happens inside; metrics are device scalars reduced inside the program.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from azjax import replay as replay_lib
+from azjax.config import TrainConfig
+from azjax.learner import alphazero_loss
+from azjax.networks import PolicyValueNet
+from azjax.search import SearchParams, make_search_fn
+from azjax.selfplay import Games, assign_outcomes, init_games, make_play_fn
+from envs import Env
+
+
+@struct.dataclass
+class TrainState:
+    """Everything a run carries from one iteration to the next (one pytree)."""
+
+    params: chex.ArrayTree
+    opt_state: chex.ArrayTree
+    search_params: SearchParams
+    replay: replay_lib.ReplayState
+    selfplay: Games  # [B] live self-play games
+    key: chex.PRNGKey
+    iteration: chex.Array  # [] int32 iterations done
+    games: chex.Array  # [] int32 self-play games finished
+    positions: chex.Array  # [] int32 self-play positions played
+
+
+def make_network(env: Env, config: TrainConfig) -> PolicyValueNet:
+    """The policy-value network for `env` sized by `config.network`."""
+    return PolicyValueNet(num_actions=env.num_actions, config=config.network)
+
+
+def replay_entries_per_iteration(env: Env, config: TrainConfig) -> int:
+    """Entries self-play writes to replay each iteration."""
+    copies = env.symmetries.size if config.augment == "write" else 1
+    return config.positions_per_iteration * copies
+
+
+def check_config(env: Env, config: TrainConfig) -> None:
+    """Validates `config` for `env` (ValueError with a clear message)."""
+    config.validate()
+    needed = replay_entries_per_iteration(env, config)
+    if config.replay_capacity < needed:
+        raise ValueError(
+            f"replay_capacity ({config.replay_capacity}) must hold at least one iteration of "
+            f"self-play ({needed} entries = num_games x steps_per_iteration"
+            f"{' x symmetries' if config.augment == 'write' else ''})"
+        )
+
+
+def init_train_state(env: Env, config: TrainConfig, key: chex.PRNGKey) -> TrainState:
+    """A fresh run: random network, empty replay, new games."""
+    check_config(env, config)
+    net = make_network(env, config)
+    init_key, games_key, run_key = jax.random.split(key, 3)
+    dummy = jnp.zeros((1, *env.observation_shape), jnp.bool_)
+    params = net.init(init_key, dummy)
+    return TrainState(
+        params=params,
+        opt_state=config.learner.optimizer().init(params),
+        search_params=config.search.params(),
+        replay=replay_lib.init(config.replay_capacity, env.observation_shape, env.num_actions),
+        selfplay=init_games(env, games_key, config.selfplay),
+        key=run_key,
+        iteration=jnp.int32(0),
+        games=jnp.int32(0),
+        positions=jnp.int32(0),
+    )
+
+
+def make_iteration_fn(env: Env, config: TrainConfig) -> Callable:
+    """Returns the pure `iteration(train_state) -> (train_state, metrics)`."""
+    check_config(env, config)
+    net = make_network(env, config)
+    search_fn = make_search_fn(env, net.apply, config.search)
+    play = make_play_fn(env, search_fn, config.search, config.selfplay)
+    optimizer = config.learner.optimizer()
+    symmetries = env.symmetries
+    sample_symmetries = symmetries if config.augment == "sample" else None
+    mix = config.value_target_mix
+    weight_decay = config.learner.weight_decay
+
+    def loss_fn(params, batch: replay_lib.Positions):
+        logits, value = net.apply(params, batch.observation)
+        target = (1.0 - mix) * batch.z + mix * batch.search_value
+        info = alphazero_loss(
+            logits, value, batch.policy, target, params, weight_decay,
+            weights=batch.has_z.astype(jnp.float32),
+        )
+        return info.total, info
+
+    def grad_step(carry, key, replay):
+        params, opt_state = carry
+        batch = replay_lib.sample(replay, key, config.learner.batch_size, sample_symmetries)
+        grads, info = jax.grad(loss_fn, has_aux=True)(params, batch)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), info
+
+    def iteration(state: TrainState):
+        play_key, train_key, next_key = jax.random.split(state.key, 3)
+        games, trajectory = play(state.params, state.search_params, play_key, state.selfplay)
+        positions, first_end, first_outcome = assign_outcomes(trajectory)
+        replay = replay_lib.resolve(state.replay, first_end, first_outcome)
+        if config.augment == "write":
+            positions = replay_lib.augment_all(positions, symmetries)
+        replay = replay_lib.add(replay, positions)
+
+        (params, opt_state), infos = jax.lax.scan(
+            lambda carry, key: grad_step(carry, key, replay),
+            (state.params, state.opt_state),
+            jax.random.split(train_key, config.gradient_steps),
+        )
+
+        ended = trajectory.ended
+        num_ended = jnp.sum(ended)
+        per_game = jnp.maximum(num_ended, 1)
+        outcome = trajectory.outcome
+        metrics = {
+            "games_finished": num_ended,
+            "mean_game_length": jnp.sum(jnp.where(ended, trajectory.game_length, 0)) / per_game,
+            "first_player_win": jnp.sum(ended & (outcome > 0)) / per_game,
+            "draw": jnp.sum(ended & (outcome == 0)) / per_game,
+            "second_player_win": jnp.sum(ended & (outcome < 0)) / per_game,
+            "search_value": jnp.mean(trajectory.positions.search_value),
+            "replay_sampleable": replay_lib.num_sampleable(replay),
+        }
+        if config.gradient_steps > 0:
+            metrics.update(
+                loss=jnp.mean(infos.total),
+                value_loss=jnp.mean(infos.value_loss),
+                policy_loss=jnp.mean(infos.policy_loss),
+                policy_entropy=jnp.mean(infos.policy_entropy),
+            )
+        new_state = state.replace(
+            params=params,
+            opt_state=opt_state,
+            replay=replay,
+            selfplay=games,
+            key=next_key,
+            iteration=state.iteration + 1,
+            games=state.games + num_ended.astype(jnp.int32),
+            positions=state.positions + jnp.int32(config.positions_per_iteration),
+        )
+        return new_state, metrics
+
+    return iteration

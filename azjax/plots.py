@@ -1,0 +1,46 @@
+"""Learning-curve plots of a run, drawn from its metrics records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PLOT_FILE = "training.png"
+LOSS_KEYS = ("loss", "value_loss", "policy_loss")
+EVAL_KEYS = (
+    "net_optimal_share", "search_optimal_share", "net_unbeatable", "search_unbeatable",
+)
+
+
+def _series(records: Sequence[dict[str, Any]], key: str):
+    points = [(r["games"], r[key]) for r in records if key in r]
+    return [p[0] for p in points], [p[1] for p in points]
+
+
+def plot_run(records: Sequence[dict[str, Any]], path: Path) -> None:
+    """Losses, policy entropy and evaluation results against self-play games played."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for key in LOSS_KEYS:
+        axes[0].plot(*_series(records, key), label=key)
+    axes[0].set_title("loss")
+    axes[1].plot(*_series(records, "policy_entropy"), color="tab:purple")
+    axes[1].set_title("policy entropy (nats)")
+    for key in EVAL_KEYS:
+        x, y = _series(records, key)
+        if x:
+            axes[2].plot(x, y, marker=".", label=key)
+    axes[2].set_title("evaluation")
+    axes[2].set_ylim(-0.05, 1.05)
+    for ax in axes:
+        ax.set_xlabel("self-play games")
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

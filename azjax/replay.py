@@ -1,0 +1,141 @@
+"""A fixed-capacity on-device FIFO ring of self-play positions.
+
+Positions are written as soon as they are played, before their game's outcome is known
+(`has_z` False); `resolve` fills in z when the game ends. Only positions with a known z
+are ever sampled. Everything here is pure and runs inside jit.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from envs import Symmetries
+
+
+@struct.dataclass
+class Positions:
+    """A batch of positions [N] as written to or sampled from the ring."""
+
+    observation: chex.Array  # [N, *obs_shape] bool
+    policy: chex.Array  # [N, A] float32 search policy pi
+    player: chex.Array  # [N] int32 player to move
+    search_value: chex.Array  # [N] float32 root value from the mover's view
+    z: chex.Array  # [N] float32 outcome from the mover's view (valid where has_z)
+    has_z: chex.Array  # [N] bool outcome known
+    slot: chex.Array  # [N] int32 self-play slot (game stream) that played it
+
+
+@struct.dataclass
+class ReplayState:
+    """The ring: `data` [capacity] plus the next write index and the fill count."""
+
+    data: Positions
+    insert_index: chex.Array  # [] int32
+    size: chex.Array  # [] int32 number of written entries (<= capacity)
+
+    @property
+    def capacity(self) -> int:
+        return self.data.player.shape[0]
+
+
+def init(capacity: int, observation_shape: tuple[int, ...], num_actions: int) -> ReplayState:
+    """An empty ring of `capacity` positions."""
+    if capacity < 1:
+        raise ValueError(f"replay capacity must be >= 1, got {capacity}")
+    data = Positions(
+        observation=jnp.zeros((capacity, *observation_shape), jnp.bool_),
+        policy=jnp.zeros((capacity, num_actions), jnp.float32),
+        player=jnp.zeros(capacity, jnp.int32),
+        search_value=jnp.zeros(capacity, jnp.float32),
+        z=jnp.zeros(capacity, jnp.float32),
+        has_z=jnp.zeros(capacity, jnp.bool_),
+        slot=jnp.full(capacity, -1, jnp.int32),
+    )
+    return ReplayState(data=data, insert_index=jnp.int32(0), size=jnp.int32(0))
+
+
+def add(replay: ReplayState, positions: Positions) -> ReplayState:
+    """Writes `positions` [N] (N <= capacity) at the ring head, overwriting the oldest."""
+    n = positions.player.shape[0]
+    capacity = replay.capacity
+    if n > capacity:
+        raise ValueError(f"cannot write {n} positions into a ring of {capacity}")
+    chex.assert_trees_all_equal_structs(replay.data, positions)
+    indices = (replay.insert_index + jnp.arange(n)) % capacity
+    data = jax.tree.map(lambda buf, new: buf.at[indices].set(new), replay.data, positions)
+    return ReplayState(
+        data=data,
+        insert_index=(replay.insert_index + n) % capacity,
+        size=jnp.minimum(replay.size + n, capacity),
+    )
+
+
+def resolve(
+    replay: ReplayState, slot_ended: chex.Array, slot_outcome: chex.Array
+) -> ReplayState:
+    """Fills in z for the pending positions of games that have just ended.
+
+    Each slot plays one game at a time, so a slot's pending positions all belong to its
+    current game. `slot_ended` bool [S] says which slots' games ended; `slot_outcome`
+    float32 [S] is that game's result for player 0.
+    """
+    data = replay.data
+    slot = jnp.clip(data.slot, 0, slot_ended.shape[0] - 1)
+    ended = (~data.has_z) & (data.slot >= 0) & slot_ended[slot]
+    outcome = slot_outcome[slot] * jnp.where(data.player == 0, 1.0, -1.0)
+    data = data.replace(
+        z=jnp.where(ended, outcome, data.z), has_z=data.has_z | ended
+    )
+    return replay.replace(data=data)
+
+
+def num_sampleable(replay: ReplayState) -> chex.Array:
+    """How many positions have a known outcome."""
+    return jnp.sum(replay.data.has_z)
+
+
+def sample(
+    replay: ReplayState,
+    key: chex.PRNGKey,
+    batch_size: int,
+    symmetries: Symmetries | None = None,
+) -> Positions:
+    """Uniformly samples `batch_size` positions with known z (with replacement).
+
+    With `symmetries`, each sample gets an independent uniformly random symmetry of the
+    game. If nothing is sampleable yet, entries are drawn from the whole ring and have
+    `has_z` False, so callers can mask them out.
+    """
+    index_key, sym_key = jax.random.split(key)
+    weights = replay.data.has_z.astype(jnp.float32)
+    weights = jnp.where(jnp.sum(weights) > 0, weights, jnp.ones_like(weights))
+    indices = jax.random.choice(
+        index_key, replay.capacity, shape=(batch_size,), p=weights / jnp.sum(weights)
+    )
+    batch = jax.tree.map(lambda x: x[indices], replay.data)
+    if symmetries is None:
+        return batch
+    g = jax.random.randint(sym_key, (batch_size,), 0, symmetries.size)
+    return batch.replace(
+        observation=jax.vmap(symmetries.observation)(batch.observation, g),
+        policy=jax.vmap(symmetries.policy)(batch.policy, g),
+    )
+
+
+def augment_all(positions: Positions, symmetries: Symmetries) -> Positions:
+    """Every symmetric copy of every position: [N] -> [G * N] (for 8x-on-write)."""
+    g = jnp.arange(symmetries.size)
+
+    def one(gi):
+        n = positions.player.shape[0]
+        gs = jnp.full(n, gi)
+        return positions.replace(
+            observation=jax.vmap(symmetries.observation)(positions.observation, gs),
+            policy=jax.vmap(symmetries.policy)(positions.policy, gs),
+        )
+
+    copies = jax.vmap(one)(g)
+    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), copies)

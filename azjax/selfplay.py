@@ -1,0 +1,180 @@
+"""Batched self-play: B games at once, S moves per call, finished games restart at once.
+
+Each move is chosen by the search. For the first `temperature_moves` plies of a game the
+move is sampled from the search policy (temperature 1), afterwards it is the search's
+greedy choice, as in the AlphaZero paper. With probability `random_move_prob` the move
+played is instead uniformly random among the legal ones (the position is still
+recorded with the search policy), which widens the set of positions seen in training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import chex
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from azjax import replay as replay_lib
+from azjax.search import SearchConfig, SearchParams, greedy_action, masked_logits, root_value
+from envs import Env, State
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfPlayConfig:
+    """How self-play chooses and batches moves."""
+
+    num_games: int = 256
+    """Games played at once (B); each slot restarts a new game as soon as one ends."""
+    steps_per_iteration: int = 9
+    """Moves played in every slot per training iteration (S)."""
+    temperature_moves: int = 2
+    """Plies at the start of each game sampled from the search policy; greedy after."""
+    random_move_prob: float = 0.0
+    """Probability of playing a uniformly random legal move instead of the search's."""
+    random_opening_moves: int = 0
+    """Each new game opens with U{0..N} uniformly random plies (recorded like any other)."""
+
+    def validate(self) -> None:
+        """Raises ValueError for settings that cannot run."""
+        if self.num_games < 1:
+            raise ValueError(f"num_games must be >= 1, got {self.num_games}")
+        if self.steps_per_iteration < 1:
+            raise ValueError(f"steps_per_iteration must be >= 1, got {self.steps_per_iteration}")
+        if self.temperature_moves < 0:
+            raise ValueError(f"temperature_moves must be >= 0, got {self.temperature_moves}")
+        if self.random_opening_moves < 0:
+            raise ValueError(
+                f"random_opening_moves must be >= 0, got {self.random_opening_moves}"
+            )
+        if not 0.0 <= self.random_move_prob <= 1.0:
+            raise ValueError(f"random_move_prob must be in [0, 1], got {self.random_move_prob}")
+
+
+@struct.dataclass
+class Games:
+    """The live self-play games [B] and how many random opening plies each one gets."""
+
+    state: State  # [B]
+    opening_length: chex.Array  # [B] int32
+
+
+@struct.dataclass
+class Trajectory:
+    """What S moves of B slots produced (leading axes [S, B])."""
+
+    positions: replay_lib.Positions
+    ended: chex.Array  # [S, B] bool: the move ended its game
+    outcome: chex.Array  # [S, B] float32: the ended game's result for player 0
+    game_length: chex.Array  # [S, B] int32: plies of the ended game
+
+
+def tree_select(mask: chex.Array, on_true, on_false):
+    """Per-example `where` over batched pytrees: mask [B] selects along axis 0."""
+
+    def select(a, b):
+        m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
+        return jnp.where(m, a, b)
+
+    return jax.tree.map(select, on_true, on_false)
+
+
+def init_games(env: Env, key: chex.PRNGKey, config: SelfPlayConfig) -> Games:
+    """`config.num_games` fresh games [B]."""
+    state_key, opening_key = jax.random.split(key)
+    num_games = config.num_games
+    return Games(
+        state=jax.vmap(env.init)(jax.random.split(state_key, num_games)),
+        opening_length=jax.random.randint(
+            opening_key, (num_games,), 0, config.random_opening_moves + 1
+        ),
+    )
+
+
+def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfPlayConfig):
+    """Returns `play(params, search_params, key, games) -> (games, Trajectory)`.
+
+    `games` [B] are live; the returned ones are live too (ended games were replaced by
+    new ones). The key is consumed.
+    """
+    config.validate()
+    num_games = config.num_games
+    slots = jnp.arange(num_games, dtype=jnp.int32)
+
+    def one_move(carry, key):
+        params, search_params, games = carry
+        states = games.state
+        search_key, sample_key, random_key, coin_key, reset_key = jax.random.split(key, 5)
+        output = search_fn(params, search_params, search_key, states)
+        pi = output.action_weights
+        legal = states.legal_action_mask
+        sampled = jax.random.categorical(sample_key, masked_logits(jnp.log(pi), pi > 0))
+        chosen = jnp.where(
+            states.step_count < config.temperature_moves,
+            sampled,
+            greedy_action(search_config, output),
+        )
+        uniform = jax.random.categorical(random_key, masked_logits(jnp.zeros_like(pi), legal))
+        explore = (states.step_count < games.opening_length) | (
+            jax.random.uniform(coin_key, (num_games,)) < config.random_move_prob
+        )
+        action = jnp.where(explore, uniform, chosen).astype(jnp.int32)
+
+        next_states = jax.vmap(env.step)(states, action)
+        positions = replay_lib.Positions(
+            observation=states.observation,
+            policy=pi,
+            player=states.current_player,
+            search_value=root_value(output),
+            z=jnp.zeros(num_games, jnp.float32),
+            has_z=jnp.zeros(num_games, jnp.bool_),
+            slot=slots,
+        )
+        ended = next_states.terminated
+        step = Trajectory(
+            positions=positions,
+            ended=ended,
+            outcome=next_states.rewards[:, 0],
+            game_length=next_states.step_count,
+        )
+        fresh = init_games(env, reset_key, config)
+        games = tree_select(ended, fresh, games.replace(state=next_states))
+        return (params, search_params, games), step
+
+    def play(params, search_params: SearchParams, key: chex.PRNGKey, games: Games):
+        keys = jax.random.split(key, config.steps_per_iteration)
+        (_, _, games), trajectory = jax.lax.scan(
+            one_move, (params, search_params, games), keys
+        )
+        return games, trajectory
+
+    return play
+
+
+def assign_outcomes(trajectory: Trajectory) -> tuple[replay_lib.Positions, chex.Array, chex.Array]:
+    """Labels each position with its game's outcome where that game ended in the window.
+
+    Returns (positions flattened time-major to [S*B], first_end [B], first_outcome [B]):
+    `first_end[b]` says slot b finished a game in this window, and `first_outcome[b]` is
+    the result (for player 0) of the first such game, which is the game any positions
+    of slot b still pending from earlier windows belong to.
+    """
+    positions = trajectory.positions
+    num_games = trajectory.ended.shape[1]
+
+    def backward(carry, step):
+        has_end, outcome = carry
+        ended, step_outcome = step
+        has_end = has_end | ended
+        outcome = jnp.where(ended, step_outcome, outcome)
+        return (has_end, outcome), (has_end, outcome)
+
+    init = (jnp.zeros(num_games, jnp.bool_), jnp.zeros(num_games, jnp.float32))
+    (first_end, first_outcome), (has_z, outcome_p0) = jax.lax.scan(
+        backward, init, (trajectory.ended, trajectory.outcome), reverse=True
+    )
+    sign = jnp.where(positions.player == 0, 1.0, -1.0)
+    positions = positions.replace(z=outcome_p0 * sign, has_z=has_z)
+    flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), positions)
+    return flat, first_end, first_outcome

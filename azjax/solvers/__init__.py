@@ -1,0 +1,1 @@
+"""Exact solvers for small games (ground truth for evaluation)."""

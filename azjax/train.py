@@ -1,0 +1,196 @@
+"""The Python driver around the jitted iteration: logging, evaluation, checkpoints, plots."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+
+import envs
+from azjax import checkpoint as ckpt
+from azjax.config import TrainConfig
+from azjax.evaluation import make_evaluator
+from azjax.loop import TrainState, check_config, init_train_state, make_iteration_fn, make_network
+from azjax.plots import PLOT_FILE, plot_run
+
+# Options that control how long and how visibly a run goes; they may change on resume.
+RUN_CONTROL_FIELDS = (
+    "iterations", "log_every", "eval_every", "eval_search_every", "checkpoint_every",
+    "stop_when_perfect",
+)
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a finished `train` call returns."""
+
+    train_state: TrainState
+    records: list[dict[str, Any]]
+    perfect_at: dict[str, Any] | None  # first record where the evaluation said 'perfect'
+
+
+def _diff(saved: TrainConfig, new: TrainConfig) -> list[str]:
+    a, b = saved.to_dict(), new.to_dict()
+    out = []
+    for key in a:
+        if key in RUN_CONTROL_FIELDS or a[key] == b[key]:
+            continue
+        out.append(f"{key}: saved {a[key]!r}, given {b[key]!r}")
+    return out
+
+
+def prepare_run_dir(run_dir: Path, config: TrainConfig, resume: bool = True) -> None:
+    """Creates `run_dir` with config.json, or checks that a run in it is the same run."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / ckpt.CONFIG_FILE
+    if path.exists() and resume:
+        saved = ckpt.load_config(run_dir)
+        differences = _diff(saved, config)
+        if differences:
+            raise ckpt.RunDirError(
+                f"{run_dir} holds a run with a different config; use another --run-dir "
+                "or the same options. Differences: " + "; ".join(differences)
+            )
+    config.save(path)
+
+
+def _host(metrics: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in jax.device_get(metrics).items()}
+
+
+def format_progress(record: dict[str, Any]) -> str:
+    """One status line for a metrics record."""
+    parts = [
+        f"it {record['iteration']:>5}",
+        f"games {record['games']:>8,}",
+        f"{record['positions_per_s']:>8,.0f} pos/s",
+    ]
+    if "loss" in record:
+        parts.append(
+            f"loss {record['loss']:.3f} (v {record['value_loss']:.3f} p {record['policy_loss']:.3f})"
+        )
+        parts.append(f"H {record['policy_entropy']:.2f}")
+    if "net_optimal_share" in record:
+        parts.append(
+            f"net optimal {100 * record['net_optimal_share']:.1f}%"
+            f" unbeatable {'yes' if record['net_unbeatable'] else 'no'}"
+        )
+    if "search_optimal_share" in record:
+        parts.append(
+            f"search optimal {100 * record['search_optimal_share']:.1f}%"
+            f" unbeatable {'yes' if record['search_unbeatable'] else 'no'}"
+        )
+    parts.append(f"{record['wall_time']:.1f}s")
+    return " | ".join(parts)
+
+
+def train(
+    config: TrainConfig,
+    run_dir: Path | str | None = None,
+    progress: Callable[[str], None] | None = print,
+) -> TrainResult:
+    """Trains (or resumes, when `run_dir` holds a run) up to `config.iterations`.
+
+    Without `run_dir` nothing is written to disk. Raises ValueError (or RunDirError)
+    with a clear message for a bad config or a run directory holding another run.
+    """
+    start = time.perf_counter()
+    env = envs.make(config.game)
+    check_config(env, config)
+    run_dir = Path(run_dir) if run_dir is not None else None
+    say = progress or (lambda _: None)
+
+    train_state = init_train_state(env, config, jax.random.key(config.seed))
+    records: list[dict[str, Any]] = []
+    manager = None
+    if run_dir is not None:
+        prepare_run_dir(run_dir, config)
+        manager = ckpt.checkpoint_manager(run_dir)
+        if manager.latest_step() is not None:
+            step = manager.latest_step()
+            train_state = ckpt.restore(manager, train_state, step)
+            records = [r for r in ckpt.read_metrics(run_dir) if r["iteration"] <= step]
+            (run_dir / ckpt.METRICS_FILE).write_text(
+                "".join(json.dumps(r) + "\n" for r in records)
+            )
+            say(f"resumed {run_dir} at iteration {step}")
+
+    net = make_network(env, config)
+    iteration_fn = jax.jit(make_iteration_fn(env, config), donate_argnums=0)
+    evaluator = make_evaluator(env, net.apply, config.search)
+    eval_key = jax.random.key(config.seed + 1)
+
+    iteration = int(train_state.iteration)
+    time_offset = records[-1]["wall_time"] if records else 0.0
+    last_log_time, last_log_positions = time.perf_counter(), int(train_state.positions)
+    evals_done = sum(1 for r in records if "net_optimal_share" in r)
+    perfect_at = next((r for r in records if r.get("perfect")), None)
+    saved_at = iteration
+
+    while iteration < config.iterations:
+        train_state, metrics = iteration_fn(train_state)
+        iteration += 1
+        last = iteration == config.iterations
+        do_eval = evaluator is not None and config.eval_every > 0 and (
+            iteration % config.eval_every == 0 or last
+        )
+        if not (do_eval or last or iteration % config.log_every == 0):
+            continue
+
+        record: dict[str, Any] = {"iteration": iteration, **_host(metrics)}
+        now = time.perf_counter()
+        positions = int(train_state.positions)
+        record["games"] = int(train_state.games)
+        record["positions"] = positions
+        record["positions_per_s"] = (positions - last_log_positions) / max(now - last_log_time, 1e-9)
+        if do_eval:
+            with_search = config.eval_search_every > 0 and evals_done % config.eval_search_every == 0
+            eval_key, key = jax.random.split(eval_key)
+            record.update(evaluator(train_state.params, key, with_search=with_search))
+            evals_done += 1
+        record["wall_time"] = time_offset + time.perf_counter() - start
+        records.append(record)
+        say(format_progress(record))
+        last_log_time, last_log_positions = time.perf_counter(), positions
+
+        perfect = bool(record.get("perfect"))
+        if perfect and perfect_at is None:
+            perfect_at = record
+        if run_dir is not None:
+            ckpt.append_metrics(run_dir, record)
+            if iteration % config.checkpoint_every == 0 or last or (
+                perfect and config.stop_when_perfect
+            ):
+                ckpt.save(manager, iteration, train_state)
+                saved_at = iteration
+            if do_eval or last:
+                plot_run(records, run_dir / PLOT_FILE)
+        if perfect and config.stop_when_perfect:
+            say(f"perfect play reached at iteration {iteration}; stopping")
+            break
+
+    if run_dir is not None and saved_at != iteration:
+        ckpt.save(manager, iteration, train_state)
+        plot_run(records, run_dir / PLOT_FILE)
+    if manager is not None:
+        manager.close()
+    return TrainResult(train_state=train_state, records=records, perfect_at=perfect_at)
+
+
+def summarize(result: TrainResult) -> str:
+    """A closing summary of a run."""
+    if result.perfect_at is None:
+        last = result.records[-1] if result.records else {}
+        share = last.get("net_optimal_share")
+        tail = f", network optimal-move share {100 * share:.1f}%" if share is not None else ""
+        return f"finished {last.get('iteration', 0)} iterations{tail}"
+    r = result.perfect_at
+    return (
+        f"perfect play (network alone: 100% optimal moves, unbeatable from both seats) after "
+        f"{r['games']:,} games, iteration {r['iteration']}, {r['wall_time']:.1f}s"
+    )
+

@@ -1,0 +1,183 @@
+"""The game protocol every env in `envs` follows (pgx-compatible).
+
+A game is a pure state machine: `init(key) -> State` and `step(State, action) -> State`,
+both unbatched and jit/vmap-able. `Env.step` fixes, once for every game, what happens
+outside the rules:
+
+* A step on a terminated state returns the state unchanged, with zero rewards.
+* An illegal action ends the game: the player who made it loses (-1, opponent +1) and
+  the board is left as it was. Search and self-play never produce one (they mask
+  illegal actions); the rule exists so that a bad action can never corrupt a state.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+
+@struct.dataclass
+class State:
+    """Fields every game's state carries (games subclass it and add their own).
+
+    Attributes:
+      current_player: int32 [] id (0 or 1) of the player to move.
+      observation: [*observation_shape] bool planes from the mover's point of view.
+      legal_action_mask: bool [A] legal moves of the player to move.
+      rewards: float32 [2] indexed by player id; non-zero only on the final step.
+      terminated: bool [] the game is over.
+      step_count: int32 [] plies played so far.
+    """
+
+    current_player: chex.Array
+    observation: chex.Array
+    legal_action_mask: chex.Array
+    rewards: chex.Array
+    terminated: chex.Array
+    step_count: chex.Array
+
+
+@struct.dataclass
+class Symmetries:
+    """A game's symmetry group as gather permutations, for data augmentation.
+
+    For symmetry g, the transformed observation is `obs.reshape(cells, C)[cell_perm[g]]`
+    and the transformed policy is `pi[action_perm[g]]`; the action `a` maps to
+    `inverse_action_perm[g, a]`. Index 0 is always the identity.
+
+    Attributes:
+      cell_perm: int32 [G, H*W] spatial gather permutation of observation cells.
+      action_perm: int32 [G, A] gather permutation of action-indexed vectors.
+      inverse_action_perm: int32 [G, A] where each action goes under the symmetry.
+    """
+
+    cell_perm: chex.Array
+    action_perm: chex.Array
+    inverse_action_perm: chex.Array
+
+    @property
+    def size(self) -> int:
+        """Number of symmetries (including the identity)."""
+        return self.action_perm.shape[0]
+
+    def observation(self, obs: chex.Array, g: chex.Array) -> chex.Array:
+        """Applies symmetry `g` to one observation of shape [H, W, C]."""
+        h, w, c = obs.shape
+        return obs.reshape(h * w, c)[self.cell_perm[g]].reshape(h, w, c)
+
+    def policy(self, pi: chex.Array, g: chex.Array) -> chex.Array:
+        """Applies symmetry `g` to one action-indexed vector [A]."""
+        return pi[self.action_perm[g]]
+
+    def action(self, action: chex.Array, g: chex.Array) -> chex.Array:
+        """Maps an action of the original position to the transformed position."""
+        return self.inverse_action_perm[g, action]
+
+
+def _invert(perms: np.ndarray) -> np.ndarray:
+    inverse = np.empty_like(perms)
+    rows = np.arange(perms.shape[0])[:, None]
+    inverse[rows, perms] = np.arange(perms.shape[1])[None, :]
+    return inverse
+
+
+def dihedral_symmetries(height: int, width: int, extra_actions: int = 0) -> Symmetries:
+    """The 8 rotations/reflections of a square board (4 would be wrong for non-square).
+
+    Actions `row*width+col` follow the cells; `extra_actions` trailing actions (Go's pass)
+    are fixed points.
+    """
+    if height != width:
+        raise ValueError("dihedral symmetries need a square board")
+    grid = np.arange(height * width).reshape(height, width)
+    perms = []
+    for k in range(4):
+        rotated = np.rot90(grid, k)
+        perms.append(rotated.reshape(-1))
+        perms.append(np.fliplr(rotated).reshape(-1))
+    return from_cell_permutations(np.stack(perms), extra_actions)
+
+
+def from_cell_permutations(cell_perm: np.ndarray, extra_actions: int = 0) -> Symmetries:
+    """Builds `Symmetries` from gather permutations of board cells (actions = cells)."""
+    cell_perm = np.asarray(cell_perm, dtype=np.int32)
+    num_cells = cell_perm.shape[1]
+    fixed = np.broadcast_to(
+        np.arange(num_cells, num_cells + extra_actions, dtype=np.int32),
+        (cell_perm.shape[0], extra_actions),
+    )
+    action_perm = np.concatenate([cell_perm, fixed], axis=1)
+    return Symmetries(
+        cell_perm=jnp.asarray(cell_perm),
+        action_perm=jnp.asarray(action_perm),
+        inverse_action_perm=jnp.asarray(_invert(action_perm)),
+    )
+
+
+class Env(abc.ABC):
+    """A two-player, zero-sum, perfect-information game.
+
+    Subclasses implement `_init`, `_step` (a legal action on a live state) and
+    `transform_state`; `init` and `step` are the public, pure, jit/vmap-able API.
+    """
+
+    name: str
+    num_actions: int
+    observation_shape: tuple[int, ...]
+    num_players: int = 2
+
+    def init(self, key: chex.PRNGKey) -> State:
+        """A new game. The key is consumed (games without chance may ignore it)."""
+        return self._init(key)
+
+    def step(self, state: State, action: chex.Array) -> State:
+        """Plays `action` for the player to move (see module docstring for edge cases)."""
+        action = jnp.asarray(action, dtype=jnp.int32)
+        chex.assert_shape(action, ())
+        in_range = (action >= 0) & (action < self.num_actions)
+        safe_action = jnp.clip(action, 0, self.num_actions - 1)
+        legal = in_range & state.legal_action_mask[safe_action]
+        played = self._step(state, safe_action)
+        mover = state.current_player
+        forfeit = state.replace(
+            terminated=jnp.bool_(True),
+            rewards=jnp.zeros(2, jnp.float32).at[mover].set(-1.0).at[1 - mover].set(1.0),
+            legal_action_mask=jnp.zeros_like(state.legal_action_mask),
+        )
+        after_end = state.replace(rewards=jnp.zeros(2, jnp.float32))
+        return tree_where(state.terminated, after_end, tree_where(legal, played, forfeit))
+
+    @abc.abstractmethod
+    def _init(self, key: chex.PRNGKey) -> State:
+        """The initial state."""
+
+    @abc.abstractmethod
+    def _step(self, state: State, action: chex.Array) -> State:
+        """Plays a legal action on a non-terminated state."""
+
+    @property
+    @abc.abstractmethod
+    def symmetries(self) -> Symmetries:
+        """The game's symmetries, for augmentation."""
+
+    @abc.abstractmethod
+    def transform_state(self, state: State, g: chex.Array) -> State:
+        """Applies symmetry `g` to a whole state (used to test equivariance)."""
+
+    @abc.abstractmethod
+    def render(self, state: State) -> str:
+        """A text picture of one (unbatched) state for humans."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def tree_where(pred: chex.Array, on_true: Any, on_false: Any) -> Any:
+    """Per-leaf `jnp.where` over two pytrees of the same structure (scalar pred)."""
+    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)

@@ -1,0 +1,379 @@
+"""mctx search over tic-tac-toe (`azjax/search.py`): tactics, sign convention, model."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from azjax.evaluation import deterministic
+from azjax.networks import PolicyValueNet
+from azjax.search import (
+    SearchConfig,
+    greedy_action,
+    make_recurrent_fn,
+    make_search_fn,
+    masked_logits,
+    root_value,
+    visit_counts,
+)
+from envs.tictactoe import state_from_board
+
+# --------------------------------------------------------------------------------------
+# Plain-Python tic-tac-toe helpers (independent of envs/ and azjax/solvers/).
+# --------------------------------------------------------------------------------------
+
+LINES = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]
+
+
+def winner(b):
+    for x, y, z in LINES:
+        if b[x] != -1 and b[x] == b[y] == b[z]:
+            return b[x]
+    return None
+
+
+def to_move(b):
+    return sum(v != -1 for v in b) % 2
+
+
+def terminal(b):
+    return winner(b) is not None or all(v != -1 for v in b)
+
+
+def moves(b):
+    return [] if terminal(b) else [i for i in range(9) if b[i] == -1]
+
+
+def play(b, m):
+    out = list(b)
+    out[m] = to_move(b)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def negamax(b):
+    """Game value for the player to move under perfect play."""
+    w = winner(b)
+    if w is not None:
+        return 1 if w == to_move(b) else -1
+    ms = moves(b)
+    if not ms:
+        return 0
+    return max(-negamax(play(b, m)) for m in ms)
+
+
+def winning_cells(b, p):
+    """Empty cells where player p would complete a line."""
+    out = []
+    for m in range(9):
+        if b[m] == -1:
+            c = list(b)
+            c[m] = p
+            if winner(c) == p:
+                out.append(m)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def reachable_boards():
+    seen, stack = set(), [(-1,) * 9]
+    while stack:
+        b = stack.pop()
+        if b in seen:
+            continue
+        seen.add(b)
+        stack.extend(play(b, m) for m in moves(b))
+    return sorted(seen)
+
+
+PER_CASE = 8  # positions per (kind, player)
+
+
+@functools.lru_cache(maxsize=1)
+def tactical_positions():
+    """Boards [4*PER_CASE, 9] and their only good move, in four groups of PER_CASE:
+    (win, X to move), (win, O to move), (block, X to move), (block, O to move).
+
+    win: the mover has exactly one immediate winning move, and no other move wins
+    under perfect play either (so a slower forced win is not an equally good answer).
+    block: the mover cannot win now, the opponent threatens exactly one cell, and
+    blocking it does not lose under perfect play (so blocking is the unique best move;
+    every other move loses at once).
+    """
+    groups = {("win", 0): [], ("win", 1): [], ("block", 0): [], ("block", 1): []}
+    for b in reachable_boards():
+        if terminal(b):
+            continue
+        p = to_move(b)
+        wins = winning_cells(b, p)
+        threats = winning_cells(b, 1 - p)
+        others_win = any(-negamax(play(b, m)) == 1 for m in moves(b) if m not in wins)
+        if len(wins) == 1 and not others_win:
+            groups[("win", p)].append((b, wins[0]))
+        if not wins and len(threats) == 1 and negamax(b) >= 0:
+            groups[("block", p)].append((b, threats[0]))
+    rng = np.random.default_rng(2024)
+    boards, answers = [], []
+    for key in (("win", 0), ("win", 1), ("block", 0), ("block", 1)):
+        cases = groups[key]
+        for i in rng.choice(len(cases), PER_CASE, replace=False):
+            boards.append(cases[i][0])
+            answers.append(cases[i][1])
+    return np.array(boards, np.int8), np.array(answers, np.int32)
+
+
+# --------------------------------------------------------------------------------------
+# Fixtures
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def env():
+    return envs.make("tictactoe")
+
+
+@pytest.fixture(scope="module")
+def net():
+    return PolicyValueNet(9)
+
+
+@pytest.fixture(scope="module")
+def tactics():
+    boards, answers = tactical_positions()
+    states = jax.jit(jax.vmap(state_from_board))(jnp.asarray(boards))
+    # Sanity of the construction, checked with the env too.
+    assert not np.any(np.asarray(states.terminated))
+    np.testing.assert_array_equal(
+        np.asarray(states.current_player), np.tile(np.repeat([0, 1], PER_CASE), 2)
+    )
+    return states, answers
+
+
+def zero_apply(params, obs):
+    """A network with uniform policy and zero value."""
+    del params
+    return jnp.zeros((obs.shape[0], 9), jnp.float32), jnp.zeros(obs.shape[0], jnp.float32)
+
+
+def make_greedy(env, apply_fn, config):
+    search_fn = make_search_fn(env, apply_fn, config)
+    params = deterministic(config)
+
+    @jax.jit
+    def run(net_params, key, states):
+        out = search_fn(net_params, params, key, states)
+        return greedy_action(config, out), out
+
+    return run
+
+
+def group(answers, got, index):
+    sl = slice(index * PER_CASE, (index + 1) * PER_CASE)
+    return got[sl], answers[sl]
+
+
+# --------------------------------------------------------------------------------------
+# Tactics with an untrained network
+# --------------------------------------------------------------------------------------
+
+
+def test_puct_wins_and_blocks_with_untrained_net(env, net, tactics):
+    states, answers = tactics
+    # 128 simulations is not always enough for the non-blocking moves' refutations to be
+    # found (deterministic, but position-dependent); 256 is.
+    config = SearchConfig(policy="puct", num_simulations=256)
+    run = make_greedy(env, lambda p, o: net.apply(p, o), config)
+    for seed in (0, 1, 2, 3):
+        params = net.init(jax.random.key(seed), states.observation)
+        action, out = run(params, jax.random.key(100 + seed), states)
+        action = np.asarray(action)
+        for index, name in enumerate(("win X", "win O", "block X", "block O")):
+            got, want = group(answers, action, index)
+            np.testing.assert_array_equal(got, want, err_msg=f"seed {seed}: {name}")
+        # greedy_action for PUCT is the most visited root action.
+        np.testing.assert_array_equal(
+            action, np.argmax(np.asarray(visit_counts(out)), axis=-1)
+        )
+
+
+def test_gumbel_wins_with_untrained_net(env, net, tactics):
+    states, answers = tactics
+    config = SearchConfig(policy="gumbel", num_simulations=64)
+    run = make_greedy(env, lambda p, o: net.apply(p, o), config)
+    for seed in (0, 1, 2, 3):
+        params = net.init(jax.random.key(seed), states.observation)
+        action, out = run(params, jax.random.key(200 + seed), states)
+        action = np.asarray(action)
+        for index, name in enumerate(("win X", "win O")):
+            got, want = group(answers, action, index)
+            np.testing.assert_array_equal(got, want, err_msg=f"seed {seed}: {name}")
+        # Gumbel's greedy action is the search's selected action.
+        np.testing.assert_array_equal(action, np.asarray(out.action))
+
+
+@pytest.fixture(scope="module")
+def gumbel_zero_net(env, tactics):
+    """Deterministic Gumbel search with a uniform, zero-value network."""
+    # With 64 simulations sequential halving can drop the blocking move: all root Q are
+    # tied at 0 after the first visits and ties go to the lowest action index.
+    config = SearchConfig(policy="gumbel", num_simulations=128)
+    run = make_greedy(env, zero_apply, config)
+    return run, config
+
+
+def test_gumbel_wins_and_blocks_with_uniform_net(gumbel_zero_net, tactics):
+    # With a random network, deterministic Gumbel interior selection can lock onto one
+    # opponent reply and never try the winning one (the visited reply's Q exceeds the
+    # mixed value used for unvisited ones), so blocks are missed in ~10% of positions
+    # even at 128 simulations; with a uniform prior and zero values the tactics must be
+    # found (checked offline on all 2,190 such reachable positions).
+    run, _ = gumbel_zero_net
+    states, answers = tactics
+    action, _ = run({}, jax.random.key(3), states)
+    np.testing.assert_array_equal(np.asarray(action), answers)
+
+
+# --------------------------------------------------------------------------------------
+# Sign convention with a constant network
+# --------------------------------------------------------------------------------------
+
+# X: 0, 1 ; O: 3, 4 ; X to move. X wins at 2; O threatens 5.
+#   X X .
+#   O O .
+#   . . .
+SIGN_X = [0, 0, -1, 1, 1, -1, -1, -1, -1]
+# X: 0, 1, 8 ; O: 3, 4 ; O to move. O wins at 5; X threatens 2.
+SIGN_O = [0, 0, -1, 1, 1, -1, -1, -1, 0]
+# X: 0, 1 ; O: 5, 6 ; X to move. X wins at 2; O has no two stones on a free line.
+#   X X .
+#   . . O
+#   O . .
+SIGN_X_CALM = [0, 0, -1, -1, -1, 1, 1, -1, -1]
+
+
+def test_sign_convention_constant_net(gumbel_zero_net, env):
+    run, _ = gumbel_zero_net
+    boards = [SIGN_X, SIGN_O, SIGN_X_CALM] + [SIGN_X] * (4 * PER_CASE - 3)
+    states = jax.vmap(state_from_board)(jnp.asarray(np.array(boards, np.int8)))
+    assert winning_cells(SIGN_X_CALM, 1) == [] and winning_cells(SIGN_X_CALM, 0) == [2]
+    _, out = run({}, jax.random.key(4), states)
+    summary = out.search_tree.summary()
+    q = np.asarray(summary.qvalues)
+    visits = np.asarray(summary.visit_counts)
+    # The winning child: reward +1 for the mover, discount 0 -> Q exactly 1.
+    for row, win in ((0, 2), (1, 5), (2, 2)):
+        assert visits[row, win] > 0
+        assert q[row, win] == 1.0, (row, q[row])
+    # Moves that neither win nor block let the opponent win next: negative Q.
+    for row, losing in ((0, (6, 7, 8)), (1, (6, 7))):
+        for a in losing:
+            assert visits[row, a] > 0, (row, a)
+            assert q[row, a] < 0.0, (row, a, q[row])
+    # The mover's root value is positive where it has a win and no threat against it.
+    assert float(np.asarray(root_value(out))[2]) > 0.0
+    # Root values agree with the summary's.
+    np.testing.assert_array_equal(np.asarray(root_value(out)), np.asarray(summary.value))
+
+
+# --------------------------------------------------------------------------------------
+# The recurrent function (the model)
+# --------------------------------------------------------------------------------------
+
+NET_LOGITS = jnp.arange(9, dtype=jnp.float32) / 10.0
+NET_VALUE = 0.5
+
+
+def const_apply(params, obs):
+    del params
+    n = obs.shape[0]
+    return jnp.broadcast_to(NET_LOGITS, (n, 9)), jnp.full(n, NET_VALUE, jnp.float32)
+
+
+def test_recurrent_fn(env):
+    draw_board = [0, 1, 0, 0, 1, 1, 1, 0, -1]  # X O X / X O O / O X . ; X to move
+    assert to_move(draw_board) == 0 and winner(draw_board) is None
+    assert winner(play(draw_board, 8)) is None
+    cases = [
+        # (board, action, reward, discount, terminal)
+        (SIGN_X, 2, 1.0, 0.0, True),  # X wins
+        (SIGN_O, 5, 1.0, 0.0, True),  # O wins: reward is for the mover (O)
+        (SIGN_X, 8, 0.0, -1.0, False),  # ordinary move
+        (SIGN_O, 2, 0.0, -1.0, False),  # O blocks
+        (draw_board, 8, 0.0, 0.0, True),  # board full, draw
+        (SIGN_X, 0, -1.0, 0.0, True),  # occupied cell: the mover forfeits
+    ]
+    boards = jnp.asarray(np.array([c[0] for c in cases], np.int8))
+    actions = jnp.asarray([c[1] for c in cases], jnp.int32)
+    states = jax.vmap(state_from_board)(boards)
+    recurrent_fn = jax.jit(make_recurrent_fn(env, const_apply))
+    out, next_states = recurrent_fn({}, jax.random.key(0), actions, states)
+    out = jax.device_get(out)
+    np.testing.assert_array_equal(out.reward, [c[2] for c in cases])
+    np.testing.assert_array_equal(out.discount, [c[3] for c in cases])
+    term = np.array([c[4] for c in cases])
+    np.testing.assert_array_equal(np.asarray(next_states.terminated), term)
+    np.testing.assert_array_equal(out.value, np.where(term, 0.0, NET_VALUE))
+    legal = np.asarray(next_states.legal_action_mask)
+    fmin = np.finfo(np.float32).min
+    want_logits = np.where(legal, np.asarray(NET_LOGITS)[None], fmin)
+    np.testing.assert_array_equal(out.prior_logits, want_logits)
+    # Terminal children have every action masked; live ones have their empty cells.
+    assert np.all(out.prior_logits[term] == fmin)
+    np.testing.assert_array_equal(
+        legal[2], np.array(play(SIGN_X, 8)) == -1
+    )
+    # The embedding is the stepped state.
+    np.testing.assert_array_equal(np.asarray(next_states.board)[0], play(SIGN_X, 2))
+
+
+def test_masked_logits():
+    logits = jnp.array([[1.0, -2.0, 3.0]])
+    legal = jnp.array([[True, False, True]])
+    out = np.asarray(masked_logits(logits, legal))
+    np.testing.assert_array_equal(out, [[1.0, np.finfo(np.float32).min, 3.0]])
+    assert np.all(np.isfinite(out))
+
+
+# --------------------------------------------------------------------------------------
+# Config validation
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(policy="x"),
+        dict(num_simulations=0),
+        dict(max_num_considered_actions=0),
+        dict(c_puct=0.0),
+        dict(pb_c_base=-1.0),
+        dict(dirichlet_alpha=0.0),
+        dict(dirichlet_fraction=1.5),
+        dict(dirichlet_fraction=-0.1),
+        dict(gumbel_scale=-1.0),
+    ],
+)
+def test_search_config_validation(kwargs):
+    with pytest.raises(ValueError):
+        SearchConfig(**kwargs).validate()
+
+
+def test_search_config_valid_and_params():
+    SearchConfig().validate()
+    SearchConfig(policy="puct", num_simulations=1, dirichlet_fraction=0.0).validate()
+    config = SearchConfig(c_puct=2.0, gumbel_scale=0.5)
+    p = config.params()
+    assert float(p.c_puct) == 2.0 and float(p.gumbel_scale) == 0.5
+    d = deterministic(config)
+    assert float(d.gumbel_scale) == 0.0 and float(d.dirichlet_fraction) == 0.0
+    assert float(d.c_puct) == 2.0
+
+
+def test_make_search_fn_validates(env):
+    with pytest.raises(ValueError):
+        make_search_fn(env, zero_apply, SearchConfig(num_simulations=0))
