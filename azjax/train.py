@@ -130,6 +130,9 @@ def train(
     evals_done = sum(1 for r in records if "net_optimal_share" in r)
     perfect_at = next((r for r in records if r.get("perfect")), None)
     saved_at = iteration
+    if perfect_at is not None and config.stop_when_perfect:
+        say(f"this run already reached perfect play at iteration {perfect_at['iteration']}")
+        iteration = config.iterations  # nothing left to do
 
     while iteration < config.iterations:
         train_state, metrics = iteration_fn(train_state)
@@ -148,9 +151,14 @@ def train(
         record["positions"] = positions
         record["positions_per_s"] = (positions - last_log_positions) / max(now - last_log_time, 1e-9)
         if do_eval:
-            with_search = config.eval_search_every > 0 and evals_done % config.eval_search_every == 0
+            with_search = config.eval_search_every > 0 and (
+                (evals_done + 1) % config.eval_search_every == 0 or last
+            )
             eval_key, key = jax.random.split(eval_key)
-            record.update(evaluator(train_state.params, key, with_search=with_search))
+            result = evaluator(train_state.params, key, with_search=with_search)
+            if result.get("perfect") and config.stop_when_perfect and not with_search:
+                result = evaluator(train_state.params, key, with_search=True)
+            record.update(result)
             evals_done += 1
         record["wall_time"] = time_offset + time.perf_counter() - start
         records.append(record)
@@ -173,8 +181,8 @@ def train(
             say(f"perfect play reached at iteration {iteration}; stopping")
             break
 
-    if run_dir is not None and saved_at != iteration:
-        ckpt.save(manager, iteration, train_state)
+    if run_dir is not None and saved_at != int(train_state.iteration):
+        ckpt.save(manager, int(train_state.iteration), train_state)
         plot_run(records, run_dir / PLOT_FILE)
     if manager is not None:
         manager.close()

@@ -1,0 +1,128 @@
+"""Self-play throughput at the tic-tac-toe defaults: positions/s and simulations/s.
+
+Measures (compilation excluded, `block_until_ready`, median of repeats):
+  * self-play alone (search + env step + auto-reset, S moves x B games per call),
+  * the whole training iteration (self-play + replay + gradient steps),
+and, as the in-run reference, the same self-play with pgx's tic-tac-toe as the game
+(same mctx search, same network), when pgx is installed (`pip install -e ".[bench]"`).
+
+    python benchmarks/selfplay_throughput.py [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "experiments"))
+
+import envs  # noqa: E402
+from azjax.loop import init_train_state, make_iteration_fn, make_network  # noqa: E402
+from azjax.search import make_search_fn  # noqa: E402
+from azjax.selfplay import init_games, make_play_fn  # noqa: E402
+from tictactoe import DEFAULTS  # noqa: E402
+
+
+def timed(fn, args, repeats):
+    out = fn(*args)
+    jax.block_until_ready(out)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+class PgxTicTacToe(envs.Env):
+    """pgx's tic-tac-toe behind our protocol (reference only; observation padded to 3 planes)."""
+
+    name = "pgx_tictactoe"
+    num_actions = 9
+    observation_shape = (3, 3, 3)
+
+    def __init__(self):
+        import pgx
+
+        self._env = pgx.make("tic_tac_toe")
+
+    def _wrap(self, s):
+        side = jnp.broadcast_to(s.current_player == 0, (3, 3, 1))
+        return s.replace(observation=jnp.concatenate([s.observation, side], axis=-1))
+
+    def init(self, key):
+        return self._wrap(self._env.init(key))
+
+    def step(self, state, action):
+        s = state.replace(observation=state.observation[..., :2])
+        return self._wrap(self._env.step(s, action))
+
+    def _init(self, key):
+        raise NotImplementedError
+
+    def _step(self, state, action):
+        raise NotImplementedError
+
+    symmetries = property(lambda self: envs.make("tictactoe").symmetries)
+
+    def transform_state(self, state, g):
+        raise NotImplementedError
+
+    def render(self, state):
+        return ""
+
+
+def selfplay_rate(env, config, repeats):
+    net = make_network(env, config)
+    search_fn = make_search_fn(env, net.apply, config.search)
+    play = jax.jit(make_play_fn(env, search_fn, config.search, config.selfplay))
+    games = init_games(env, jax.random.key(0), config.selfplay)
+    params = net.init(jax.random.key(1), games.state.observation[:1])
+    seconds = timed(play, (params, config.search.params(), jax.random.key(2), games), repeats)
+    positions = config.positions_per_iteration
+    return positions / seconds, positions * config.search.num_simulations / seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    config = DEFAULTS
+    env = envs.make("tictactoe")
+    print(f"backend {jax.default_backend()}, devices {jax.devices()}")
+    print(
+        f"defaults: {config.selfplay.num_games} games x {config.selfplay.steps_per_iteration} "
+        f"moves, {config.search.policy} {config.search.num_simulations} simulations, "
+        f"{config.gradient_steps} gradient steps of {config.learner.batch_size}"
+    )
+    pos, sims = selfplay_rate(env, config, args.repeats)
+    print(f"self-play (azjax tictactoe):  {pos:>10,.0f} positions/s  {sims:>12,.0f} simulations/s")
+    try:
+        ref_pos, ref_sims = selfplay_rate(PgxTicTacToe(), config, args.repeats)
+        print(
+            f"self-play (pgx tic_tac_toe): {ref_pos:>10,.0f} positions/s  {ref_sims:>12,.0f} "
+            f"simulations/s   ratio azjax/pgx {pos / ref_pos:.2f}"
+        )
+    except ImportError:
+        print("pgx not installed: no reference (pip install -e '.[bench]')")
+
+    iteration = jax.jit(make_iteration_fn(env, config))
+    state = init_train_state(env, config, jax.random.key(0))
+    seconds = timed(lambda s: iteration(s)[1], (state,), args.repeats)
+    print(
+        f"full iteration: {seconds * 1000:.0f} ms, "
+        f"{config.positions_per_iteration / seconds:,.0f} positions/s "
+        f"(self-play share {config.positions_per_iteration / pos / seconds:.0%})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""End-to-end: the jitted iteration, a short training run, checkpoints, resume, Agent."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from azjax import Agent, TrainConfig, train
+from azjax.checkpoint import RunDirError, read_metrics
+from azjax.evaluation import TicTacToeEvaluator
+from azjax.learner import LearnerConfig
+from azjax.loop import init_train_state, make_iteration_fn, make_network
+from azjax.networks import NetworkConfig
+from azjax.search import SearchConfig
+from azjax.selfplay import SelfPlayConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SMALL = TrainConfig(
+    game="tictactoe",
+    network=NetworkConfig(channels=32, policy_filters=8),
+    search=SearchConfig(policy="gumbel", num_simulations=8, max_num_considered_actions=9),
+    selfplay=SelfPlayConfig(num_games=32, steps_per_iteration=9, random_opening_moves=4),
+    learner=LearnerConfig(batch_size=64, learning_rate=3e-3),
+    replay_capacity=2048,
+    gradient_steps=8,
+    iterations=4,
+    eval_every=2,
+    eval_search_every=0,
+    checkpoint_every=2,
+    stop_when_perfect=False,
+)
+
+
+def leaves_equal(a, b) -> bool:
+    return all(
+        np.array_equal(np.asarray(x), np.asarray(y))
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))
+    )
+
+
+def test_iteration_compiles_once_and_advances_counters():
+    env = envs.make("tictactoe")
+    traces = []
+    fn = make_iteration_fn(env, SMALL)
+
+    def counted(state):
+        traces.append(1)
+        return fn(state)
+
+    iteration = jax.jit(counted, donate_argnums=0)
+    state = init_train_state(env, SMALL, jax.random.key(0))
+    for _ in range(3):
+        state, metrics = iteration(state)
+    assert len(traces) == 1
+    assert int(state.iteration) == 3
+    assert int(state.positions) == 3 * SMALL.positions_per_iteration
+    # 27 plies per slot: every slot finished at least 3 games of at most 9 plies.
+    assert int(state.games) >= 3 * SMALL.selfplay.num_games
+    assert float(metrics["first_player_win"] + metrics["draw"] + metrics["second_player_win"]) == (
+        pytest.approx(1.0)
+    )
+    assert np.all(~np.asarray(state.selfplay.state.terminated))
+
+
+def test_two_seeds_give_different_parameters():
+    env = envs.make("tictactoe")
+    iteration = jax.jit(make_iteration_fn(env, SMALL))
+    a, _ = iteration(init_train_state(env, SMALL, jax.random.key(1)))
+    b, _ = iteration(init_train_state(env, SMALL, jax.random.key(2)))
+    assert not leaves_equal(a.params, b.params)
+
+
+def test_short_training_improves_optimal_move_share():
+    config = dataclasses.replace(SMALL, iterations=40, eval_every=40, gradient_steps=16)
+    env = envs.make("tictactoe")
+    evaluator = TicTacToeEvaluator(env, make_network(env, config).apply, config.search)
+    before = evaluator(init_train_state(env, config, jax.random.key(config.seed)).params)
+    result = train(config, run_dir=None, progress=None)
+    after = result.records[-1]
+    assert after["net_optimal_share"] > before["net_optimal_share"] + 0.1
+    assert after["value_loss"] < result.records[0]["value_loss"]
+
+
+def test_checkpoint_round_trip_and_exact_resume(tmp_path):
+    straight = train(SMALL, run_dir=None, progress=None).train_state
+
+    run_dir = tmp_path / "run"
+    first = train(dataclasses.replace(SMALL, iterations=2), run_dir, progress=None)
+    agent = Agent.load(run_dir)
+    assert leaves_equal(agent.params, first.train_state.params)
+    assert agent.env.name == "tictactoe"
+
+    messages = []
+    resumed = train(SMALL, run_dir, progress=messages.append)
+    assert any("resumed" in m and "iteration 2" in m for m in messages)
+    assert int(resumed.train_state.iteration) == 4
+    assert leaves_equal(resumed.train_state.params, straight.params)
+    assert leaves_equal(resumed.train_state.replay, straight.replay)
+    assert [r["iteration"] for r in read_metrics(run_dir)] == [1, 2, 3, 4]
+    assert json.loads((run_dir / "config.json").read_text())["iterations"] == 4
+    assert (run_dir / "training.png").stat().st_size > 0
+
+
+def test_resume_drops_metrics_after_the_last_checkpoint(tmp_path):
+    run_dir = tmp_path / "run"
+    train(dataclasses.replace(SMALL, iterations=2), run_dir, progress=None)
+    with open(run_dir / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"iteration": 3, "games": 0}) + "\n")
+        f.write('{"iteration": 4, "gam')  # torn line of a killed process
+    train(dataclasses.replace(SMALL, iterations=3), run_dir, progress=None)
+    records = read_metrics(run_dir)
+    assert [r["iteration"] for r in records] == [1, 2, 3]
+    assert "loss" in records[-1]
+
+
+def test_resume_with_a_different_config_is_refused(tmp_path):
+    run_dir = tmp_path / "run"
+    train(dataclasses.replace(SMALL, iterations=1), run_dir, progress=None)
+    other = dataclasses.replace(SMALL, learner=LearnerConfig(batch_size=32))
+    with pytest.raises(RunDirError, match="batch_size"):
+        train(other, run_dir, progress=None)
+
+
+def test_agent_acts_legally_and_wins_in_one(tmp_path):
+    run_dir = tmp_path / "run"
+    train(dataclasses.replace(SMALL, iterations=1), run_dir, progress=None)
+    agent = Agent.load(run_dir, search=SearchConfig(policy="puct", num_simulations=256))
+    from envs.tictactoe import state_from_board
+
+    # X to move with X X . on the top row: cell 2 wins at once (O cannot stop it).
+    boards = jnp.array([[0, 0, -1, 1, 1, -1, -1, -1, -1], [1, 1, -1, 0, 0, -1, 0, -1, -1]])
+    states = jax.vmap(state_from_board)(boards)
+    actions = np.asarray(agent.act(states, jax.random.key(0)))
+    assert actions.tolist() == [2, 2]
+    logits, values = agent.evaluate(states.observation)
+    assert logits.shape == (2, 9) and values.shape == (2,)
+    assert np.all(np.abs(np.asarray(values)) <= 1.0)
+    sampled = np.asarray(agent.act(states, jax.random.key(1), greedy=False))
+    assert np.all(np.asarray(states.legal_action_mask)[np.arange(2), sampled])
+
+
+def test_agent_load_errors(tmp_path):
+    with pytest.raises(RunDirError, match="does not exist"):
+        Agent.load(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RunDirError, match="not a training run"):
+        Agent.load(tmp_path / "empty")
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(game="chess"), "unknown game"),
+        (dict(replay_capacity=10), "replay_capacity"),
+        (dict(gradient_steps=-1), "gradient_steps"),
+        (dict(selfplay=SelfPlayConfig(num_games=0)), "num_games"),
+        (dict(search=SearchConfig(num_simulations=0)), "num_simulations"),
+        (dict(value_target_mix=2.0), "value_target_mix"),
+    ],
+)
+def test_bad_config_is_a_clear_error(options, message):
+    with pytest.raises(ValueError, match=message):
+        train(dataclasses.replace(SMALL, **options), run_dir=None, progress=None)
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / "tictactoe.py"), *args],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+
+
+def test_experiment_help_lists_every_option():
+    out = run_script("--help")
+    assert out.returncode == 0
+    for option in ("--run-dir", "--seed", "--search.num-simulations", "--search.policy",
+                   "--selfplay.temperature-moves", "--learner.learning-rate",
+                   "--replay-capacity", "--augment", "--iterations"):
+        assert option in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--selfplay.num-games", "0"], "num_games must be >= 1"),
+        (["--search.policy", "alphabeta"], "alphabeta"),
+        (["--seed", "many"], "many"),
+    ],
+)
+def test_experiment_bad_options_fail_cleanly(tmp_path, args, message):
+    out = run_script("--run-dir", str(tmp_path / "run"), *args)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr
