@@ -17,8 +17,11 @@ import sys
 import time
 from pathlib import Path
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
+from flax import struct
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
@@ -41,6 +44,13 @@ def timed(fn, args, repeats):
     return statistics.median(times)
 
 
+@struct.dataclass
+class PgxState(envs.State):
+    """Our State fields over a pgx state (the pgx state does the work)."""
+
+    inner: Any = None
+
+
 class PgxTicTacToe(envs.Env):
     """pgx's tic-tac-toe behind our protocol (reference only; observation padded to 3 planes)."""
 
@@ -55,14 +65,21 @@ class PgxTicTacToe(envs.Env):
 
     def _wrap(self, s):
         side = jnp.broadcast_to(s.current_player == 0, (3, 3, 1))
-        return s.replace(observation=jnp.concatenate([s.observation, side], axis=-1))
+        return PgxState(
+            current_player=s.current_player,
+            observation=jnp.concatenate([s.observation, side], axis=-1),
+            legal_action_mask=s.legal_action_mask,
+            rewards=s.rewards,
+            terminated=s.terminated,
+            step_count=s._step_count,
+            inner=s,
+        )
 
     def init(self, key):
         return self._wrap(self._env.init(key))
 
     def step(self, state, action):
-        s = state.replace(observation=state.observation[..., :2])
-        return self._wrap(self._env.step(s, action))
+        return self._wrap(self._env.step(state.inner, action))
 
     def _init(self, key):
         raise NotImplementedError
