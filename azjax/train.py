@@ -175,7 +175,6 @@ def train(
             ):
                 ckpt.save(manager, iteration, train_state)
                 saved_at = iteration
-            if do_eval or last:
                 plot_run(records, run_dir / PLOT_FILE)
         if perfect and config.stop_when_perfect:
             say(f"perfect play reached at iteration {iteration}; stopping")

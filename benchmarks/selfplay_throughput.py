@@ -16,7 +16,6 @@ import statistics
 import sys
 import time
 from pathlib import Path
-
 from typing import Any
 
 import jax
@@ -26,11 +25,12 @@ from flax import struct
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
 
+from tictactoe import DEFAULTS  # noqa: E402
+
 import envs  # noqa: E402
 from azjax.loop import init_train_state, make_iteration_fn, make_network  # noqa: E402
 from azjax.search import make_search_fn  # noqa: E402
 from azjax.selfplay import init_games, make_play_fn  # noqa: E402
-from tictactoe import DEFAULTS  # noqa: E402
 
 
 def timed(fn, args, repeats):

@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT / "experiments"))
 
 def one_seed(seed: int, overrides: list[str]) -> dict:
     import tyro
-
     from _cli import Experiment
-    from azjax.train import train
     from tictactoe import DEFAULTS
+
+    from azjax.train import train
 
     experiment = tyro.cli(
         Experiment, default=Experiment(config=DEFAULTS), args=overrides
