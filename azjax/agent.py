@@ -37,11 +37,14 @@ class Agent:
         search_config = self.search_config
 
         def act(params, states, key, greedy):
-            output = search_fn(params, greedy_params if greedy else noisy_params, key, states)
+            search_key, sample_key = jax.random.split(key)
+            search_params = greedy_params if greedy else noisy_params
+            output = search_fn(params, search_params, search_key, states)
             if greedy:
                 return greedy_action(search_config, output)
             pi = output.action_weights
-            return jax.random.categorical(key, masked_logits(jnp.log(pi), pi > 0)).astype(jnp.int32)
+            sampled = jax.random.categorical(sample_key, masked_logits(jnp.log(pi), pi > 0))
+            return sampled.astype(jnp.int32)
 
         self._act = jax.jit(act, static_argnums=3)
 
