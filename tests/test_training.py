@@ -202,3 +202,21 @@ def test_experiment_bad_options_fail_cleanly(tmp_path, args, message):
     assert out.returncode == 2
     assert message in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_resuming_a_perfect_run_trains_no_further(tmp_path):
+    run_dir = tmp_path / "run"
+    train(dataclasses.replace(SMALL, iterations=2), run_dir, progress=None)
+    records = read_metrics(run_dir)
+    records[-1]["perfect"] = 1.0  # as if the evaluation had found perfect play at iteration 2
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    messages = []
+    result = train(
+        dataclasses.replace(SMALL, stop_when_perfect=True), run_dir, progress=messages.append
+    )
+    assert int(result.train_state.iteration) == 2
+    assert result.perfect_at["iteration"] == 2
+    assert any("already reached perfect play at iteration 2" in m for m in messages)
+    # With stop_when_perfect off, the same run goes on training.
+    result = train(SMALL, run_dir, progress=None)
+    assert int(result.train_state.iteration) == 4
