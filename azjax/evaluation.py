@@ -8,8 +8,6 @@ for the network alone (argmax over legal moves) and for network + search (noise 
 
 from __future__ import annotations
 
-from typing import Callable
-
 import chex
 import jax
 import jax.numpy as jnp
@@ -20,7 +18,6 @@ from azjax.solvers import tictactoe as ttt_solver
 from envs import Env
 from envs.tictactoe import state_from_board
 
-Evaluator = Callable[..., dict[str, float]]
 
 
 def network_greedy_actions(apply_fn, params, states) -> chex.Array:
@@ -68,17 +65,27 @@ class TicTacToeEvaluator:
             f"{prefix}unbeatable": float(first and second),
         }
 
-    def __call__(self, params, key: chex.PRNGKey | None = None, with_search: bool = False):
-        """Metrics for the network alone (and with search when `with_search`)."""
+    def network_metrics(self, params) -> dict[str, float]:
+        """The network alone (argmax over legal moves), plus `perfect`."""
         metrics = self.score(jax.device_get(self._network(params)), "net_")
         metrics["perfect"] = float(metrics["net_optimal_share"] == 1.0 and metrics["net_unbeatable"])
-        if with_search:
-            key = jax.random.key(0) if key is None else key
-            metrics.update(self.score(jax.device_get(self._search(params, key)), "search_"))
         return metrics
 
+    def search_metrics(self, params, key: chex.PRNGKey) -> dict[str, float]:
+        """Network + search, noise off."""
+        return self.score(jax.device_get(self._search(params, key)), "search_")
 
-def make_evaluator(env: Env, apply_fn, search_config: SearchConfig) -> Evaluator | None:
+    def __call__(self, params, key: chex.PRNGKey | None = None, with_search: bool = False):
+        """Metrics for the network alone (and with search when `with_search`)."""
+        metrics = self.network_metrics(params)
+        if with_search:
+            key = jax.random.key(0) if key is None else key
+            metrics.update(self.search_metrics(params, key))
+        return metrics
+
+def make_evaluator(
+    env: Env, apply_fn, search_config: SearchConfig
+) -> TicTacToeEvaluator | None:
     """The ground-truth evaluator of `env`, or None where the game has none yet."""
     if env.name == "tictactoe":
         return TicTacToeEvaluator(env, apply_fn, search_config)

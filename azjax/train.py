@@ -130,11 +130,11 @@ def train(
     evals_done = sum(1 for r in records if "net_optimal_share" in r)
     perfect_at = next((r for r in records if r.get("perfect")), None)
     saved_at = iteration
-    if perfect_at is not None and config.stop_when_perfect:
+    done = perfect_at is not None and config.stop_when_perfect
+    if done:
         say(f"this run already reached perfect play at iteration {perfect_at['iteration']}")
-        iteration = config.iterations  # nothing left to do
 
-    while iteration < config.iterations:
+    while not done and iteration < config.iterations:
         train_state, metrics = iteration_fn(train_state)
         iteration += 1
         last = iteration == config.iterations
@@ -155,10 +155,9 @@ def train(
                 (evals_done + 1) % config.eval_search_every == 0 or last
             )
             eval_key, key = jax.random.split(eval_key)
-            result = evaluator(train_state.params, key, with_search=with_search)
-            if result.get("perfect") and config.stop_when_perfect and not with_search:
-                result = evaluator(train_state.params, key, with_search=True)
-            record.update(result)
+            record.update(evaluator.network_metrics(train_state.params))
+            if with_search or (record["perfect"] and config.stop_when_perfect):
+                record.update(evaluator.search_metrics(train_state.params, key))
             evals_done += 1
         record["wall_time"] = time_offset + time.perf_counter() - start
         records.append(record)
@@ -180,8 +179,8 @@ def train(
             say(f"perfect play reached at iteration {iteration}; stopping")
             break
 
-    if run_dir is not None and saved_at != int(train_state.iteration):
-        ckpt.save(manager, int(train_state.iteration), train_state)
+    if run_dir is not None and saved_at != iteration:
+        ckpt.save(manager, iteration, train_state)
         plot_run(records, run_dir / PLOT_FILE)
     if manager is not None:
         manager.close()
