@@ -8,19 +8,29 @@
 
 from __future__ import annotations
 
-from typing import Callable
+import importlib
 
 from envs.core import Env, State, Symmetries, dihedral_symmetries, from_cell_permutations
-from envs.tictactoe import TicTacToe
 
-_REGISTRY: dict[str, Callable[..., Env]] = {
-    "tictactoe": TicTacToe,
+# name -> "module:class"; modules are imported on first use.
+_REGISTRY: dict[str, str] = {
+    "tictactoe": "envs.tictactoe:TicTacToe",
+    "connect_four": "envs.connect_four:ConnectFour",
+    "gomoku": "envs.gomoku:Gomoku",
+    "go": "envs.go:Go",
+    "coin_split": "envs.coin_split:CoinSplit",
 }
+PGX_PREFIX = "pgx:"
 
 
 def registered_games() -> list[str]:
-    """Names accepted by `make`."""
+    """Names accepted by `make` (plus `"pgx:<id>"` for any two-player pgx game)."""
     return sorted(_REGISTRY)
+
+
+def _game_class(name: str):
+    module, cls = _REGISTRY[name].split(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def make(name: str, **kwargs) -> Env:
@@ -29,12 +39,17 @@ def make(name: str, **kwargs) -> Env:
     Raises:
       ValueError: for an unknown name or options the game does not take.
     """
+    if name.startswith(PGX_PREFIX):
+        from envs.pgx_adapter import make_pgx
+
+        return make_pgx(name[len(PGX_PREFIX):], **kwargs)
     if name not in _REGISTRY:
         raise ValueError(
-            f"unknown game {name!r}; known games: {', '.join(registered_games())}"
+            f"unknown game {name!r}; known games: {', '.join(registered_games())}, "
+            f"or {PGX_PREFIX}<pgx env id>"
         )
     try:
-        return _REGISTRY[name](**kwargs)
+        return _game_class(name)(**kwargs)
     except TypeError as err:
         raise ValueError(f"bad options for game {name!r}: {kwargs} ({err})") from None
 
