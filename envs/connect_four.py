@@ -1,0 +1,226 @@
+"""Connect Four (7 columns x 6 rows) as a pure JAX state machine.
+
+Player 0 (X) moves first. Action = column, 0 = leftmost (7 actions); a full column is
+illegal. Four or more in a row (horizontal, vertical or diagonal) wins; a full board
+without one is a draw.
+
+The observation is [6, 7, 3] bool from the mover's point of view: the mover's discs,
+the opponent's discs, and a plane that is all True when player 0 is to move. Row 0 of
+the observation is the TOP row, so `observation[..., 0]` looks like the board.
+
+Internally the discs are bitboards: `discs[i, c]` is column `c` as a 6-bit mask (bit
+`r` = row `r` counted from the bottom), `i = 0` for the player to move and `i = 1` for
+the opponent. Dropping a disc sets bit `height`, which for a bottom-filled column is
+`occupied + 1`; the four-in-a-row test is a handful of shifts and ANDs across columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from envs.core import Env, State, Symmetries
+
+ROWS = 6
+COLS = 7
+TOP_BIT = 1 << (ROWS - 1)
+# Shift that brings observation row i (0 = top) to bit 0 of a column mask.
+_ROW_SHIFTS = np.arange(ROWS - 1, -1, -1, dtype=np.int32)
+
+
+@struct.dataclass
+class ConnectFourState(State):
+    """Connect Four state.
+
+    `discs` int32 [2, 7]: column bitmasks (bit r = row r from the bottom) of the player
+    to move (index 0) and of the opponent (index 1).
+    """
+
+    discs: chex.Array = None
+
+
+def _has_four(p):
+    """Whether column bitmasks `p` [..., 7] (jax or numpy) hold four in a row."""
+    v = p & (p >> 1)
+    vertical = v & (v >> 2)
+    h = p[..., :-1] & p[..., 1:]
+    horizontal = h[..., :-2] & h[..., 2:]
+    d = p[..., :-1] & (p[..., 1:] >> 1)
+    rising = d[..., :-2] & (d[..., 2:] >> 2)
+    a = p[..., :-1] & (p[..., 1:] << 1)
+    falling = a[..., :-2] & (a[..., 2:] << 2)
+    return (
+        (vertical != 0).any(-1)
+        | (horizontal != 0).any(-1)
+        | (rising != 0).any(-1)
+        | (falling != 0).any(-1)
+    )
+
+
+def _observation(discs: chex.Array, player: chex.Array) -> chex.Array:
+    bits = (discs.T[None, :, :] >> _ROW_SHIFTS[:, None, None]) & 1  # [6, 7, 2]
+    side = jnp.broadcast_to(player == 0, (ROWS, COLS, 1))
+    return jnp.concatenate([bits.astype(jnp.bool_), side], axis=-1)
+
+
+def board_array(state: ConnectFourState) -> np.ndarray:
+    """The board of a (batched or not) state as int8 [..., 6, 7], row 0 = top row:
+    -1 empty, else the id of the player whose disc it is."""
+    discs = np.asarray(jax.device_get(state.discs))
+    player = np.asarray(jax.device_get(state.current_player))[..., None, None]
+    by_id = np.where(player == 0, discs, discs[..., ::-1, :])  # [..., 2, 7]
+    bits = (by_id[..., None, :] >> _ROW_SHIFTS[:, None]) & 1  # [..., 2, 6, 7]
+    board = np.full(bits.shape[:-3] + (ROWS, COLS), -1, np.int8)
+    board[bits[..., 0, :, :] == 1] = 0
+    board[bits[..., 1, :, :] == 1] = 1
+    return board
+
+
+def _state_from_discs(discs_by_id: chex.Array) -> ConnectFourState:
+    """The state with these discs (int32 [2, 7] indexed by player id)."""
+    discs_by_id = jnp.asarray(discs_by_id, jnp.int32)
+    count = jnp.sum(jax.lax.population_count(discs_by_id)).astype(jnp.int32)
+    player = count % 2
+    won0 = _has_four(discs_by_id[0])
+    won1 = _has_four(discs_by_id[1])
+    terminated = won0 | won1 | (count == ROWS * COLS)
+    rewards = jnp.where(
+        won0,
+        jnp.array([1.0, -1.0], jnp.float32),
+        jnp.where(won1, jnp.array([-1.0, 1.0], jnp.float32), jnp.zeros(2, jnp.float32)),
+    )
+    discs = jnp.where(player == 0, discs_by_id, discs_by_id[::-1])
+    occupied = discs[0] | discs[1]
+    return ConnectFourState(
+        current_player=player,
+        observation=_observation(discs, player),
+        legal_action_mask=((occupied & TOP_BIT) == 0) & ~terminated,
+        rewards=rewards,
+        terminated=terminated,
+        step_count=count,
+        discs=discs,
+    )
+
+
+_states_from_discs = jax.jit(jax.vmap(_state_from_discs))
+
+
+def boards_from_moves(moves: Sequence[str]) -> ConnectFourState:
+    """Batched states reached by playing each string of 1-based column digits ("4453").
+
+    The boards are built in numpy and turned into states by one jitted, vmapped call.
+    A string may end with the game's final move; anything else illegal raises ValueError.
+    """
+    moves = [m.strip() for m in moves]
+    n = len(moves)
+    if n == 0:
+        raise ValueError("boards_from_moves needs at least one move sequence")
+    length = max(len(m) for m in moves)
+    if length > ROWS * COLS:
+        raise ValueError(f"a Connect Four game has at most {ROWS * COLS} moves")
+    cols = np.full((n, length), -1, np.int64)
+    for i, m in enumerate(moves):
+        if m and not (m.isdigit() and all("1" <= ch <= str(COLS) for ch in m)):
+            raise ValueError(f"moves must be column digits 1-{COLS}, got {m!r}")
+        cols[i, : len(m)] = np.frombuffer(m.encode(), np.uint8) - ord("1")
+    discs = np.zeros((n, 2, COLS), np.int64)  # by player id
+    over = np.zeros(n, bool)
+    rows = np.arange(n)
+    for ply in range(length):
+        col = cols[:, ply]
+        playing = col >= 0
+        safe = np.maximum(col, 0)
+        occupied = discs[rows, 0, safe] | discs[rows, 1, safe]
+        bad = playing & (over | ((occupied & TOP_BIT) != 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            why = "the game is already over" if over[i] else "the column is full"
+            raise ValueError(f"illegal move {ply + 1} in {moves[i]!r}: {why}")
+        mover = ply % 2
+        discs[rows[playing], mover, col[playing]] |= occupied[playing] + 1
+        over |= playing & _has_four(discs[:, mover])
+    return _states_from_discs(jnp.asarray(discs, jnp.int32))
+
+
+def state_from_moves(moves: str) -> ConnectFourState:
+    """The (unbatched) state reached by playing 1-based column digits, e.g. "4453"."""
+    return jax.tree.map(lambda x: x[0], boards_from_moves([moves]))
+
+
+def parse_move(text: str) -> int:
+    """A human column "1".."7" as an action 0..6 (ValueError on anything else)."""
+    stripped = text.strip()
+    if len(stripped) != 1 or not ("1" <= stripped <= str(COLS)):
+        raise ValueError(f"expected a column number 1-{COLS}, got {text!r}")
+    return int(stripped) - 1
+
+
+def format_move(action: int) -> str:
+    """An action 0..6 as the human column "1".."7"."""
+    if not 0 <= int(action) < COLS:
+        raise ValueError(f"Connect Four actions are 0-{COLS - 1}, got {action!r}")
+    return str(int(action) + 1)
+
+
+class ConnectFour(Env):
+    """Connect Four (7x6, four or more in a row wins, full board draws)."""
+
+    name = "connect_four"
+    num_actions = COLS
+    observation_shape = (ROWS, COLS, 3)
+
+    def _init(self, key: chex.PRNGKey) -> ConnectFourState:
+        del key
+        return _state_from_discs(jnp.zeros((2, COLS), jnp.int32))
+
+    def _step(self, state: ConnectFourState, action: chex.Array) -> ConnectFourState:
+        own, opp = state.discs[0], state.discs[1]
+        occupied = own | opp
+        own = own | jnp.where(jnp.arange(COLS) == action, occupied + 1, 0)
+        won = _has_four(own)
+        terminated = won | (state.step_count + 1 == ROWS * COLS)
+        mover = state.current_player
+        reward = jnp.where(won, 1.0, 0.0)
+        rewards = jnp.zeros(2, jnp.float32).at[mover].set(reward).at[1 - mover].set(-reward)
+        next_player = 1 - mover
+        discs = jnp.stack([opp, own])
+        return state.replace(
+            current_player=next_player,
+            observation=_observation(discs, next_player),
+            legal_action_mask=(((own | opp) & TOP_BIT) == 0) & ~terminated,
+            rewards=rewards,
+            terminated=terminated,
+            step_count=state.step_count + 1,
+            discs=discs,
+        )
+
+    @property
+    def symmetries(self) -> Symmetries:
+        """Identity and the left-right mirror."""
+        grid = np.arange(ROWS * COLS).reshape(ROWS, COLS)
+        cell_perm = np.stack([grid.reshape(-1), grid[:, ::-1].reshape(-1)])
+        action_perm = np.stack([np.arange(COLS), np.arange(COLS)[::-1]])
+        return Symmetries(
+            cell_perm=jnp.asarray(cell_perm, jnp.int32),
+            action_perm=jnp.asarray(action_perm, jnp.int32),
+            inverse_action_perm=jnp.asarray(action_perm, jnp.int32),  # mirrors are involutions
+        )
+
+    def transform_state(self, state: ConnectFourState, g: chex.Array) -> ConnectFourState:
+        sym = self.symmetries
+        return state.replace(
+            discs=state.discs[:, sym.action_perm[g]],
+            observation=sym.observation(state.observation, g),
+            legal_action_mask=sym.policy(state.legal_action_mask, g),
+        )
+
+    def render(self, state: ConnectFourState) -> str:
+        board = board_array(state)
+        marks = {-1: ".", 0: "X", 1: "O"}
+        rows = [" ".join(marks[int(v)] for v in row) for row in board]
+        return "\n".join(rows + [" ".join(str(c + 1) for c in range(COLS))])
