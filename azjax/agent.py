@@ -8,7 +8,6 @@ import chex
 import jax
 import jax.numpy as jnp
 
-import envs
 from azjax import checkpoint as ckpt
 from azjax.config import TrainConfig
 from azjax.evaluation import deterministic
@@ -57,7 +56,7 @@ class Agent:
         """
         run_dir = Path(run_dir)
         config = ckpt.load_config(run_dir)
-        env = envs.make(config.game)
+        env = config.make_env()
         abstract = jax.eval_shape(lambda: init_train_state(env, config, jax.random.key(0)))
         manager = ckpt.checkpoint_manager(run_dir)
         try:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
+import envs
 from azjax.learner import LearnerConfig
 from azjax.networks import NetworkConfig
 from azjax.search import SearchConfig
@@ -21,6 +22,8 @@ class TrainConfig:
 
     game: str = "tictactoe"
     """Game to train on (a name accepted by `envs.make`)."""
+    game_options: dict[str, Union[int, float]] = dataclasses.field(default_factory=dict)
+    """Keyword options of the game (e.g. size=9, komi=7.5 for go), passed to `envs.make`."""
     seed: int = 0
     """Seed of the run's PRNG key."""
     network: NetworkConfig = NetworkConfig()
@@ -67,6 +70,10 @@ class TrainConfig:
         for name in ("eval_every", "eval_search_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+    def make_env(self) -> envs.Env:
+        """The game this config trains on (ValueError for an unknown game or bad options)."""
+        return envs.make(self.game, **self.game_options)
 
     @property
     def positions_per_iteration(self) -> int:

@@ -1,5 +1,12 @@
 """Evaluation reported during training, against exact ground truth where a game has one.
 
+Every evaluator has `network_metrics(params)` (cheap; includes `perfect`, which stops
+training when the game's ground truth says the network plays perfectly) and
+`search_metrics(params, key)` (network + search, noise off; costlier, run less often).
+`make_evaluator` picks the game's evaluator: exact ground truth for tic-tac-toe,
+Connect Four (solver benchmark positions) and the coin-splitting game (Grundy values);
+games against a uniformly random player for every other game.
+
 Tic-tac-toe: the share of the 4,520 reachable non-terminal positions where the agent
 plays an optimal move (one batched pass over all of them), and whether the greedy agent
 is unbeatable, checked exhaustively from both seats against every opponent reply. Both
@@ -13,12 +20,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from azjax import match
 from azjax.search import SearchConfig, greedy_action, make_search_fn, masked_logits
 from azjax.solvers import tictactoe as ttt_solver
 from envs import Env
 from envs.tictactoe import state_from_board
 
-
+# Metric keys the progress line and the plots show, with their short labels.
+METRIC_LABELS = {
+    "net_optimal_share": "net optimal",
+    "net_unbeatable": "net unbeatable",
+    "search_optimal_share": "search optimal",
+    "search_unbeatable": "search unbeatable",
+    "net_move_accuracy": "net moves",
+    "net_move_accuracy_hard": "net hard moves",
+    "search_move_accuracy": "search moves",
+    "search_move_accuracy_hard": "search hard moves",
+    "net_value_accuracy": "net value sign",
+    "net_winning_move_share": "net winning moves",
+    "search_winning_move_share": "search winning moves",
+    "net_vs_random": "net vs random",
+    "search_vs_random": "search vs random",
+}
 
 def network_greedy_actions(apply_fn, params, states) -> chex.Array:
     """Argmax of the policy head over legal moves [B]."""
@@ -83,10 +106,54 @@ class TicTacToeEvaluator:
             metrics.update(self.search_metrics(params, key))
         return metrics
 
-def make_evaluator(
-    env: Env, apply_fn, search_config: SearchConfig
-) -> TicTacToeEvaluator | None:
-    """The ground-truth evaluator of `env`, or None where the game has none yet."""
+
+class VersusRandomEvaluator:
+    """Score (wins + draws / 2) against a uniformly random player, half the games per seat."""
+
+    def __init__(self, env: Env, apply_fn, search_config: SearchConfig,
+                 net_games: int = 128, search_games: int = 32):
+        search_fn = make_search_fn(env, apply_fn, search_config)
+        search_params = deterministic(search_config)
+
+        def search_policy(params):
+            def policy(states, key):
+                output = search_fn(params, search_params, key, states)
+                return greedy_action(search_config, output)
+            return policy
+
+        def net_match(params, key):
+            return match.play_match(
+                env, match.network_policy(apply_fn, params), match.random_policy, key, net_games
+            )
+
+        def search_match(params, key):
+            return match.play_match(
+                env, search_policy(params), match.random_policy, key, search_games
+            )
+
+        self._net = jax.jit(net_match)
+        self._search = jax.jit(search_match)
+
+    def network_metrics(self, params, key: chex.PRNGKey | None = None) -> dict[str, float]:
+        """The network alone against random play."""
+        key = jax.random.key(0) if key is None else key
+        return {"net_vs_random": match.score(self._net(params, key))["score"], "perfect": 0.0}
+
+    def search_metrics(self, params, key: chex.PRNGKey) -> dict[str, float]:
+        """Network + search (noise off) against random play."""
+        return {"search_vs_random": match.score(self._search(params, key))["score"]}
+
+
+def make_evaluator(env: Env, apply_fn, search_config: SearchConfig):
+    """The evaluator of `env`: exact ground truth where the game has one, else vs random."""
     if env.name == "tictactoe":
         return TicTacToeEvaluator(env, apply_fn, search_config)
-    return None
+    if env.name == "connect_four":
+        from azjax.evaluators.connect_four import ConnectFourEvaluator
+
+        return ConnectFourEvaluator(env, apply_fn, search_config)
+    if env.name == "coin_split":
+        from azjax.evaluators.coin_split import CoinSplitEvaluator
+
+        return CoinSplitEvaluator(env, apply_fn, search_config)
+    return VersusRandomEvaluator(env, apply_fn, search_config)

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from azjax.evaluation import METRIC_LABELS  # noqa: E402
+
 PLOT_FILE = "training.png"
 LOSS_KEYS = ("loss", "value_loss", "policy_loss")
-EVAL_KEYS = (
-    "net_optimal_share", "search_optimal_share", "net_unbeatable", "search_unbeatable",
-)
 
 
 def _series(records: Sequence[dict[str, Any]], key: str):
@@ -30,10 +30,10 @@ def plot_run(records: Sequence[dict[str, Any]], path: Path) -> None:
     axes[0].set_title("loss")
     axes[1].plot(*_series(records, "policy_entropy"), color="tab:purple")
     axes[1].set_title("policy entropy (nats)")
-    for key in EVAL_KEYS:
+    for key, label in METRIC_LABELS.items():
         x, y = _series(records, key)
         if x:
-            axes[2].plot(x, y, marker=".", label=key)
+            axes[2].plot(x, y, marker=".", label=label)
     axes[2].set_title("evaluation")
     axes[2].set_ylim(-0.05, 1.05)
     for ax in axes:

@@ -10,10 +10,9 @@ from typing import Any, Callable
 
 import jax
 
-import envs
 from azjax import checkpoint as ckpt
 from azjax.config import TrainConfig
-from azjax.evaluation import make_evaluator
+from azjax.evaluation import METRIC_LABELS, make_evaluator
 from azjax.loop import TrainState, check_config, init_train_state, make_iteration_fn, make_network
 from azjax.plots import PLOT_FILE, plot_run
 
@@ -74,16 +73,11 @@ def format_progress(record: dict[str, Any]) -> str:
             f"loss {record['loss']:.3f} (v {record['value_loss']:.3f} p {record['policy_loss']:.3f})"
         )
         parts.append(f"H {record['policy_entropy']:.2f}")
-    if "net_optimal_share" in record:
-        parts.append(
-            f"net optimal {100 * record['net_optimal_share']:.1f}%"
-            f" unbeatable {'yes' if record['net_unbeatable'] else 'no'}"
-        )
-    if "search_optimal_share" in record:
-        parts.append(
-            f"search optimal {100 * record['search_optimal_share']:.1f}%"
-            f" unbeatable {'yes' if record['search_unbeatable'] else 'no'}"
-        )
+    for key, label in METRIC_LABELS.items():
+        if key in record:
+            value = record[key]
+            shown = ("yes" if value else "no") if "unbeatable" in key else f"{100 * value:.1f}%"
+            parts.append(f"{label} {shown}")
     parts.append(f"{record['wall_time']:.1f}s")
     return " | ".join(parts)
 
@@ -99,7 +93,7 @@ def train(
     with a clear message for a bad config or a run directory holding another run.
     """
     start = time.perf_counter()
-    env = envs.make(config.game)
+    env = config.make_env()
     check_config(env, config)
     run_dir = Path(run_dir) if run_dir is not None else None
     say = progress or (lambda _: None)
@@ -127,7 +121,7 @@ def train(
     iteration = int(train_state.iteration)
     time_offset = records[-1]["wall_time"] if records else 0.0
     last_log_time, last_log_positions = time.perf_counter(), int(train_state.positions)
-    evals_done = sum(1 for r in records if "net_optimal_share" in r)
+    evals_done = sum(1 for r in records if "perfect" in r)
     perfect_at = next((r for r in records if r.get("perfect")), None)
     saved_at = iteration
     done = perfect_at is not None and config.stop_when_perfect
@@ -191,8 +185,13 @@ def summarize(result: TrainResult) -> str:
     """A closing summary of a run."""
     if result.perfect_at is None:
         last = result.records[-1] if result.records else {}
-        share = last.get("net_optimal_share")
-        tail = f", network optimal-move share {100 * share:.1f}%" if share is not None else ""
+        evaluated = next((r for r in reversed(result.records) if "perfect" in r), {})
+        shown = [
+            f"{label} {100 * evaluated[key]:.1f}%"
+            for key, label in METRIC_LABELS.items()
+            if key in evaluated and "unbeatable" not in key
+        ]
+        tail = f"; last evaluation: {', '.join(shown)}" if shown else ""
         return f"finished {last.get('iteration', 0)} iterations{tail}"
     r = result.perfect_at
     return (

@@ -1,0 +1,1 @@
+"""Game-specific evaluators against exact ground truth (see `azjax.evaluation`)."""
