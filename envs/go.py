@@ -1,0 +1,360 @@
+"""The game of Go as a pure JAX state machine (Tromp-Taylor area scoring, simple ko).
+
+Board `size` x `size` (2..19, default 9). Player 0 is Black and moves first.
+
+Actions: `row * size + col` places a stone, `size * size` is pass (num_actions = size*size+1).
+Row 0 is the top line, printed as line `size`; columns are lettered A B C D E F G H J ...
+(no I), so on 9x9 action 0 is "A9" and action 72 is "A1" (see `parse_move`, `format_move`).
+
+Rules: stones of the opponent left without liberties are captured (any number of groups at
+once); suicide is illegal; **simple ko**: a move that recaptures a single stone just captured
+by a single stone, recreating the position before the previous move, is illegal (the point is
+kept in `ko`, cleared by any other move or a pass). Positional superko is not implemented.
+Pass is always legal. The game ends after two consecutive passes or at `max_moves` plies
+(default `2 * size * size`), and is scored by Tromp-Taylor area: a point counts for a colour
+if it holds that colour's stone, or is empty and reaches only that colour's stones through
+empty points. Black wins (+1, -1) if black - white - komi > 0, White wins if < 0, and an
+exact tie (integer komi) is a draw (0, 0).
+
+Observation [size, size, 2T+1] bool (AlphaGo Zero), from the mover's point of view, T =
+`history`: planes 0..T-1 are the mover's stones at t, t-1, ..., t-T+1; planes T..2T-1 the
+opponent's stones at the same times; the last plane is all True when the mover is Black.
+Boards before the start of the game are empty.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from envs.core import Env, State, Symmetries, dihedral_symmetries
+
+EMPTY = -1
+BLACK = 0
+WHITE = 1
+NO_POINT = -1
+COLUMNS = "ABCDEFGHJKLMNOPQRST"
+MAX_SIZE = len(COLUMNS)
+
+
+@struct.dataclass
+class GoState(State):
+    """Go state (fields beyond `envs.core.State`).
+
+    Attributes:
+      board: int8 [N*N] -1 empty, 0 black, 1 white.
+      history: int8 [T, N*N] boards at t, t-1, ..., t-T+1 (history[0] == board).
+      chain: int16 [N*N] for a stone, the id of its chain (the cell of one of the chain's
+        stones: the stone whose move last formed the chain); -1 on empty points.
+      ko: int32 [] the point the mover may not play because of simple ko, or -1.
+      passes: int32 [] consecutive passes just played.
+    """
+
+    board: chex.Array = None
+    history: chex.Array = None
+    chain: chex.Array = None
+    ko: chex.Array = None
+    passes: chex.Array = None
+
+
+def _neighbour_table(n: int) -> np.ndarray:
+    """int32 [N*N, 4] neighbour cells (up, down, left, right); N*N means off the board."""
+    table = np.full((n * n, 4), n * n, dtype=np.int32)
+    for r in range(n):
+        for c in range(n):
+            for k, (dr, dc) in enumerate(((-1, 0), (1, 0), (0, -1), (0, 1))):
+                rr, cc = r + dr, c + dc
+                if 0 <= rr < n and 0 <= cc < n:
+                    table[r * n + c, k] = rr * n + cc
+    return table
+
+
+def _shifted(x: chex.Array, fill) -> list[chex.Array]:
+    """The 4 neighbour views of an [N, N] array (value of the up/down/left/right cell)."""
+    p = jnp.pad(x, 1, constant_values=fill)
+    return [p[:-2, 1:-1], p[2:, 1:-1], p[1:-1, :-2], p[1:-1, 2:]]
+
+
+def _any_neighbour(x: chex.Array) -> chex.Array:
+    up, down, left, right = _shifted(x, False)
+    return up | down | left | right
+
+
+def parse_move(text: str, size: int) -> int:
+    """Parses "D4" (column letter without I, line number from the bottom) or "pass".
+
+    Raises:
+      ValueError: for text that is not a point of the board or "pass".
+    """
+    t = text.strip().upper()
+    if t == "PASS":
+        return size * size
+    letters = COLUMNS[:size]
+    if len(t) < 2 or t[0] not in letters or not t[1:].isdigit():
+        raise ValueError(f"not a move on a {size}x{size} board: {text!r}")
+    line = int(t[1:])
+    if not 1 <= line <= size:
+        raise ValueError(f"not a move on a {size}x{size} board: {text!r}")
+    return (size - line) * size + letters.index(t[0])
+
+
+def format_move(action: int, size: int) -> str:
+    """Formats an action as "D4" or "pass" (inverse of `parse_move`)."""
+    action = int(action)
+    if action == size * size:
+        return "pass"
+    if not 0 <= action < size * size:
+        raise ValueError(f"not an action on a {size}x{size} board: {action}")
+    row, col = divmod(action, size)
+    return f"{COLUMNS[col]}{size - row}"
+
+
+class Go(Env):
+    """Go on a `size` x `size` board (see the module docstring for the rules and encodings).
+
+    Args:
+      size: board side, 2..19.
+      komi: points added to White's score.
+      history: T, the number of past boards per player in the observation.
+      max_moves: plies after which the game ends and is scored (default 2 * size * size).
+    """
+
+    name = "go"
+
+    def __init__(
+        self, size: int = 9, komi: float = 7.5, history: int = 8, max_moves: int | None = None
+    ):
+        if not isinstance(size, (int, np.integer)) or not 2 <= size <= MAX_SIZE:
+            raise ValueError(f"Go size must be an integer from 2 to {MAX_SIZE}, got {size!r}")
+        if not isinstance(history, (int, np.integer)) or history < 1:
+            raise ValueError(f"Go history must be a positive integer, got {history!r}")
+        if max_moves is None:
+            max_moves = 2 * size * size
+        if not isinstance(max_moves, (int, np.integer)) or max_moves < 1:
+            raise ValueError(f"Go max_moves must be a positive integer, got {max_moves!r}")
+        self.size = int(size)
+        self.komi = float(komi)
+        self.history = int(history)
+        self.max_moves = int(max_moves)
+        self.num_actions = self.size * self.size + 1
+        self.observation_shape = (self.size, self.size, 2 * self.history + 1)
+        self._nbr = _neighbour_table(self.size)
+        self._symmetries = dihedral_symmetries(self.size, self.size, extra_actions=1)
+
+    # ---------------------------------------------------------------------------------
+    # Rules
+    # ---------------------------------------------------------------------------------
+
+    def _observation(self, history: chex.Array, player: chex.Array) -> chex.Array:
+        n, t = self.size, self.history
+        own = history == player.astype(jnp.int8)
+        opp = history == (1 - player).astype(jnp.int8)
+        colour = jnp.broadcast_to(player == BLACK, (1, n * n))
+        planes = jnp.concatenate([own, opp, colour], axis=0)
+        return planes.T.reshape(n, n, 2 * t + 1)
+
+    def _legal_mask(
+        self, board: chex.Array, chain: chex.Array, ko: chex.Array, player: chex.Array
+    ) -> chex.Array:
+        """Legal points (without pass) of `player` on a position where every chain has a
+        liberty: an empty point with an empty neighbour, a neighbouring own chain with two or
+        more liberties, or a neighbouring opponent chain with exactly one (a capture)."""
+        n = self.size
+        nn = n * n
+        grid = board.reshape(n, n)
+        empty = grid == EMPTY
+        idx = jnp.arange(nn, dtype=jnp.int16).reshape(n, n)
+        # Per stone: smallest and largest adjacent empty point; per chain: over its stones.
+        lib_lo = jnp.full((n, n), nn, jnp.int16)
+        lib_hi = jnp.full((n, n), -1, jnp.int16)
+        for e, i in zip(_shifted(empty, False), _shifted(idx, 0)):
+            lib_lo = jnp.where(e, jnp.minimum(lib_lo, i), lib_lo)
+            lib_hi = jnp.where(e, jnp.maximum(lib_hi, i), lib_hi)
+        seg = jnp.where(chain >= 0, chain, nn).astype(jnp.int32)
+        chain_lo = jnp.full(nn + 1, nn, jnp.int16).at[seg].min(lib_lo.reshape(nn))[seg]
+        chain_hi = jnp.full(nn + 1, -1, jnp.int16).at[seg].max(lib_hi.reshape(nn))[seg]
+        own = board == player.astype(jnp.int8)
+        opp = board == (1 - player).astype(jnp.int8)
+        # A neighbour that makes the point legal: own chain keeping a liberty, or a capture.
+        support = (own & (chain_lo < chain_hi)) | (opp & (chain_lo == chain_hi))
+        ok = _any_neighbour(empty) | _any_neighbour(support.reshape(n, n))
+        legal = empty & ok
+        return legal.reshape(nn) & (jnp.arange(nn) != ko)
+
+    def _area_scores(self, board: chex.Array, needed: chex.Array) -> chex.Array:
+        """float32 [2] Tromp-Taylor area (black, white); only computed where `needed`
+        (a while loop under vmap runs only while some game needs it)."""
+        n = self.size
+        grid = board.reshape(n, n)
+        empty = grid == EMPTY
+
+        def grow(reach):
+            return reach | (empty[None] & jax.vmap(_any_neighbour)(reach))
+
+        def cond(carry):
+            _, changed = carry
+            return changed
+
+        def body(carry):
+            reach, _ = carry
+            new = grow(reach)
+            return new, jnp.any(new != reach)
+
+        start = jnp.stack([grid == BLACK, grid == WHITE])
+        reach, _ = jax.lax.while_loop(cond, body, (start, needed))
+        black = reach[0] & ~reach[1]
+        white = reach[1] & ~reach[0]
+        return jnp.stack([black.sum(), white.sum()]).astype(jnp.float32)
+
+    def area_scores(self, state: GoState) -> chex.Array:
+        """float32 [2] Tromp-Taylor area of (Black, White) on the state's board, komi
+        not included."""
+        return self._area_scores(state.board, jnp.bool_(True))
+
+    def _make_state(
+        self,
+        board: chex.Array,
+        history: chex.Array,
+        chain: chex.Array,
+        ko: chex.Array,
+        passes: chex.Array,
+        player: chex.Array,
+        step_count: chex.Array,
+    ) -> GoState:
+        terminated = (passes >= 2) | (step_count >= self.max_moves)
+        scores = self._area_scores(board, terminated)
+        margin = scores[0] - scores[1] - self.komi
+        black_result = jnp.sign(margin).astype(jnp.float32)
+        rewards = jnp.where(
+            terminated, jnp.stack([black_result, -black_result]), jnp.zeros(2, jnp.float32)
+        )
+        legal = jnp.concatenate(
+            [self._legal_mask(board, chain, ko, player), jnp.ones(1, jnp.bool_)]
+        )
+        return GoState(
+            current_player=player,
+            observation=self._observation(history, player),
+            legal_action_mask=legal & ~terminated,
+            rewards=rewards,
+            terminated=terminated,
+            step_count=step_count,
+            board=board,
+            history=history,
+            chain=chain,
+            ko=ko,
+            passes=passes,
+        )
+
+    def _init(self, key: chex.PRNGKey) -> GoState:
+        del key
+        nn = self.size * self.size
+        history = jnp.full((self.history, nn), EMPTY, jnp.int8)
+        player = jnp.int32(BLACK)
+        return GoState(
+            current_player=player,
+            observation=self._observation(history, player),
+            legal_action_mask=jnp.ones(nn + 1, jnp.bool_),  # every point has an empty neighbour
+            rewards=jnp.zeros(2, jnp.float32),
+            terminated=jnp.bool_(False),
+            step_count=jnp.int32(0),
+            board=history[0],
+            history=history,
+            chain=jnp.full(nn, -1, jnp.int16),
+            ko=jnp.int32(NO_POINT),
+            passes=jnp.int32(0),
+        )
+
+    def _step(self, state: GoState, action: chex.Array) -> GoState:
+        nn = self.size * self.size
+        mover = state.current_player
+        me = mover.astype(jnp.int8)
+        is_pass = action == nn
+        point = jnp.minimum(action, nn - 1)
+        placed = jnp.arange(nn) == action  # all False for a pass
+
+        nbr = jnp.asarray(self._nbr)[point]
+        board_ext = jnp.concatenate([state.board, jnp.full(1, 2, jnp.int8)])
+        chain_ext = jnp.concatenate([state.chain, jnp.full(1, -1, jnp.int16)])
+        nbr_colour = board_ext[nbr]
+        nbr_chain = chain_ext[nbr]
+        no_id = jnp.int16(-2)
+        own_ids = jnp.where((nbr_colour == me) & ~is_pass, nbr_chain, no_id)
+        opp_ids = jnp.where((nbr_colour == 1 - me) & ~is_pass, nbr_chain, no_id)
+
+        board = jnp.where(placed, me, state.board)
+        merged = jnp.any(state.chain[:, None] == own_ids[None, :], axis=1) | placed
+        chain = jnp.where(merged, point.astype(jnp.int16), state.chain)
+
+        # Opponent chains next to the stone with no empty point next to any of their stones.
+        n = self.size
+        touches_empty = _any_neighbour((board == EMPTY).reshape(n, n)).reshape(nn)
+        member = state.chain[:, None] == opp_ids[None, :]  # [N*N, 4]
+        alive = jnp.any(member & touches_empty[:, None], axis=0)
+        captured = jnp.any(member & ~alive[None, :], axis=1)
+        board = jnp.where(captured, jnp.int8(EMPTY), board)
+        chain = jnp.where(captured, jnp.int16(-1), chain)
+
+        # Simple ko: a lone stone that captured one stone and has that point as its only liberty.
+        lone = ~jnp.any(nbr_colour == me)
+        board_ext = jnp.concatenate([board, jnp.full(1, 2, jnp.int8)])
+        liberties = jnp.sum(board_ext[nbr] == EMPTY)
+        is_ko = ~is_pass & lone & (jnp.sum(captured) == 1) & (liberties == 1)
+        ko = jnp.where(is_ko, jnp.argmax(captured), NO_POINT).astype(jnp.int32)
+
+        history = jnp.concatenate([board[None], state.history[:-1]], axis=0)
+        passes = jnp.where(is_pass, state.passes + 1, 0).astype(jnp.int32)
+        return self._make_state(
+            board=board,
+            history=history,
+            chain=chain,
+            ko=ko,
+            passes=passes,
+            player=1 - mover,
+            step_count=state.step_count + 1,
+        )
+
+    # ---------------------------------------------------------------------------------
+    # Symmetries and display
+    # ---------------------------------------------------------------------------------
+
+    @property
+    def symmetries(self) -> Symmetries:
+        return self._symmetries
+
+    def transform_state(self, state: GoState, g: chex.Array) -> GoState:
+        sym = self._symmetries
+        nn = self.size * self.size
+        perm = sym.cell_perm[g]
+        where_to = sym.inverse_action_perm[g, :nn]  # where each cell goes
+
+        def move_point(p):
+            return jnp.where(p >= 0, where_to[jnp.maximum(p, 0)], p).astype(p.dtype)
+
+        return state.replace(
+            board=state.board[perm],
+            history=state.history[:, perm],
+            chain=move_point(state.chain[perm]),
+            ko=move_point(state.ko),
+            observation=sym.observation(state.observation, g),
+            legal_action_mask=sym.policy(state.legal_action_mask, g),
+        )
+
+    def render(self, state: GoState) -> str:
+        n = self.size
+        board = np.asarray(jax.device_get(state.board)).reshape(n, n)
+        marks = {EMPTY: ".", BLACK: "X", WHITE: "O"}
+        letters = "   " + " ".join(COLUMNS[:n])
+        rows = [letters]
+        for r in range(n):
+            cells = " ".join(marks[int(v)] for v in board[r])
+            rows.append(f"{n - r:>2} {cells} {n - r}")
+        rows.append(letters)
+        if bool(state.terminated):
+            rows.append("game over")
+        else:
+            who = "Black (X)" if int(state.current_player) == BLACK else "White (O)"
+            rows.append(f"{who} to move")
+        return "\n".join(rows)

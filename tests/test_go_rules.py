@@ -1,0 +1,637 @@
+"""Go rules of `envs.go` against an independent plain-Python reference, and symmetries."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from envs.go import Go, format_move, parse_move
+
+# --------------------------------------------------------------------------------------
+# Plain-Python reference (independent of envs/).
+# --------------------------------------------------------------------------------------
+
+
+class RefGo:
+    """One game of Go: board list of N*N (-1 empty, 0 black, 1 white); black moves first.
+
+    Simple ko is checked literally: a move may not recreate the board as it was before the
+    previous move.
+    """
+
+    def __init__(self, size, komi=7.5, history=8, max_moves=None):
+        self.n = size
+        self.komi = komi
+        self.t = history
+        self.max_moves = 2 * size * size if max_moves is None else max_moves
+        self.board = [-1] * (size * size)
+        self.boards = [list(self.board)]  # every board of the game, oldest first
+        self.player = 0
+        self.passes = 0
+        self.step_count = 0
+        self.terminated = False
+        self.forfeited = False
+        self.rewards = [0.0, 0.0]
+        self.events = set()  # kinds of positions seen, to check coverage
+        self.nbrs = []
+        for p in range(size * size):
+            r, c = divmod(p, size)
+            cand = [(r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)]
+            self.nbrs.append([a * size + b for a, b in cand if 0 <= a < size and 0 <= b < size])
+        self._analyse()
+
+    def group(self, board, p):
+        """(stones, liberties) of the chain through p, by flood fill."""
+        colour = board[p]
+        stones, libs, todo = {p}, set(), [p]
+        while todo:
+            q = todo.pop()
+            for r in self.nbrs[q]:
+                if board[r] == -1:
+                    libs.add(r)
+                elif board[r] == colour and r not in stones:
+                    stones.add(r)
+                    todo.append(r)
+        return stones, libs
+
+    def play_on(self, board, p, colour):
+        """(new board, captured stones) or (None, reason) for an illegal move."""
+        if board[p] != -1:
+            return None, "occupied"
+        b = list(board)
+        b[p] = colour
+        captured = set()
+        for q in self.nbrs[p]:
+            if b[q] == 1 - colour and q not in captured:
+                stones, libs = self.group(b, q)
+                if not libs:
+                    captured |= stones
+        for q in captured:
+            b[q] = -1
+        if not self.group(b, p)[1]:
+            return None, "suicide"
+        if len(self.boards) >= 2 and b == self.boards[-2]:
+            return None, "ko"
+        return b, captured
+
+    def _analyse(self):
+        """Legal mask, ko point and chains of the current position."""
+        n2 = self.n * self.n
+        self.mask = [False] * (n2 + 1)
+        self.ko = -1
+        self.labels = [-1] * n2
+        for p in range(n2):
+            if self.board[p] != -1 and self.labels[p] == -1:
+                stones, _ = self.group(self.board, p)
+                for q in stones:
+                    self.labels[q] = min(stones)
+        if self.terminated:
+            return
+        self.mask[n2] = True
+        for p in range(n2):
+            if self.board[p] != -1:
+                continue
+            if any(self.board[q] == -1 for q in self.nbrs[p]):
+                self.mask[p] = True  # has a liberty whatever happens (fast path)
+                continue
+            b, why = self.play_on(self.board, p, self.player)
+            if b is not None:
+                self.mask[p] = True
+            elif why == "ko":
+                self.ko = p
+                self.events.add("ko")
+            else:
+                self.events.add("suicide point")
+
+    def step(self, action):
+        n2 = self.n * self.n
+        if self.terminated:
+            self.rewards = [0.0, 0.0]
+            return
+        mover = self.player
+        legal = 0 <= action <= n2 and self.mask[action]
+        if not legal:
+            self.terminated = self.forfeited = True
+            self.rewards = [0.0, 0.0]
+            self.rewards[mover], self.rewards[1 - mover] = -1.0, 1.0
+            self.mask = [False] * (n2 + 1)
+            return
+        if action == n2:
+            self.passes += 1
+        else:
+            board, captured = self.play_on(self.board, action, mover)
+            if len(captured) > 1:
+                self.events.add("multi-stone capture")
+            groups = {self.labels[q] for q in captured}
+            if len(groups) > 1:
+                self.events.add("several groups captured")
+            if captured and all(self.board[q] != -1 for q in self.nbrs[action]):
+                self.events.add("capture without liberty before")
+            self.board = board
+            self.passes = 0
+        self.boards.append(list(self.board))
+        self.step_count += 1
+        self.player = 1 - mover
+        self.rewards = [0.0, 0.0]
+        if self.passes >= 2 or self.step_count >= self.max_moves:
+            self.terminated = True
+            self.events.add("two passes" if self.passes >= 2 else "move cap")
+            black, white = self.scores()
+            margin = black - white - self.komi
+            if margin > 0:
+                self.rewards = [1.0, -1.0]
+            elif margin < 0:
+                self.rewards = [-1.0, 1.0]
+        self._analyse()
+
+    def scores(self):
+        """Tromp-Taylor area (black, white)."""
+        score = [0, 0]
+        seen = set()
+        for p, v in enumerate(self.board):
+            if v != -1:
+                score[v] += 1
+            elif p not in seen:
+                region, border, todo = {p}, set(), [p]
+                while todo:
+                    q = todo.pop()
+                    for r in self.nbrs[q]:
+                        if self.board[r] == -1:
+                            if r not in region:
+                                region.add(r)
+                                todo.append(r)
+                        else:
+                            border.add(self.board[r])
+                seen |= region
+                if len(border) == 1:
+                    score[border.pop()] += len(region)
+        return score
+
+    def history(self):
+        past = self.boards[::-1][: self.t]
+        past += [[-1] * (self.n * self.n)] * (self.t - len(past))
+        return np.array(past, dtype=np.int8)
+
+    def snapshot(self):
+        hist = self.history()
+        n = self.n
+        obs = np.concatenate(
+            [hist == self.player, hist == 1 - self.player, np.full((1, n * n), self.player == 0)]
+        )
+        return {
+            "board": np.array(self.board, np.int8),
+            "history": hist,
+            "current_player": self.player,
+            "legal_action_mask": np.array(self.mask),
+            "rewards": np.array(self.rewards, np.float32),
+            "terminated": self.terminated,
+            "step_count": self.step_count,
+            "observation": obs.T.reshape(n, n, 2 * self.t + 1),
+            "ko": self.ko,
+            "passes": self.passes,
+            "labels": np.array(self.labels, np.int32),
+        }
+
+
+# --------------------------------------------------------------------------------------
+# Random games: JAX env batched in one jit, replayed by the reference.
+# --------------------------------------------------------------------------------------
+
+FIELDS = (
+    "board",
+    "history",
+    "current_player",
+    "legal_action_mask",
+    "rewards",
+    "terminated",
+    "step_count",
+    "observation",
+    "passes",
+)
+
+
+def make_rollout(env: Go, num_games: int, num_plies: int):
+    """A jitted function (key) -> (actions [P, G], states [P+1, G, ...]) of random games.
+
+    Moves are uniform over legal actions except that each game draws how likely a pass is;
+    the last quarter of the games sometimes plays a random (often illegal) action.
+    """
+    a = env.num_actions
+
+    def one_ply(state, key, pass_logit, noisy):
+        k1, k2, k3 = jax.random.split(key, 3)
+        logits = jnp.where(state.legal_action_mask, 0.0, -1e9).at[a - 1].add(pass_logit)
+        action = jax.random.categorical(k1, logits)
+        wild = jax.random.randint(k2, (), -2, a + 2)
+        action = jnp.where(noisy & (jax.random.uniform(k3) < 0.02), wild, action)
+        action = jnp.where(state.terminated, wild, action)
+        return env.step(state, action), action
+
+    def rollout(key):
+        init_key, pass_key, play_key = jax.random.split(key, 3)
+        state = jax.vmap(env.init)(jax.random.split(init_key, num_games))
+        pass_logit = jax.random.uniform(pass_key, (num_games,), minval=-6.0, maxval=0.0)
+        noisy = jnp.arange(num_games) >= num_games * 3 // 4
+
+        def body(state, key):
+            keys = jax.random.split(key, num_games)
+            new, action = jax.vmap(one_ply)(state, keys, pass_logit, noisy)
+            return new, (new, action)
+
+        _, (states, actions) = jax.lax.scan(body, state, jax.random.split(play_key, num_plies))
+        states = jax.tree.map(lambda s0, s: jnp.concatenate([s0[None], s]), state, states)
+        return actions, states
+
+    return jax.jit(rollout)
+
+
+def compare_with_reference(env: Go, actions: np.ndarray, states) -> list[RefGo]:
+    """Replays every game in the reference and compares all fields after every ply."""
+    num_plies, num_games = actions.shape
+    games = [RefGo(env.size, env.komi, env.history, env.max_moves) for _ in range(num_games)]
+    for ply in range(num_plies + 1):
+        if ply > 0:
+            for g, game in enumerate(games):
+                game.step(int(actions[ply - 1, g]))
+        snaps = [game.snapshot() for game in games]
+        for field in FIELDS + ("ko", "labels"):
+            want = np.stack([np.asarray(s[field]) for s in snaps])
+            if field == "labels":
+                chain = np.asarray(states.chain[ply]).astype(np.int64)
+                # Same partition as the reference's chains: the id is a stone of the chain.
+                safe = np.maximum(chain, 0)
+                got = np.where(chain >= 0, np.take_along_axis(want, safe, axis=1), -1)
+                # (and every stone of a chain carries the same id)
+                rep = np.take_along_axis(chain, np.maximum(want, 0), axis=1)
+                got = np.where((rep == chain) | (want < 0), got, -2)
+            elif field == "ko":
+                got = np.asarray(states.ko[ply])
+                # The ko point matters (and the reference knows it) only while the game runs.
+                live = ~np.array([game.terminated for game in games])
+                got, want = got[live], want[live]
+            else:
+                got = np.asarray(getattr(states, field)[ply])
+            if not np.array_equal(got, want):
+                bad = np.flatnonzero(np.any((got != want).reshape(len(got), -1), axis=1))
+                g = int(bad[0])
+                raise AssertionError(
+                    f"{env.size}x{env.size} ply {ply} field {field!r} differs in games "
+                    f"{bad[:10].tolist()}; game {g} actions "
+                    f"{[format_move(x, env.size) if 0 <= x <= env.size**2 else int(x) for x in actions[:ply, g]]}"
+                    f"\ngot  {got[g].tolist()}\nwant {want[g].tolist()}"
+                )
+    return games
+
+
+RANDOM_CONFIGS = {
+    # size: (env kwargs, games, plies)
+    5: ({"size": 5, "history": 3}, 1536, 56),
+    7: ({"size": 7, "komi": 0.0, "history": 8}, 512, 100),
+    9: ({"size": 9}, 128, 170),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(RANDOM_CONFIGS))
+def random_games(request):
+    kwargs, num_games, num_plies = RANDOM_CONFIGS[request.param]
+    env = envs.make("go", **kwargs)
+    actions, states = make_rollout(env, num_games, num_plies)(jax.random.key(request.param))
+    actions, states = jax.device_get((actions, states))
+    games = compare_with_reference(env, actions, states)
+    return env, actions, states, games
+
+
+def test_random_games_match_reference(random_games):
+    env, _actions, states, games = random_games
+    seen = set().union(*(g.events for g in games))
+    required = {
+        "multi-stone capture",
+        "ko",
+        "suicide point",
+        "two passes",
+        "capture without liberty before",
+    }
+    if env.size == 5:
+        required |= {"several groups captured", "move cap"}
+    assert required <= seen, required - seen
+    assert all(g.terminated for g in games[: len(games) * 3 // 4]) or env.size == 9
+    forfeits = sum(g.forfeited for g in games)
+    assert forfeits > 0
+    final = states.rewards[1:].sum(axis=0)  # each game is rewarded at most once
+    assert set(np.unique(final[:, 0])) <= {-1.0, 0.0, 1.0}
+    assert np.all(final.sum(axis=1) == 0)
+
+
+def test_rewards_only_on_final_step(random_games):
+    _, _, states, _ = random_games
+    before, after = states.terminated[:-1], states.terminated[1:]
+    just_ended = after & ~before
+    assert np.all(states.rewards[1:][~just_ended] == 0.0)
+    assert np.all(np.abs(states.rewards[1:][just_ended]).sum(axis=-1) >= 0.0)
+    assert not np.any(states.legal_action_mask[1:][after])
+
+
+def test_area_scores_match_reference(random_games):
+    env, _, states, games = random_games
+    boards = states.board[-1]
+    got = jax.device_get(
+        jax.jit(jax.vmap(lambda b: env.area_scores(env.init(None).replace(board=b))))(boards)
+    )
+    want = np.array([g.scores() for g in games], np.float32)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_dtypes_and_shapes(random_games):
+    env, _, states, _ = random_games
+    n, t = env.size, env.history
+    g = states.board.shape[1]
+    assert states.board.dtype == np.int8 and states.board.shape[1:] == (g, n * n)
+    assert states.history.dtype == np.int8 and states.history.shape[1:] == (g, t, n * n)
+    assert states.observation.dtype == np.bool_
+    assert states.observation.shape[1:] == (g, n, n, 2 * t + 1)
+    assert env.observation_shape == (n, n, 2 * t + 1) and env.num_actions == n * n + 1
+    assert states.rewards.dtype == np.float32 and states.legal_action_mask.dtype == np.bool_
+
+
+# --------------------------------------------------------------------------------------
+# Symmetries
+# --------------------------------------------------------------------------------------
+
+ALL_FIELDS = FIELDS + ("chain", "ko")
+
+
+def test_step_is_equivariant(random_games):
+    env, _, states, _ = random_games
+    sym = env.symmetries
+    rng = np.random.default_rng(env.size)
+    live = np.argwhere(~states.terminated)
+    # Prefer states with a ko point so the ko field is exercised, plus random others.
+    ko_rows = np.argwhere((states.ko >= 0) & ~states.terminated)
+    pick = np.concatenate(
+        [
+            live[rng.choice(len(live), 240)],
+            ko_rows[rng.choice(len(ko_rows), 16)],
+        ]
+    )
+    batch = jax.tree.map(lambda x: x[pick[:, 0], pick[:, 1]], states)
+    masks = batch.legal_action_mask
+    acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks], np.int32)
+    num = len(pick)
+    g = np.repeat(np.arange(sym.size, dtype=np.int32), num)
+    tiled = jax.tree.map(lambda x: np.concatenate([x] * sym.size), batch)
+    acts = np.tile(acts, sym.size)
+
+    def both_sides(s, a, g):
+        lhs = env.transform_state(env.step(s, a), g)
+        rhs = env.step(env.transform_state(s, g), sym.action(a, g))
+        return lhs, rhs
+
+    lhs, rhs = jax.device_get(jax.jit(jax.vmap(both_sides))(tiled, acts, g))
+    for field in ALL_FIELDS:
+        np.testing.assert_array_equal(getattr(lhs, field), getattr(rhs, field), err_msg=field)
+    # No forfeits (the transformed action was legal), and the sample was not trivial.
+    assert np.all(lhs.step_count == tiled.step_count + 1)
+    assert (lhs.ko >= 0).any() and (tiled.ko >= 0).any()
+
+
+def test_transform_state_is_geometric(random_games):
+    env, _, states, _ = random_games
+    n = env.size
+    sym = env.symmetries
+    s = jax.tree.map(lambda x: x[len(x) // 2, :8], states)
+    transform = jax.jit(jax.vmap(env.transform_state, in_axes=(0, None)))
+    for g in range(sym.size):
+        t = jax.device_get(transform(s, g))
+        k, flip = divmod(g, 2)
+        for i in range(8):
+
+            def geo(a, k=k, flip=flip):
+                a = np.rot90(np.asarray(a).reshape(n, n, -1), k)
+                return np.fliplr(a) if flip else a
+
+            np.testing.assert_array_equal(t.board[i].reshape(n, n, 1), geo(s.board[i]))
+            np.testing.assert_array_equal(t.observation[i], geo(s.observation[i]))
+            for h in range(env.history):
+                np.testing.assert_array_equal(
+                    t.history[i, h].reshape(n, n, 1), geo(s.history[i, h])
+                )
+            assert t.legal_action_mask[i, -1] == s.legal_action_mask[i, -1]
+
+
+# --------------------------------------------------------------------------------------
+# Hand-made positions
+# --------------------------------------------------------------------------------------
+
+
+@functools.cache
+def jitted(size, komi=7.5, max_moves=None):
+    env = Go(size=size, komi=komi, history=2, max_moves=max_moves)
+    return env, jax.jit(env.step), jax.jit(env.init)
+
+
+def play(moves, size=5, komi=7.5, max_moves=None):
+    """The state after a space-separated list of moves ("C3 D3 pass ..."), each legal."""
+    env, step, init = jitted(size, komi, max_moves)
+    state = init(jax.random.key(0))
+    for m in moves.split():
+        a = parse_move(m, size)
+        assert bool(state.legal_action_mask[a]), f"{m} illegal in\n{env.render(state)}"
+        state = step(state, a)
+    return state
+
+
+def board_of(state, size=5):
+    marks = {-1: ".", 0: "X", 1: "O"}
+    b = np.asarray(state.board).reshape(size, size)
+    return ["".join(marks[int(v)] for v in row) for row in b]
+
+
+def legal(state, move, size=5):
+    return bool(state.legal_action_mask[parse_move(move, size)])
+
+
+def test_capture_multi_stone_group():
+    # White B4 B3 surrounded by black A4 A3 B5 B2 C4 C3.
+    s = play("A4 B4 A3 B3 B5 pass B2 pass C4 pass")
+    assert board_of(s) == [".X...", "XOX..", "XO...", ".X...", "....."]
+    assert not bool(s.terminated)
+    s2 = play("A4 B4 A3 B3 B5 pass B2 pass C4 pass C3")
+    assert board_of(s2)[1:3] == ["X.X..", "X.X.."]
+    assert int(s2.step_count) == 11
+
+
+def test_several_groups_captured_at_once():
+    s = play("C5 C4 B4 pass D4 pass B2 C2 D2 pass C1 pass")
+    # White C4 (libs: C3) and C2 (libs: C3) are separate groups; black C3 takes both.
+    assert legal(s, "C3")
+    s = play("C5 C4 B4 pass D4 pass B2 C2 D2 pass C1 pass C3")
+    rows = board_of(s)
+    assert rows[1][2] == "." and rows[3][2] == "." and rows[2][2] == "X"
+    assert np.sum(np.asarray(s.board) == 1) == 0
+
+
+def test_suicide_is_illegal():
+    # Single stone: A5 surrounded by black A4 B5; white may not play A5.
+    s = play("A4 pass B5")
+    assert int(s.current_player) == 1
+    assert not legal(s, "A5")
+    # Group: black B5 B4 A3, white A4; white A5 would leave A4+A5 without a liberty.
+    s = play("B5 A4 B4 pass A3")
+    assert not legal(s, "A5")
+    # For black, A5 has no empty neighbour either, but it captures A4.
+    s2 = play("B5 A4 B4 pass A3 pass")
+    assert legal(s2, "A5")
+
+
+def test_capture_that_looks_like_suicide_is_legal():
+    # Black A5 has no empty neighbour, but captures white B5 and A4 (two groups).
+    s = play("C5 B5 B4 A4 A3 pass")  # black C5 B4 A3; white B5 A4 (both in atari at A5)
+    assert int(s.current_player) == 0
+    assert legal(s, "A5")
+    s = play("C5 B5 B4 A4 A3 pass A5")
+    assert board_of(s)[0] == "X.X.." and board_of(s)[1] == ".X..."
+
+
+def test_simple_ko():
+    #   4 . X O . .
+    #   3 X O . O .    black C3 captures B3 and is left in atari at B3: a ko.
+    #   2 . X O . .
+    setup = "B4 C4 A3 D3 B2 C2 pass B3"
+    s = play(setup)
+    # White B3 is in atari (liberty C3); black C3 captures it and is itself in atari.
+    assert legal(s, "C3")
+    s = play(setup + " C3")
+    assert board_of(s)[2] == "X.XO."
+    assert int(s.ko) == parse_move("B3", 5)
+    assert not legal(s, "B3")  # immediate recapture: ko
+    # After a move elsewhere (and the answer), the recapture is legal again.
+    s = play(setup + " C3 E5 E1")
+    assert int(s.ko) == -1 and legal(s, "B3")
+    s = play(setup + " C3 E5 E1 B3")
+    assert board_of(s)[2] == "XO.O."
+    assert int(s.ko) == parse_move("C3", 5)  # and now black may not retake at once
+    # A pass clears the ko point too.
+    s = play(setup + " C3 pass")
+    assert int(s.ko) == -1
+
+
+def test_pass_pass_ends_and_scores():
+    s = play("C3 pass pass", komi=0.5)
+    assert bool(s.terminated)
+    np.testing.assert_array_equal(np.asarray(s.rewards), [1.0, -1.0])  # 25 - 0 - 0.5
+    assert not np.any(np.asarray(s.legal_action_mask))
+    s = play("pass pass", komi=0.5)  # empty board: 0 - 0 - 0.5
+    np.testing.assert_array_equal(np.asarray(s.rewards), [-1.0, 1.0])
+    s = play("pass pass", komi=0.0)  # integer komi, tie: draw
+    assert bool(s.terminated)
+    np.testing.assert_array_equal(np.asarray(s.rewards), [0.0, 0.0])
+    s = play("pass C3 pass", komi=0.5)  # passes not consecutive
+    assert not bool(s.terminated)
+
+
+def test_move_cap_ends_game():
+    s = play("C3 D3 B2", max_moves=4, komi=0.5)
+    assert not bool(s.terminated)
+    s = play("C3 D3 B2 pass", max_moves=4, komi=0.5)
+    assert bool(s.terminated) and int(s.step_count) == 4
+    # Black C3 B2, white D3: black area 2 + nothing, white 1 (shared empty regions)
+    np.testing.assert_array_equal(np.asarray(s.rewards), [1.0, -1.0])
+
+
+def test_tromp_taylor_scores():
+    env, _, _ = jitted(5)
+    scores = jax.jit(env.area_scores)
+    # Black wall on column C, white wall on column D: A-B black, E white.
+    s = play("C1 D1 C2 D2 C3 D3 C4 D4 C5 D5")
+    np.testing.assert_array_equal(np.asarray(scores(s)), [15.0, 10.0])
+    # A white stone inside black's area makes that region neutral.
+    s = play("C1 D1 C2 D2 C3 D3 C4 D4 C5 D5 pass A1")
+    np.testing.assert_array_equal(np.asarray(scores(s)), [5.0, 11.0])
+    # Corners: A1 is black's (only black around it), A3 and the open side touch both.
+    s = play("A2 A4 B2 B4 B1 B5 pass A5")
+    np.testing.assert_array_equal(np.asarray(scores(s)), [4.0, 4.0])
+    # Shared liberties (column C between two walls) are neutral: 10 - 10.
+    s = play("B1 D1 B2 D2 B3 D3 B4 D4 B5 D5")
+    np.testing.assert_array_equal(np.asarray(scores(s)), [10.0, 10.0])
+    s = play("B1 D1 B2 D2 B3 D3 B4 D4 B5 D5 pass pass", komi=0.0)
+    np.testing.assert_array_equal(np.asarray(s.rewards), [0.0, 0.0])
+    # Komi decides: black 15 vs white 10.
+    for komi, want in ((4.5, [1, -1]), (5.5, [-1, 1]), (5.0, [0, 0])):
+        s = play("C1 D1 C2 D2 C3 D3 C4 D4 C5 D5 pass pass", komi=komi)
+        np.testing.assert_array_equal(np.asarray(s.rewards), want, err_msg=str(komi))
+
+
+@pytest.mark.parametrize("bad", ["occupied", "suicide", "ko", -1, 26, 99])
+def test_illegal_action_forfeits(bad):
+    _env, step, _ = jitted(5)
+    setup = "B4 C4 A3 D3 B2 C2 pass B3 C3"  # white to move, ko at B3
+    s = play(setup)
+    if bad == "occupied":
+        action = parse_move("C3", 5)
+    elif bad == "ko":
+        action = parse_move("B3", 5)
+    elif bad == "suicide":
+        s = play("A4 pass B5")  # white to move, A5 is suicide
+        action = parse_move("A5", 5)
+    else:
+        action = bad
+    mover = int(s.current_player)
+    after = step(s, action)
+    assert bool(after.terminated)
+    want = np.zeros(2, np.float32)
+    want[mover], want[1 - mover] = -1.0, 1.0
+    np.testing.assert_array_equal(np.asarray(after.rewards), want)
+    np.testing.assert_array_equal(np.asarray(after.board), np.asarray(s.board))
+    assert not np.any(np.asarray(after.legal_action_mask))
+    again = step(after, 25)
+    np.testing.assert_array_equal(np.asarray(again.rewards), [0.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(again.board), np.asarray(s.board))
+
+
+def test_observation_planes():
+    env = Go(size=5, history=2)
+    s = play("C3 D3 B2")
+    obs = np.asarray(s.observation)  # white to move; history=2 in `jitted`
+    assert obs.shape == (5, 5, 5)
+    r, c = divmod(parse_move("D3", 5), 5)
+    assert obs[r, c, 0] and obs[r, c, 1]  # white D3 now and one move ago
+    r, c = divmod(parse_move("B2", 5), 5)
+    assert obs[r, c, 2] and not obs[r, c, 3]  # black B2 now, not one move ago
+    assert not obs[..., 4].any()  # white to move
+    assert obs.sum() == 1 + 1 + 2 + 1
+    s0 = env.init(jax.random.key(0))
+    assert np.asarray(s0.observation)[..., 4].all() and np.asarray(s0.observation).sum() == 25
+    assert np.asarray(s0.legal_action_mask).all()
+
+
+def test_moves_notation_and_render():
+    assert parse_move("A9", 9) == 0 and parse_move("J1", 9) == 80
+    assert parse_move("d4", 9) == 5 * 9 + 3 and parse_move(" pass ", 9) == 81
+    assert parse_move("T19", 19) == 18 and parse_move("A1", 19) == 18 * 19
+    for size in (2, 5, 9, 19):
+        for a in range(size * size + 1):
+            assert parse_move(format_move(a, size), size) == a
+    for bad in ("I5", "A10", "Z1", "A0", "", "pas", "5A"):
+        with pytest.raises(ValueError):
+            parse_move(bad, 9)
+    env = Go(size=9)
+    text = env.render(jax.jit(env.step)(env.init(jax.random.key(0)), parse_move("E5", 9)))
+    lines = text.splitlines()
+    assert lines[0].split() == list("ABCDEFGHJ")
+    assert lines[5].split() == ["5", ".", ".", ".", ".", "X", ".", ".", ".", ".", "5"]
+    assert "White" in lines[-1] and "to move" in lines[-1]
+
+
+def test_bad_options():
+    for kwargs in ({"size": 0}, {"size": 1}, {"size": 20}, {"history": 0}, {"max_moves": 0}):
+        with pytest.raises(ValueError):
+            envs.make("go", **kwargs)
+    env = envs.make("go")
+    assert isinstance(env, Go) and env.size == 9 and env.komi == 7.5
+    assert env.max_moves == 162 and env.num_actions == 82 and env.observation_shape == (9, 9, 17)
+    assert envs.make("go", size=19).num_actions == 362
