@@ -1,0 +1,190 @@
+"""Freestyle Gomoku (k or more in a row wins) as a pure JAX state machine.
+
+`Gomoku(size=15, k=5)`: a size x size board, player 0 (Black, X) moves first. Action
+`row*size+col` with row 0 the TOP row of the observation. `k` or more stones in a row
+(horizontal, vertical or diagonal) win; a full board without one is a draw.
+
+The observation is [size, size, 3] bool from the mover's point of view: the mover's
+stones, the opponent's stones, and a plane that is all True when player 0 is to move.
+
+Human notation: column letters `a`, `b`, ... from the left and row numbers 1..size from
+the BOTTOM, so on 15x15 `h8` is the centre (action 7*15+7). Columns past `z` continue
+`aa`, `ab`, ...
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from envs.core import Env, State, Symmetries, dihedral_symmetries
+
+EMPTY = -1
+# The four line directions (d_row, d_col); each is walked both ways from the new stone.
+DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
+
+
+@struct.dataclass
+class GomokuState(State):
+    """Gomoku state; `board` int8 [size*size]: -1 empty, else the id of the stone's player."""
+
+    board: chex.Array = None
+
+
+def _ray_table(size: int, k: int) -> np.ndarray:
+    """int32 [size*size, 8, k-1]: the cells 1..k-1 steps away from each cell along each
+    of the 8 half-directions (4 directions, then their opposites); `size*size` (off the
+    board) where the ray leaves the board."""
+    n = size * size
+    steps = np.arange(1, k)
+    table = np.full((n, 8, k - 1), n, np.int32)
+    rows, cols = np.divmod(np.arange(n), size)
+    for d, (dr, dc) in enumerate(DIRECTIONS):
+        for sign, slot in ((1, d), (-1, d + 4)):
+            r = rows[:, None] + sign * dr * steps[None, :]
+            c = cols[:, None] + sign * dc * steps[None, :]
+            inside = (r >= 0) & (r < size) & (c >= 0) & (c < size)
+            table[:, slot, :] = np.where(inside, r * size + c, n)
+    return table
+
+
+def column_label(col: int) -> str:
+    """Column letters: 0 -> "a", 25 -> "z", 26 -> "aa", ..."""
+    label = ""
+    col += 1
+    while col > 0:
+        col, rem = divmod(col - 1, 26)
+        label = chr(ord("a") + rem) + label
+    return label
+
+
+def format_move(action: int, size: int) -> str:
+    """An action `row*size+col` in human notation, e.g. 112 -> "h8" on 15x15."""
+    action = int(action)
+    if not 0 <= action < size * size:
+        raise ValueError(f"actions on a {size}x{size} board are 0-{size * size - 1}, got {action}")
+    row, col = divmod(action, size)
+    return f"{column_label(col)}{size - row}"
+
+
+def parse_move(text: str, size: int) -> int:
+    """A human move like "h8" (column letters, row number from the bottom) as an action."""
+    stripped = text.strip().lower()
+    letters = stripped.rstrip("0123456789")
+    digits = stripped[len(letters) :]
+    if not letters or not digits or not letters.isalpha() or not letters.isascii():
+        raise ValueError(
+            f"expected a move like 'h8' (column {column_label(0)}-{column_label(size - 1)}, "
+            f"row 1-{size}), got {text!r}"
+        )
+    col = 0
+    for ch in letters:
+        col = col * 26 + (ord(ch) - ord("a") + 1)
+    col -= 1
+    number = int(digits)
+    if not (0 <= col < size and 1 <= number <= size):
+        raise ValueError(
+            f"move {text!r} is off the {size}x{size} board "
+            f"(columns {column_label(0)}-{column_label(size - 1)}, rows 1-{size})"
+        )
+    return (size - number) * size + col
+
+
+class Gomoku(Env):
+    """Freestyle Gomoku on a size x size board: k or more in a row wins."""
+
+    name = "gomoku"
+
+    def __init__(self, size: int = 15, k: int = 5):
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 3:
+            raise ValueError(f"gomoku size must be an integer >= 3, got {size!r}")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 2 <= k <= size:
+            raise ValueError(f"gomoku k must be an integer with 2 <= k <= size={size}, got {k!r}")
+        self.size = int(size)
+        self.k = int(k)
+        self.num_actions = self.size * self.size
+        self.observation_shape = (self.size, self.size, 3)
+        self._rays = _ray_table(self.size, self.k)
+        self._symmetries = dihedral_symmetries(self.size, self.size)
+
+    def _observation(self, board: chex.Array, player: chex.Array) -> chex.Array:
+        own = board == player
+        opp = board == 1 - player
+        side = jnp.broadcast_to(player == 0, board.shape)
+        return jnp.stack([own, opp, side], axis=-1).reshape(self.observation_shape)
+
+    def _init(self, key: chex.PRNGKey) -> GomokuState:
+        del key
+        board = jnp.full(self.num_actions, EMPTY, jnp.int8)
+        player = jnp.int32(0)
+        return GomokuState(
+            current_player=player,
+            observation=self._observation(board, player),
+            legal_action_mask=jnp.ones(self.num_actions, jnp.bool_),
+            rewards=jnp.zeros(2, jnp.float32),
+            terminated=jnp.bool_(False),
+            step_count=jnp.int32(0),
+            board=board,
+        )
+
+    def _step(self, state: GomokuState, action: chex.Array) -> GomokuState:
+        mover = state.current_player
+        stone = mover.astype(jnp.int8)
+        board = state.board.at[action].set(stone)
+        # Stones along each half-ray; cells off the board read as EMPTY.
+        along = jnp.take(board, jnp.asarray(self._rays)[action], mode="fill", fill_value=EMPTY)
+        run = jnp.cumprod(along == stone, axis=-1).sum(axis=-1)  # [8] unbroken run lengths
+        won = jnp.any(run[:4] + run[4:] + 1 >= self.k)
+        terminated = won | (state.step_count + 1 == self.num_actions)
+        reward = jnp.where(won, 1.0, 0.0)
+        rewards = jnp.zeros(2, jnp.float32).at[mover].set(reward).at[1 - mover].set(-reward)
+        next_player = 1 - mover
+        return state.replace(
+            current_player=next_player,
+            observation=self._observation(board, next_player),
+            legal_action_mask=(board == EMPTY) & ~terminated,
+            rewards=rewards,
+            terminated=terminated,
+            step_count=state.step_count + 1,
+            board=board,
+        )
+
+    @property
+    def symmetries(self) -> Symmetries:
+        """The 8 rotations and reflections of the square board."""
+        return self._symmetries
+
+    def transform_state(self, state: GomokuState, g: chex.Array) -> GomokuState:
+        sym = self.symmetries
+        return state.replace(
+            board=state.board[sym.cell_perm[g]],
+            observation=sym.observation(state.observation, g),
+            legal_action_mask=sym.policy(state.legal_action_mask, g),
+        )
+
+    def parse_move(self, text: str) -> int:
+        """A human move like "h8" as an action (ValueError on bad input)."""
+        return parse_move(text, self.size)
+
+    def format_move(self, action: int) -> str:
+        """An action in human notation like "h8"."""
+        return format_move(action, self.size)
+
+    def render(self, state: GomokuState) -> str:
+        board = np.asarray(jax.device_get(state.board)).reshape(self.size, self.size)
+        marks = {EMPTY: ".", 0: "X", 1: "O"}
+        labels = [column_label(c) for c in range(self.size)]
+        width = max(len(s) for s in labels)
+        num_width = len(str(self.size))
+        lines = []
+        for r in range(self.size):
+            cells = " ".join(marks[int(v)].rjust(width) for v in board[r])
+            lines.append(f"{self.size - r:>{num_width}} {cells}")
+        lines.append(" " * num_width + " " + " ".join(s.rjust(width) for s in labels))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"Gomoku(size={self.size}, k={self.k})"
