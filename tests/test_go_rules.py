@@ -85,26 +85,36 @@ class RefGo:
         self.mask = [False] * (n2 + 1)
         self.ko = -1
         self.labels = [-1] * n2
+        libs_of = {}  # label -> liberties of the chain
         for p in range(n2):
             if self.board[p] != -1 and self.labels[p] == -1:
-                stones, _ = self.group(self.board, p)
+                stones, libs = self.group(self.board, p)
+                label = min(stones)
                 for q in stones:
-                    self.labels[q] = min(stones)
+                    self.labels[q] = label
+                libs_of[label] = libs
         if self.terminated:
             return
         self.mask[n2] = True
         for p in range(n2):
             if self.board[p] != -1:
                 continue
-            if any(self.board[q] == -1 for q in self.nbrs[p]):
-                self.mask[p] = True  # has a liberty whatever happens (fast path)
-                continue
-            b, why = self.play_on(self.board, p, self.player)
-            if b is not None:
-                self.mask[p] = True
-            elif why == "ko":
-                self.ko = p
-                self.events.add("ko")
+            nbr_libs = [
+                (self.board[q], libs_of[self.labels[q]])
+                for q in self.nbrs[p]
+                if self.board[q] != -1
+            ]
+            if len(nbr_libs) < len(self.nbrs[p]):
+                self.mask[p] = True  # an empty neighbour: a liberty whatever happens
+            elif any(c == self.player and libs != {p} for c, libs in nbr_libs):
+                self.mask[p] = True  # joins a chain that keeps another liberty
+            elif any(c != self.player and libs == {p} for c, libs in nbr_libs):
+                # A capture: legal unless it recreates the previous position (ko).
+                if self.play_on(self.board, p, self.player)[0] is None:
+                    self.ko = p
+                    self.events.add("ko")
+                else:
+                    self.mask[p] = True
             else:
                 self.events.add("suicide point")
 
@@ -332,7 +342,9 @@ def test_rewards_only_on_final_step(random_games):
     before, after = states.terminated[:-1], states.terminated[1:]
     just_ended = after & ~before
     assert np.all(states.rewards[1:][~just_ended] == 0.0)
-    assert np.all(np.abs(states.rewards[1:][just_ended]).sum(axis=-1) >= 0.0)
+    final = states.rewards[1:][just_ended]
+    assert np.all(final.sum(axis=-1) == 0.0) and np.all(np.isin(final, [-1.0, 0.0, 1.0]))
+    assert (final[:, 0] == 1.0).any() and (final[:, 0] == -1.0).any()
     assert not np.any(states.legal_action_mask[1:][after])
 
 
