@@ -480,6 +480,8 @@ def test_parse_and_format_moves():
     assert [format_move(a) for a in range(7)] == list("1234567")
     with pytest.raises(ValueError):
         format_move(7)
+    env = envs.make("connect_four")
+    assert env.parse_move("7") == 6 and env.format_move(0) == "1"
 
 
 def test_render(env):
