@@ -337,6 +337,23 @@ def test_random_games_match_reference(random_games):
     assert np.all(final.sum(axis=1) == 0)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("size", "komi", "games", "plies"),
+    [
+        (2, 0.0, 512, 12),
+        (3, 1.0, 512, 27),
+        (4, 2.5, 512, 48),
+        (9, 7.5, 512, 170),
+        (19, 7.5, 8, 300),
+    ],
+)
+def test_more_sizes_match_reference(size, komi, games, plies):
+    env = envs.make("go", size=size, komi=komi, history=2)
+    actions, states = jax.device_get(make_rollout(env, games, plies)(jax.random.key(size)))
+    compare_with_reference(env, actions, states)
+
+
 def test_rewards_only_on_final_step(random_games):
     _, _, states, _ = random_games
     before, after = states.terminated[:-1], states.terminated[1:]
