@@ -41,6 +41,8 @@ class TrainConfig:
     """Value target = (1 - mix) * z + mix * search root value (0 = the paper's z)."""
     iterations: int = 200
     """Training iterations to run (a resumed run continues up to this number)."""
+    max_minutes: float = 0.0
+    """Stop after this much training wall time, resumes included (0 = no limit)."""
     log_every: int = 1
     """Iterations between progress lines and metrics.jsonl records."""
     eval_every: int = 5
@@ -67,6 +69,8 @@ class TrainConfig:
         for name in ("iterations", "log_every", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_minutes < 0:
+            raise ValueError(f"max_minutes must be >= 0, got {self.max_minutes}")
         for name in ("eval_every", "eval_search_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")

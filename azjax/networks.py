@@ -46,11 +46,12 @@ def input_planes(obs: chex.Array) -> chex.Array:
 
 
 class PatchConv(nn.Module):
-    """A stride-1 'SAME' k x k convolution computed as patch extraction + one matmul.
+    """A stride-1 'SAME' k x k convolution computed as shifted copies + one matmul.
 
     Same function class as `nn.Conv`, but XLA's CPU convolution runs ~10x slower inside
     loops (`lax.scan`, mctx's while loop), which is where self-play and training run;
-    a matmul does not.
+    a matmul does not. The k*k shifted copies are slices of the zero-padded input
+    (`lax.conv_general_dilated_patches` is itself a convolution: 5x slower at 32 channels).
     """
 
     features: int
@@ -59,11 +60,35 @@ class PatchConv(nn.Module):
     @nn.compact
     def __call__(self, x: chex.Array) -> chex.Array:
         k = self.kernel_size
-        if k > 1:
-            x = jax.lax.conv_general_dilated_patches(
-                x, (k, k), (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
-            )
-        return nn.Dense(self.features)(x)
+        if k == 1:
+            return nn.Dense(self.features)(x)
+        h, w = x.shape[1], x.shape[2]
+        lo = (k - 1) // 2
+        padded = jnp.pad(x, ((0, 0), (lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)))
+        patches = jnp.concatenate(
+            [padded[:, i : i + h, j : j + w, :] for i in range(k) for j in range(k)], axis=-1
+        )
+        return _PatchDense(self.features, k, name="Dense_0")(patches)
+
+
+class _PatchDense(nn.Module):
+    """Dense over (row offset, column offset, channel) patches whose kernel is stored in
+    `lax.conv_general_dilated_patches` order (channel, row offset, column offset), the
+    layout of earlier versions, so their checkpoints still load."""
+
+    features: int
+    kernel_size: int
+
+    @nn.compact
+    def __call__(self, patches: chex.Array) -> chex.Array:
+        kk = self.kernel_size**2
+        channels = patches.shape[-1] // kk
+        kernel = self.param(
+            "kernel", nn.initializers.lecun_normal(), (channels * kk, self.features)
+        )
+        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        kernel = kernel.reshape(channels, kk, self.features).transpose(1, 0, 2)
+        return patches @ kernel.reshape(kk * channels, self.features) + bias
 
 
 class ResidualBlock(nn.Module):

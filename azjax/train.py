@@ -18,7 +18,7 @@ from azjax.plots import PLOT_FILE, plot_run
 
 # Options that control how long and how visibly a run goes; they may change on resume.
 RUN_CONTROL_FIELDS = (
-    "iterations", "log_every", "eval_every", "eval_search_every", "checkpoint_every",
+    "iterations", "max_minutes", "log_every", "eval_every", "eval_search_every", "checkpoint_every",
     "stop_when_perfect",
 )
 
@@ -127,11 +127,17 @@ def train(
     done = perfect_at is not None and config.stop_when_perfect
     if done:
         say(f"this run already reached perfect play at iteration {perfect_at['iteration']}")
+    elif config.max_minutes > 0 and time_offset >= 60 * config.max_minutes:
+        done = True
+        say(f"this run already used its {config.max_minutes:g} minutes (raise --max-minutes)")
 
     while not done and iteration < config.iterations:
         train_state, metrics = iteration_fn(train_state)
         iteration += 1
-        last = iteration == config.iterations
+        out_of_time = config.max_minutes > 0 and (
+            time_offset + time.perf_counter() - start >= 60 * config.max_minutes
+        )
+        last = iteration == config.iterations or out_of_time
         do_eval = evaluator is not None and config.eval_every > 0 and (
             iteration % config.eval_every == 0 or last
         )
@@ -171,6 +177,9 @@ def train(
                 plot_run(records, run_dir / PLOT_FILE)
         if perfect and config.stop_when_perfect:
             say(f"perfect play reached at iteration {iteration}; stopping")
+            break
+        if out_of_time:
+            say(f"time limit of {config.max_minutes:g} minutes reached at iteration {iteration}")
             break
 
     if run_dir is not None and saved_at != iteration:
