@@ -140,18 +140,28 @@ class Env(abc.ABC):
         """Plays `action` for the player to move (see module docstring for edge cases)."""
         action = jnp.asarray(action, dtype=jnp.int32)
         chex.assert_shape(action, ())
-        in_range = (action >= 0) & (action < self.num_actions)
         safe_action = jnp.clip(action, 0, self.num_actions - 1)
-        legal = in_range & state.legal_action_mask[safe_action]
+        # `action` in range and legal, as a one-hot test (a gather is slow under vmap).
+        actions = jnp.arange(self.num_actions, dtype=jnp.int32)
+        legal = jnp.any(state.legal_action_mask & (actions == action))
         played = self._step(state, safe_action)
         mover = state.current_player
-        forfeit = state.replace(
-            terminated=jnp.bool_(True),
-            rewards=jnp.zeros(2, jnp.float32).at[mover].set(-1.0).at[1 - mover].set(1.0),
-            legal_action_mask=jnp.zeros_like(state.legal_action_mask),
+        # -1 for the mover, +1 for the other; arithmetic instead of scatters (slow under vmap).
+        forfeit_rewards = jnp.where(jnp.arange(2) == mover, -1.0, 1.0).astype(jnp.float32)
+        # One select per leaf: the played state on a legal move of a live game, else the
+        # state as it was; then the three fields where forfeit and after-the-end differ.
+        live = ~state.terminated
+        use_played = live & legal
+        out = tree_where(use_played, played, state)
+        return out.replace(
+            terminated=use_played & played.terminated | ~use_played,
+            rewards=jnp.where(use_played, played.rewards, jnp.where(live, forfeit_rewards, 0.0)),
+            legal_action_mask=jnp.where(
+                use_played,
+                played.legal_action_mask,
+                state.legal_action_mask & state.terminated,
+            ),
         )
-        after_end = state.replace(rewards=jnp.zeros(2, jnp.float32))
-        return tree_where(state.terminated, after_end, tree_where(legal, played, forfeit))
 
     @abc.abstractmethod
     def _init(self, key: chex.PRNGKey) -> State:

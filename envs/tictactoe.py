@@ -20,6 +20,16 @@ LINES = np.array(
     [[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]],
     dtype=np.int32,
 )
+# The 8 lines as bit masks over cells (bit i = cell i), and WINS[m]: whether the 9-bit
+# stone mask m holds a line (a 512-entry table; one lookup instead of a reduction).
+LINE_MASKS = np.array([sum(1 << int(i) for i in line) for line in LINES], dtype=np.int32)
+WINS = np.array([any(m & lm == lm for lm in LINE_MASKS.tolist()) for m in range(512)])
+_CELL_BITS = (1 << np.arange(9)).astype(np.int32)
+_CELLS = np.arange(9, dtype=np.int32)
+# Observation [3, 3, 3] from a packed mask (bits 0-8 one player's stones, bits 9-17 the
+# other's): the bit each (row, col, plane) reads, and the side-to-move plane.
+_OBS_SHIFT = (_CELLS[:, None] + np.array([9, 0, 0], np.int32)[None, :]).reshape(3, 3, 3)
+_SIDE_PLANE = np.broadcast_to(np.arange(3) == 2, (9, 3)).reshape(3, 3, 3)
 
 
 @struct.dataclass
@@ -29,15 +39,21 @@ class TicTacToeState(State):
     board: chex.Array = None
 
 
+_PLANE = np.arange(3, dtype=np.int32)
+
+
 def _observation(board: chex.Array, player: chex.Array) -> chex.Array:
-    own = board == player
-    opp = board == 1 - player
-    side = jnp.broadcast_to(player == 0, board.shape)
-    return jnp.stack([own, opp, side], axis=-1).reshape(3, 3, 3)
+    # Planes (own, opponent, side to move) as one broadcast compare and select: no
+    # concatenate, which XLA compiles to per-element branches under vmap.
+    target = jnp.where(_PLANE == 0, player, 1 - player).astype(board.dtype)  # [3]
+    stones = board[:, None] == target[None, :]  # [9, 3]
+    return jnp.where(_PLANE == 2, player == 0, stones).reshape(3, 3, 3)
 
 
 def _has_line(board: chex.Array, player: chex.Array) -> chex.Array:
-    return jnp.any(jnp.all(board[LINES] == player, axis=1))
+    """Bitboard test: the player's stones as a 9-bit mask against the 8 line masks."""
+    bits = jnp.sum(jnp.where(board == player, _CELL_BITS, 0), dtype=jnp.int32)
+    return jnp.any((bits & LINE_MASKS) == LINE_MASKS)
 
 
 def state_from_board(board: chex.Array) -> TicTacToeState:
@@ -77,21 +93,41 @@ class TicTacToe(Env):
     observation_shape = (3, 3, 3)
 
     def _init(self, key: chex.PRNGKey) -> TicTacToeState:
+        # Constants equal to `state_from_board(empty board)`, without its line tests.
         del key
-        return state_from_board(jnp.full(9, EMPTY, jnp.int8))
+        return TicTacToeState(
+            current_player=jnp.int32(0),
+            observation=jnp.zeros((3, 3, 3), jnp.bool_).at[:, :, 2].set(True),
+            legal_action_mask=jnp.ones(9, jnp.bool_),
+            rewards=jnp.zeros(2, jnp.float32),
+            terminated=jnp.bool_(False),
+            step_count=jnp.int32(0),
+            board=jnp.full(9, EMPTY, jnp.int8),
+        )
 
     def _step(self, state: TicTacToeState, action: chex.Array) -> TicTacToeState:
         mover = state.current_player
-        board = state.board.at[action].set(mover.astype(jnp.int8))
-        won = _has_line(board, mover)
-        full = jnp.all(board != EMPTY)
+        # One-hot select instead of a scatter (scatters are slow under vmap).
+        board = jnp.where(_CELLS == action, mover.astype(jnp.int8), state.board)
+        # Everything else from one packed mask: bits 0-8 the mover's stones, 9-17 the
+        # other player's (one reduction, then elementwise ops that fuse under vmap).
+        packed = jnp.sum(
+            jnp.where(board == mover, _CELL_BITS, jnp.where(board == 1 - mover, _CELL_BITS << 9, 0)),
+            dtype=jnp.int32,
+        )
+        own = packed & 511
+        won = jnp.asarray(WINS)[own]
+        full = (own | (packed >> 9)) == 511
         terminated = won | full
-        reward = jnp.where(won, 1.0, 0.0)
-        rewards = jnp.zeros(2, jnp.float32).at[mover].set(reward).at[1 - mover].set(-reward)
+        # +1 for the mover and -1 for the other on a win, without a scatter.
+        sign = jnp.where(mover == 0, 1.0, -1.0) * jnp.array([1.0, -1.0], jnp.float32)
+        rewards = jnp.where(won, sign, 0.0).astype(jnp.float32)
         next_player = 1 - mover
+        # The next mover's stones are bits 9-17, the opponent's bits 0-8.
+        observation = jnp.where(_SIDE_PLANE, next_player == 0, ((packed >> _OBS_SHIFT) & 1) == 1)
         return state.replace(
             current_player=next_player,
-            observation=_observation(board, next_player),
+            observation=observation,
             legal_action_mask=(board == EMPTY) & ~terminated,
             rewards=rewards,
             terminated=terminated,
