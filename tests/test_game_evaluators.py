@@ -1,0 +1,121 @@
+"""Evaluators against exact ground truth: Connect Four solver positions, coin-split Grundy values."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from azjax.evaluators import connect_four as c4_eval
+from azjax.evaluators.coin_split import CoinSplitEvaluator
+from azjax.search import SearchConfig
+from envs.connect_four import boards_from_moves
+
+SEARCH = SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=4)
+
+
+def lookup_network(known_obs, logits_table, value_table):
+    """A fake `apply_fn` that recognises the evaluator's own positions by their observation."""
+    flat = jnp.asarray(known_obs).reshape(len(known_obs), -1)
+    logits_table, value_table = jnp.asarray(logits_table), jnp.asarray(value_table)
+
+    def apply_fn(params, obs):
+        del params
+        match = jnp.all(obs.reshape(obs.shape[0], 1, -1) == flat[None], axis=-1)
+        row = jnp.argmax(match, axis=1)
+        return logits_table[row], value_table[row]
+
+    return apply_fn
+
+
+# ---------------------------------------------------------------------------------- C4
+
+
+def test_connect_four_data_loads_with_consistent_answers():
+    moves = c4_eval.load_move_set()
+    values = c4_eval.load_value_set()
+    assert len(moves.moves) == 1000 and moves.optimal.shape == (1000, 7)
+    assert len(values.moves) == 6000
+    rows = [json.loads(line) for line in (c4_eval.DATA_DIR / "dev_set.jsonl").open()]
+    for row, best in zip(rows, moves.optimal):
+        scores = row["scores"]
+        top = max(s for s in scores if s is not None)
+        assert [c for c in range(7) if scores[c] == top] == list(np.flatnonzero(best))
+
+
+def test_immediate_wins_match_the_solver_scores():
+    """A move that wins at once scores 22 - (the mover's stones after it), per the data's README."""
+    env = envs.make("connect_four")
+    rows = [json.loads(line) for line in (c4_eval.DATA_DIR / "dev_set.jsonl").open()]
+    states = boards_from_moves([r["moves"] for r in rows])
+    wins = c4_eval.immediate_wins(env, states)
+    expected = np.array(
+        [[s == 22 - (len(r["moves"]) // 2 + 1) for s in r["scores"]] for r in rows]
+    )
+    np.testing.assert_array_equal(wins, expected)
+    assert wins.any(axis=1).mean() > 0.2  # the data's README: many easy positions
+
+
+@pytest.fixture(scope="module")
+def c4_evaluator_parts():
+    env = envs.make("connect_four")
+    moves = c4_eval.load_move_set()
+    states = boards_from_moves(moves.moves)
+    return env, moves, states
+
+
+def test_connect_four_oracle_scores_full_marks_and_anti_oracle_none(c4_evaluator_parts):
+    env, moves, states = c4_evaluator_parts
+    obs = np.asarray(states.observation)
+    legal = np.asarray(states.legal_action_mask)
+    oracle_logits = np.where(moves.optimal, 1.0, 0.0)
+    anti_logits = np.where(legal & ~moves.optimal, 1.0, 0.0)
+    ones = np.ones(len(obs), np.float32)
+
+    oracle = c4_eval.ConnectFourEvaluator(
+        env, lookup_network(obs, oracle_logits, ones), SEARCH
+    )
+    metrics = oracle.network_metrics(None)
+    assert metrics["net_move_accuracy"] == 1.0 and metrics["net_move_accuracy_hard"] == 1.0
+    # An always-positive value is right exactly on the positions the side to move wins.
+    values = c4_eval.load_value_set().score
+    assert metrics["net_value_accuracy"] == pytest.approx(np.mean(values[values != 0] > 0))
+
+    anti = c4_eval.ConnectFourEvaluator(env, lookup_network(obs, anti_logits, ones), SEARCH)
+    hard = anti.hard
+    assert 0.3 < hard.mean() < 0.6  # about half the positions are non-trivial
+    assert anti.network_metrics(None)["net_move_accuracy_hard"] == 0.0
+
+
+# ----------------------------------------------------------------------------- coin split
+
+
+@pytest.mark.parametrize("coins", [7, 12])
+def test_coin_split_oracle_is_perfect_and_a_loser_is_not(coins):
+    env = envs.make("coin_split", coins=coins)
+    probe = CoinSplitEvaluator(env, lookup_network(np.zeros((1, *env.observation_shape)),
+                                                   np.zeros((1, env.num_actions)), np.zeros(1)),
+                               SEARCH)
+    obs = np.asarray(probe.states.observation)
+    legal = np.asarray(probe.states.legal_action_mask)
+    winning = probe.winning_actions
+    value = np.where(probe.wins, 1.0, -1.0)
+
+    oracle = CoinSplitEvaluator(env, lookup_network(obs, winning * 1.0, value), SEARCH)
+    metrics = oracle.network_metrics(None)
+    assert metrics == {"net_winning_move_share": 1.0, "net_value_accuracy": 1.0, "perfect": 1.0}
+    # The search (4 simulations) starting from a perfect prior and value keeps the win.
+    assert oracle.search_metrics(None, jax.random.key(0))["search_winning_move_share"] == 1.0
+
+    blunder = np.where(legal & ~winning, 1.0, 0.0)
+    loser = CoinSplitEvaluator(env, lookup_network(obs, blunder, -value), SEARCH)
+    metrics = loser.network_metrics(None)
+    # The blunderer only keeps a win where every legal move wins (e.g. a lone pile of 3).
+    forced = ~np.any(legal & ~winning, axis=1)
+    assert metrics["net_winning_move_share"] == pytest.approx(forced[probe.wins].mean())
+    assert metrics["net_value_accuracy"] == 0.0
+    assert metrics["perfect"] == 0.0

@@ -1,0 +1,169 @@
+"""The training pipeline on every game: shapes, legal search targets, game options, learning."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax import TrainConfig, train
+from azjax.learner import LearnerConfig
+from azjax.loop import init_train_state, make_iteration_fn
+from azjax.networks import NetworkConfig, PatchConv
+from azjax.search import SearchConfig
+from azjax.selfplay import SelfPlayConfig
+from envs.coin_split import split_table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY = TrainConfig(
+    network=NetworkConfig(channels=16, num_blocks=1, policy_filters=2, value_hidden=16),
+    search=SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=4),
+    selfplay=SelfPlayConfig(num_games=16, steps_per_iteration=6, random_opening_moves=2),
+    learner=LearnerConfig(batch_size=32),
+    replay_capacity=512,
+    gradient_steps=2,
+    iterations=2,
+    eval_every=0,
+    stop_when_perfect=False,
+)
+
+
+def occupied_actions(game: str, env, obs: np.ndarray) -> np.ndarray:
+    """bool [N, A]: actions that are certainly illegal in the observed position."""
+    n = obs.shape[0]
+    if game == "connect_four":
+        return obs[:, 0, :, 0] | obs[:, 0, :, 1]  # the top cell of the column is taken
+    if game == "gomoku":
+        return (obs[..., 0] | obs[..., 1]).reshape(n, -1)
+    if game == "go":
+        t = env.history
+        stones = (obs[..., 0] | obs[..., t]).reshape(n, -1)
+        return np.concatenate([stones, np.zeros((n, 1), bool)], axis=1)  # pass is legal
+    if game == "coin_split":
+        no_pile = ~obs[:, 0, :, 0]  # plane 0: at least one pile of size j + 1
+        return no_pile[:, split_table(env.max_coins)[:, 0] - 1]
+    raise AssertionError(game)
+
+
+@pytest.mark.parametrize(
+    "game, options, steps",
+    [
+        ("connect_four", {}, 30),  # long enough for some columns to fill
+        ("gomoku", {"size": 7, "k": 4}, 6),
+        ("go", {"size": 5, "history": 2}, 6),
+        ("coin_split", {"coins": 9}, 6),
+    ],
+)
+def test_one_iteration_writes_legal_search_targets(game, options, steps):
+    config = dataclasses.replace(
+        TINY, game=game, game_options=options,
+        selfplay=dataclasses.replace(TINY.selfplay, steps_per_iteration=steps),
+    )
+    env = config.make_env()
+    state = init_train_state(env, config, jax.random.key(0))
+    state, metrics = jax.jit(make_iteration_fn(env, config))(state)
+    written = config.positions_per_iteration
+    assert int(state.replay.size) == written
+    data = jax.tree.map(lambda x: np.asarray(x)[:written], state.replay.data)
+    assert data.observation.shape == (written, *env.observation_shape)
+    np.testing.assert_allclose(data.policy.sum(axis=1), 1.0, atol=1e-5)
+    illegal = occupied_actions(game, env, data.observation)
+    assert illegal.any()  # the check is not vacuous
+    assert np.all(data.policy[illegal] == 0.0)
+    assert set(np.unique(data.z[data.has_z])) <= {-1.0, 0.0, 1.0}
+    assert np.isfinite(float(metrics["loss"]))
+
+
+def test_coin_split_training_reaches_perfect_play():
+    """The whole pipeline on a game that is not a board: exact Grundy ground truth."""
+    config = dataclasses.replace(
+        TINY,
+        game="coin_split",
+        game_options={"coins": 9},
+        network=NetworkConfig(channels=32, policy_filters=4, value_filters=2, value_hidden=32),
+        search=SearchConfig(policy="gumbel", num_simulations=8, max_num_considered_actions=8),
+        selfplay=SelfPlayConfig(num_games=64, steps_per_iteration=4, random_opening_moves=2,
+                                random_move_prob=0.05),
+        learner=LearnerConfig(batch_size=64, learning_rate=3e-3),
+        replay_capacity=2048,
+        gradient_steps=16,
+        value_target_mix=0.5,
+        iterations=60,
+        eval_every=2,
+        stop_when_perfect=True,
+    )
+    result = train(config, run_dir=None, progress=None)
+    first = next(r for r in result.records if "perfect" in r)
+    assert first["net_winning_move_share"] < 1.0
+    assert result.perfect_at is not None
+    assert result.perfect_at["net_winning_move_share"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "game, options, message",
+    [
+        ("go", {"size": 1}, "size"),
+        ("gomoku", {"size": 9, "k": 10}, "k"),
+        ("coin_split", {"coins": 2}, "coins"),
+        ("connect_four", {"rows": 7}, "connect_four"),
+        ("chess960", {}, "unknown game"),
+    ],
+)
+def test_bad_game_or_options_is_a_clear_error(game, options, message):
+    config = dataclasses.replace(TINY, game=game, game_options=options)
+    with pytest.raises(ValueError, match=message):
+        train(config, run_dir=None, progress=None)
+
+
+def test_game_options_round_trip_through_config_json(tmp_path):
+    config = dataclasses.replace(TINY, game="go", game_options={"size": 7, "komi": 5.5})
+    config.save(tmp_path / "config.json")
+    loaded = TrainConfig.load(tmp_path / "config.json")
+    assert loaded == config
+    env = loaded.make_env()
+    assert env.num_actions == 50 and env.observation_shape[:2] == (7, 7)
+
+
+def test_experiment_script_takes_game_options_and_rejects_bad_ones(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / "go9x9.py"), "--run-dir", str(tmp_path),
+         "--game-options.size", "1"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert out.returncode == 2
+    assert out.stderr.startswith("error:") and "size" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_max_minutes_stops_the_run_and_a_resume_says_so(tmp_path):
+    config = dataclasses.replace(TINY, game="tictactoe", iterations=50, max_minutes=1e-6)
+    messages: list[str] = []
+    result = train(config, tmp_path, progress=messages.append)
+    assert [r["iteration"] for r in result.records] == [1]
+    assert any("time limit" in m for m in messages)
+    messages.clear()
+    again = train(config, tmp_path, progress=messages.append)
+    assert int(again.train_state.iteration) == 1
+    assert any("already used" in m for m in messages)
+
+
+@pytest.mark.parametrize("kernel_size", [1, 3, 5])
+def test_patch_conv_is_a_same_padded_convolution(kernel_size):
+    x = jax.random.normal(jax.random.key(0), (3, 6, 7, 5))
+    conv = PatchConv(4, kernel_size)
+    params = conv.init(jax.random.key(1), x)
+    dense = params["params"]["Dense_0"]
+    # Kernel rows are ordered (channel, row offset, column offset).
+    kernel = dense["kernel"].reshape(5, kernel_size, kernel_size, 4).transpose(1, 2, 0, 3)
+    expected = jax.lax.conv_general_dilated(
+        x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+    ) + dense["bias"]
+    np.testing.assert_allclose(conv.apply(params, x), expected, atol=1e-5)
+    assert jnp.abs(expected).max() > 0.1
