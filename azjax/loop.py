@@ -67,13 +67,17 @@ def init_train_state(env: Env, config: TrainConfig, key: chex.PRNGKey) -> TrainS
     check_config(env, config)
     net = make_network(env, config)
     init_key, games_key, run_key = jax.random.split(key, 3)
-    dummy = jnp.zeros((1, *env.observation_shape), jnp.bool_)
+    # Our games observe bool planes; wrapped pgx games may observe float32 (chess).
+    obs_dtype = jax.eval_shape(env.init, init_key).observation.dtype
+    dummy = jnp.zeros((1, *env.observation_shape), obs_dtype)
     params = net.init(init_key, dummy)
     return TrainState(
         params=params,
         opt_state=config.learner.optimizer().init(params),
         search_params=config.search.params(),
-        replay=replay_lib.init(config.replay_capacity, env.observation_shape, env.num_actions),
+        replay=replay_lib.init(
+            config.replay_capacity, env.observation_shape, env.num_actions, obs_dtype
+        ),
         selfplay=init_games(env, games_key, config.selfplay),
         key=run_key,
         iteration=jnp.int32(0),

@@ -41,12 +41,17 @@ class ReplayState:
         return self.data.player.shape[0]
 
 
-def init(capacity: int, observation_shape: tuple[int, ...], num_actions: int) -> ReplayState:
-    """An empty ring of `capacity` positions."""
+def init(
+    capacity: int,
+    observation_shape: tuple[int, ...],
+    num_actions: int,
+    observation_dtype=jnp.bool_,
+) -> ReplayState:
+    """An empty ring of `capacity` positions (observations stored as `observation_dtype`)."""
     if capacity < 1:
         raise ValueError(f"replay capacity must be >= 1, got {capacity}")
     data = Positions(
-        observation=jnp.zeros((capacity, *observation_shape), jnp.bool_),
+        observation=jnp.zeros((capacity, *observation_shape), observation_dtype),
         policy=jnp.zeros((capacity, num_actions), jnp.float32),
         player=jnp.zeros(capacity, jnp.int32),
         search_value=jnp.zeros(capacity, jnp.float32),

@@ -57,6 +57,11 @@ def prepare_run_dir(run_dir: Path, config: TrainConfig, resume: bool = True) -> 
     config.save(path)
 
 
+def _unalias(tree: Any) -> Any:
+    """The same pytree with every array leaf in a buffer of its own."""
+    return jax.tree.map(lambda x: jax.numpy.array(x, copy=True), tree)
+
+
 def _host(metrics: dict[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in jax.device_get(metrics).items()}
 
@@ -115,6 +120,8 @@ def train(
 
     net = make_network(env, config)
     iteration_fn = jax.jit(make_iteration_fn(env, config), donate_argnums=0)
+    # Donation needs one buffer per leaf; some states (wrapped pgx games) repeat a value.
+    train_state = _unalias(train_state)
     evaluator = make_evaluator(env, net.apply, config.search)
     eval_key = jax.random.key(config.seed + 1)
 

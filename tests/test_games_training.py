@@ -167,3 +167,14 @@ def test_patch_conv_is_a_same_padded_convolution(kernel_size):
     ) + dense["bias"]
     np.testing.assert_allclose(conv.apply(params, x), expected, atol=1e-5)
     assert jnp.abs(expected).max() > 0.1
+
+
+def test_a_wrapped_pgx_game_trains_and_keeps_its_observation_dtype():
+    """animal_shogi observes float32 planes (counters): replay must not squash them to bool."""
+    config = dataclasses.replace(TINY, game="pgx:animal_shogi", iterations=2, eval_every=0)
+    result = train(config, run_dir=None, progress=None)
+    replay = result.train_state.replay.data.observation
+    assert replay.dtype == jnp.float32
+    written = replay[: int(result.train_state.replay.size)]
+    assert float(jnp.max(written)) > 0.0
+    assert int(result.train_state.iteration) == 2
