@@ -6,7 +6,7 @@ There is no exact solver for Go here, so every evaluation plays the network alon
 (and, every few evaluations, network + search) against a uniformly random player,
 half the games from each seat, and reports the score (wins + draws / 2). The defaults
 fit a 2-core CPU: 4 positions of history (AlphaGo Zero used 8), a small residual
-network, Gumbel search with 16 simulations, 30 minutes of training.
+network, Gumbel search with 16 simulations, 20 minutes of training.
 """
 
 import sys
@@ -39,7 +39,7 @@ DEFAULTS = TrainConfig(
     gradient_steps=16,
     value_target_mix=0.5,
     iterations=100_000,
-    max_minutes=30.0,
+    max_minutes=20.0,
     eval_every=10,
     eval_search_every=4,
     checkpoint_every=50,

@@ -235,9 +235,7 @@ def test_dtypes_and_shapes(random_play):
 
 def test_unjitted_unbatched_step_agrees(random_play):
     env, states, actions = random_play
-    if (env.coins, env.max_coins) != (7, 7):
-        pytest.skip("unjitted stepping is checked on the default configuration only")
-    for game in (0, actions.shape[0] - 1):
+    for game in (0,) if env.max_coins > 12 else (0, actions.shape[0] - 1):
         state = env.init(jax.random.key(3))
         for ply in range(actions.shape[1]):
             state = env.step(state, int(actions[game, ply]))

@@ -21,7 +21,7 @@ from envs.connect_four import (
 )
 
 ROWS, COLS = 6, 7
-DATA = pathlib.Path("/work/shared/data/connect4")
+DATA = pathlib.Path(__file__).resolve().parents[1] / "azjax" / "data" / "connect4"
 
 # --------------------------------------------------------------------------------------
 # Plain-Python reference (grid of lists, row 0 = top, independent of envs/).
@@ -396,7 +396,6 @@ def _benchmark_lines(limit_per_file=None):
     return lines
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="benchmark data not available")
 def test_boards_from_moves_on_benchmark_files():
     lines = _benchmark_lines(limit_per_file=400)
     assert len(lines) == 2400
@@ -418,7 +417,6 @@ def test_boards_from_moves_on_benchmark_files():
             np.testing.assert_array_equal(got[field], value, err_msg=f"{lines[i]} {field}")
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="benchmark data not available")
 def test_dev_set_loads():
     import json
 
