@@ -12,7 +12,6 @@ import dataclasses
 
 import chex
 import flax.linen as nn
-import jax
 import jax.numpy as jnp
 
 
