@@ -135,7 +135,8 @@ class VersusRandomEvaluator:
         self._search = jax.jit(search_match)
 
     def network_metrics(self, params, key: chex.PRNGKey | None = None) -> dict[str, float]:
-        """The network alone against random play."""
+        """The network alone against random play (by default the same random opponent
+        every time, so that a change between evaluations is the network's)."""
         key = jax.random.key(0) if key is None else key
         return {"net_vs_random": match.score(self._net(params, key))["score"], "perfect": 0.0}
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import jax
+import jax.numpy as jnp
 
 from azjax import checkpoint as ckpt
 from azjax.config import TrainConfig
@@ -59,7 +60,7 @@ def prepare_run_dir(run_dir: Path, config: TrainConfig, resume: bool = True) -> 
 
 def _unalias(tree: Any) -> Any:
     """The same pytree with every array leaf in a buffer of its own."""
-    return jax.tree.map(lambda x: jax.numpy.array(x, copy=True), tree)
+    return jax.tree.map(lambda x: jnp.array(x, copy=True), tree)
 
 
 def _host(metrics: dict[str, Any]) -> dict[str, float]:
