@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 
 import envs
+from azjax.selfplay import tree_select
 
 # ---------------------------------------------------------------------------------------
 # Harness
@@ -77,11 +78,7 @@ def make_runner(env: Any, batch: int, length: int, picker: Callable):
         states = step(states, actions)
         done = _done(states)
         fresh = init(jax.random.split(k_init, batch))
-        states = jax.tree.map(
-            lambda f, s: jnp.where(done.reshape(done.shape + (1,) * (s.ndim - 1)), f, s),
-            fresh,
-            states,
-        )
+        states = tree_select(done, fresh, states)
         return (states, key), None
 
     @jax.jit
