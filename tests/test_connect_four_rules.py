@@ -20,6 +20,12 @@ from envs.connect_four import (
     state_from_moves,
 )
 
+from random_play import (
+    assert_rewards_final_and_finished_games_frozen,
+    play_random_games,
+    take,
+)
+
 ROWS, COLS = 6, 7
 DATA = pathlib.Path(__file__).resolve().parents[1] / "azjax" / "data" / "connect4"
 
@@ -115,11 +121,6 @@ def ref_play(moves):
     return game
 
 
-def take(tree, *index):
-    """Indexes every leaf of a (host) state pytree."""
-    return jax.tree.map(lambda x: x[index], tree)
-
-
 def host_fields(state):
     """The compared fields of a (host, batched or not) state, with the board decoded."""
     out = {
@@ -170,33 +171,9 @@ def single_step(env):
 
 @pytest.fixture(scope="module")
 def random_play(env):
-    """Random games played by the JAX env in one jitted scan: uniform legal moves, except
-    that noisy games sometimes play any action in [-2, 9) and finished games always do.
-
-    Returns the states [NUM_PLIES + 1, NUM_GAMES] (host) and the actions [NUM_PLIES, NUM_GAMES].
-    """
-    noisy = jnp.arange(NUM_GAMES) >= NUM_LEGAL_GAMES
-
-    @jax.jit
-    def play(key):
-        state = jax.vmap(env.init)(jax.random.split(key, NUM_GAMES))
-
-        def body(state, key):
-            k1, k2, k3 = jax.random.split(key, 3)
-            logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
-            legal = jax.random.categorical(k1, logits, axis=-1).astype(jnp.int32)
-            wild = jax.random.randint(k2, (NUM_GAMES,), -2, COLS + 2)
-            use_wild = state.terminated | (noisy & (jax.random.uniform(k3, (NUM_GAMES,)) < 0.05))
-            action = jnp.where(use_wild, wild, legal)
-            nxt = jax.vmap(env.step)(state, action)
-            return nxt, (nxt, action)
-
-        _, (states, actions) = jax.lax.scan(body, state, jax.random.split(key, NUM_PLIES))
-        states = jax.tree.map(lambda s0, s: jnp.concatenate([s0[None], s]), state, states)
-        return states, actions
-
-    states, actions = jax.device_get(play(jax.random.key(42)))
-    return states, np.asarray(actions)
+    """Random games (see `random_play.play_random_games`): the states [NUM_PLIES + 1,
+    NUM_GAMES] (host) and the actions [NUM_PLIES, NUM_GAMES]."""
+    return play_random_games(env, NUM_LEGAL_GAMES, NUM_NOISY_GAMES, NUM_PLIES, 42, noise=0.05)
 
 
 @pytest.fixture(scope="module")
@@ -249,25 +226,10 @@ def test_dtypes_and_shapes(env, random_play):
 
 def test_rewards_only_on_final_step_and_finished_games_frozen(random_play):
     states, _ = random_play
-    for ply in range(NUM_PLIES):
-        before = take(states, ply)
-        after = take(states, ply + 1)
-        just_ended = after.terminated & ~before.terminated
-        assert np.all(after.rewards[~just_ended] == 0.0)
-        r = after.rewards[just_ended]
-        assert np.all(r.sum(axis=1) == 0.0) and np.all(np.isin(r, [-1.0, 0.0, 1.0]))
-        done = before.terminated
-        for field in (
-            "discs",
-            "current_player",
-            "legal_action_mask",
-            "terminated",
-            "step_count",
-            "observation",
-        ):
-            np.testing.assert_array_equal(
-                getattr(after, field)[done], getattr(before, field)[done], err_msg=field
-            )
+    assert_rewards_final_and_finished_games_frozen(
+        states,
+        ("discs", "current_player", "legal_action_mask", "terminated", "step_count", "observation"),
+    )
 
 
 def test_unjitted_unbatched_step_agrees(env, random_play):

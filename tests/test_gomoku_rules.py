@@ -13,6 +13,12 @@ import pytest
 import envs
 from envs.gomoku import Gomoku, format_move, parse_move
 
+from random_play import (
+    assert_rewards_final_and_finished_games_frozen,
+    play_random_games,
+    take,
+)
+
 # --------------------------------------------------------------------------------------
 # Plain-Python reference (independent of envs/).
 # --------------------------------------------------------------------------------------
@@ -102,11 +108,6 @@ def expected_fields(games):
     }
 
 
-def take(tree, *index):
-    """Indexes every leaf of a (host) state pytree."""
-    return jax.tree.map(lambda x: x[index], tree)
-
-
 def assert_matches(state, want, where=""):
     for field, value in want.items():
         got = np.asarray(getattr(state, field))
@@ -136,39 +137,13 @@ FIELDS = (
 )
 
 
-def play_random(env, num_legal, num_noisy, plies, seed):
-    """Random games played by the env in one jitted scan: uniform legal moves, except that
-    noisy games sometimes play any action and finished games always do."""
-    n = num_legal + num_noisy
-    noisy = jnp.arange(n) >= num_legal
-
-    @jax.jit
-    def play(key):
-        state = jax.vmap(env.init)(jax.random.split(key, n))
-
-        def body(state, key):
-            k1, k2, k3 = jax.random.split(key, 3)
-            logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
-            legal = jax.random.categorical(k1, logits, axis=-1).astype(jnp.int32)
-            wild = jax.random.randint(k2, (n,), -2, env.num_actions + 2)
-            use_wild = state.terminated | (noisy & (jax.random.uniform(k3, (n,)) < 0.02))
-            action = jnp.where(use_wild, wild, legal)
-            nxt = jax.vmap(env.step)(state, action)
-            return nxt, (nxt, action)
-
-        _, (states, actions) = jax.lax.scan(body, state, jax.random.split(key, plies))
-        states = jax.tree.map(lambda s0, s: jnp.concatenate([s0[None], s]), state, states)
-        return states, actions
-
-    states, actions = jax.device_get(play(jax.random.key(seed)))
-    return states, np.asarray(actions)
-
-
 @pytest.fixture(scope="module", params=CONFIGS, ids=lambda c: f"size{c[0]}-k{c[1]}")
 def played(request):
     size, k, num_legal, num_noisy, plies = request.param
     env = envs.make("gomoku", size=size, k=k)
-    states, actions = play_random(env, num_legal, num_noisy, plies, seed=size * 10 + k)
+    states, actions = play_random_games(
+        env, num_legal, num_noisy, plies, seed=size * 10 + k, noise=0.02
+    )
     games = [RefGomoku(size, k) for _ in range(num_legal + num_noisy)]
     assert_matches(take(states, 0), expected_fields(games), "init")
     for ply in range(plies):
@@ -193,25 +168,11 @@ def test_random_games_match_reference(played):
 
 
 def test_rewards_only_on_final_step_and_finished_games_frozen(played):
-    _, states, actions, _, _ = played
-    for ply in range(actions.shape[0]):
-        before, after = take(states, ply), take(states, ply + 1)
-        just_ended = after.terminated & ~before.terminated
-        assert np.all(after.rewards[~just_ended] == 0.0)
-        r = after.rewards[just_ended]
-        assert np.all(r.sum(axis=1) == 0.0) and np.all(np.isin(r, [-1.0, 0.0, 1.0]))
-        done = before.terminated
-        for field in (
-            "board",
-            "current_player",
-            "legal_action_mask",
-            "terminated",
-            "step_count",
-            "observation",
-        ):
-            np.testing.assert_array_equal(
-                getattr(after, field)[done], getattr(before, field)[done], err_msg=field
-            )
+    _, states, _, _, _ = played
+    assert_rewards_final_and_finished_games_frozen(
+        states,
+        ("board", "current_player", "legal_action_mask", "terminated", "step_count", "observation"),
+    )
 
 
 def test_dtypes_and_shapes(played):
