@@ -146,7 +146,7 @@ def train(
             time_offset + time.perf_counter() - start >= 60 * config.max_minutes
         )
         last = iteration == config.iterations or out_of_time
-        do_eval = evaluator is not None and config.eval_every > 0 and (
+        do_eval = config.eval_every > 0 and (
             iteration % config.eval_every == 0 or last
         )
         if not (do_eval or last or iteration % config.log_every == 0):
