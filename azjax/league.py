@@ -1,0 +1,378 @@
+"""A ratings league: a round robin over a run's checkpoints and baseline players, rated by Elo.
+
+    python -m azjax.league --run-dir runs/tictactoe --baselines random,mcts:100 --games 40
+
+Every pair of players plays `games_per_pair` games in the arena (seats swapped for half of
+them, paired random openings); the results are fitted to Bradley-Terry Elo ratings anchored
+at one player (`random` at 0 by default). The run directory receives `league.csv`,
+`league.md`, `league.json` and `league.png` (Elo against training wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import itertools
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import chex
+import jax
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from azjax import checkpoint as ckpt
+from azjax.arena import MatchResult, evaluate
+from azjax.players import Player
+from azjax.ratings import Ratings, fit_elo
+from envs import Env
+
+CSV_FILE = "league.csv"
+MARKDOWN_FILE = "league.md"
+JSON_FILE = "league.json"
+PLOT_FILE = "league.png"
+CSV_COLUMNS = ("name", "kind", "iteration", "wall_time_s", "games", "elo", "elo_low",
+               "elo_high", "stderr", "games_played")
+PLAYER_KINDS = ("alphazero", "network")
+DEFAULT_OPENING_PLIES = 2
+
+Progress = Callable[[str], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Entrant:
+    """A league player: `kind` is 'checkpoint' (with its training iteration, self-play games
+    and wall time in seconds from metrics.jsonl, None where unknown) or 'baseline'."""
+
+    name: str
+    kind: str
+    iteration: int | None = None
+    games: int | None = None
+    wall_time_s: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class League:
+    """The entrants, every pair's `MatchResult` and the fitted ratings (same order)."""
+
+    game: str
+    entrants: list[Entrant]
+    matches: list[MatchResult]
+    ratings: Ratings
+
+    @property
+    def names(self) -> list[str]:
+        return [e.name for e in self.entrants]
+
+    def score_matrix(self) -> np.ndarray:
+        """[P, P] score share of row player against column player (NaN where none played)."""
+        index = {name: p for p, name in enumerate(self.names)}
+        points = np.zeros((len(index), len(index)))
+        games = np.zeros_like(points)
+        for m in self.matches:
+            i, j = index[m.name_a], index[m.name_b]
+            score = m.wins + 0.5 * m.draws
+            points[i, j] += score
+            points[j, i] += m.num_games - score
+            games[i, j] += m.num_games
+            games[j, i] += m.num_games
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(games > 0, points / games, np.nan)
+
+    def rows(self) -> list[dict]:
+        """One dict per entrant with the `CSV_COLUMNS` (None for unknown values)."""
+        ratings = self.ratings.as_dict()
+        return [
+            {"name": e.name, "kind": e.kind, "iteration": e.iteration,
+             "wall_time_s": e.wall_time_s, "games": e.games,
+             "elo": ratings[e.name]["elo"], "elo_low": ratings[e.name]["low"],
+             "elo_high": ratings[e.name]["high"], "stderr": ratings[e.name]["stderr"],
+             "games_played": ratings[e.name]["games"]}
+            for e in self.entrants
+        ]
+
+    def markdown(self) -> str:
+        """The ratings table and the pairwise score matrix (rows and columns by Elo)."""
+        order = self.ratings.order()
+        names = [self.names[p] for p in order]
+        scores = self.score_matrix()
+        lines = [f"# League ({self.game})", "", self.ratings.table(), "",
+                 "Score of the row player against the column player:", "",
+                 "| | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+        for p in order:
+            cells = ["-" if np.isnan(scores[p, q]) else f"{100 * scores[p, q]:.0f}%"
+                     for q in order]
+            lines.append(f"| {self.names[p]} | " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
+    def as_dict(self) -> dict:
+        """Game, entrants, ratings (`Ratings.as_dict`) and every pair (`MatchResult.as_dict`)."""
+        return {"game": self.game,
+                "anchor": self.names[self.ratings.anchor],
+                "prior_games": self.ratings.prior_games,
+                "players": [dataclasses.asdict(e) for e in self.entrants],
+                "ratings": self.ratings.as_dict(),
+                "matches": [m.as_dict() for m in self.matches]}
+
+    def write(self, out_dir: str | Path) -> list[Path]:
+        """Writes league.csv, league.md, league.json and league.png into `out_dir`."""
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        paths = [out_dir / f for f in (CSV_FILE, MARKDOWN_FILE, JSON_FILE, PLOT_FILE)]
+        write_csv(self.rows(), paths[0])
+        paths[1].write_text(self.markdown())
+        paths[2].write_text(json.dumps(self.as_dict(), indent=2) + "\n")
+        plot_league(self, paths[3])
+        return paths
+
+
+def write_csv(rows: Sequence[dict], path: Path) -> None:
+    """`rows` as CSV with the `CSV_COLUMNS` header (None as an empty cell)."""
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if row[k] is None else row[k] for k in CSV_COLUMNS})
+
+
+def plot_league(league: League, path: Path) -> None:
+    """Checkpoint Elo with 95% error bars against training wall time (minutes); baselines
+    as labelled horizontal dashed lines."""
+    bounds = league.ratings.interval(0.95)
+    elo = league.ratings.elo
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    points = [(e.wall_time_s / 60.0, p) for p, e in enumerate(league.entrants)
+              if e.kind == "checkpoint" and e.wall_time_s is not None]
+    if points:
+        x = np.array([t for t, _ in points])
+        idx = [p for _, p in points]
+        err = np.abs(bounds[idx] - elo[idx, None]).T
+        ax.errorbar(x, elo[idx], yerr=err, fmt="o-", capsize=3, color="tab:blue",
+                    label="checkpoints")
+    colors = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"][1:])
+    for p, e in enumerate(league.entrants):
+        if e.kind == "baseline":
+            color = next(colors)
+            ax.axhline(elo[p], linestyle="--", color=color, alpha=0.8)
+            ax.annotate(f"{e.name} ({elo[p]:.0f})", xy=(0.01, elo[p]),
+                        xycoords=("axes fraction", "data"), xytext=(0, 3),
+                        textcoords="offset points", fontsize=8, color=color)
+    ax.set_xlabel("training wall time (minutes)")
+    ax.set_ylabel(f"Elo ({league.names[league.ratings.anchor]} = "
+                  f"{elo[league.ratings.anchor]:.0f})")
+    ax.set_title(f"League ratings, {league.game} (95% intervals)")
+    ax.grid(alpha=0.3)
+    if points:
+        ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def round_robin(env: Env, players: Sequence[Player], key: chex.PRNGKey, games_per_pair: int,
+                opening_plies: int = 0, progress: Progress | None = None) -> list[MatchResult]:
+    """Every unordered pair of `players` plays `games_per_pair` games (`arena.evaluate`,
+    one fresh subkey per pair); returns the results in `itertools.combinations` order."""
+    names = [p.name for p in players]
+    if len(set(names)) != len(names):
+        raise ValueError(f"player names must be unique, got {names}")
+    if len(players) < 2:
+        raise ValueError(f"a round robin needs at least 2 players, got {len(players)}")
+    if games_per_pair < 1:
+        raise ValueError(f"games_per_pair must be >= 1, got {games_per_pair}")
+    pairs = list(itertools.combinations(players, 2))
+    keys = jax.random.split(key, len(pairs))
+    results = []
+    for k, ((a, b), pair_key) in enumerate(zip(pairs, keys), start=1):
+        start = time.perf_counter()
+        result = evaluate(env, a, b, pair_key, games_per_pair, opening_plies)
+        results.append(result)
+        if progress is not None:
+            progress(f"pair {k}/{len(pairs)}: {a.name} vs {b.name}: {result.wins} W / "
+                     f"{result.draws} D / {result.losses} L, score {100 * result.score:.0f}% "
+                     f"({time.perf_counter() - start:.1f}s)")
+    return results
+
+
+def fit_league(names: Sequence[str], matches: Sequence[MatchResult], anchor: str) -> Ratings:
+    """Elo ratings of `names` from `matches` (score = wins + draws / 2), `anchor` at 0."""
+    names = list(names)
+    if anchor not in names:
+        raise ValueError(f"the anchor {anchor!r} is not among the players {names}")
+    index = {name: p for p, name in enumerate(names)}
+    rows = []
+    for m in matches:
+        for name in (m.name_a, m.name_b):
+            if name not in index:
+                raise ValueError(f"match player {name!r} is not among the players {names}")
+        rows.append((index[m.name_a], index[m.name_b], m.wins + 0.5 * m.draws, m.num_games))
+    return fit_elo(names, rows, anchor=anchor)
+
+
+def checkpoint_steps(run_dir: str | Path, steps: Sequence[int] | None = None) -> list[int]:
+    """The run's checkpoint steps (all, or `steps` after checking that each exists)."""
+    run_dir = Path(run_dir)
+    ckpt.load_config(run_dir)  # RunDirError for a missing directory or a non-run
+    if not (run_dir / ckpt.CHECKPOINT_DIR).is_dir():
+        raise ckpt.RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
+    manager = ckpt.checkpoint_manager(run_dir)
+    try:
+        available = sorted(int(s) for s in manager.all_steps())
+    finally:
+        manager.close()
+    if not available:
+        raise ckpt.RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
+    if steps is None:
+        return available
+    missing = [s for s in steps if s not in available]
+    if missing:
+        raise ckpt.RunDirError(
+            f"no checkpoint at step(s) {missing} in {str(run_dir)!r}; available steps: {available}"
+        )
+    return sorted({int(s) for s in steps})
+
+
+def checkpoint_player(run_dir: str | Path, step: int, kind: str = "alphazero",
+                      simulations: int | None = None) -> Player:
+    """The checkpoint at `step` as a player named `it{step}` (search budget overridden by
+    `simulations` when given)."""
+    from azjax.agent import Agent
+
+    agent = Agent.load(run_dir, step=step)
+    if simulations is not None:
+        search = dataclasses.replace(agent.search_config, num_simulations=simulations)
+        search.validate()
+        agent = Agent(agent.env, agent.config, agent.params, search)
+    return agent.player(kind, f"it{step}")
+
+
+def _checkpoint_entrant(step: int, metrics: Sequence[dict]) -> Entrant:
+    record = next((r for r in metrics if r.get("iteration") == step), {})
+    games, wall = record.get("games"), record.get("wall_time")
+    return Entrant(f"it{step}", "checkpoint", step, None if games is None else int(games),
+                   None if wall is None else float(wall))
+
+
+def _check_options(kind: str, simulations: int | None, games_per_pair: int,
+                   opening_plies: int) -> None:
+    if kind not in PLAYER_KINDS:
+        raise ValueError(f"kind must be one of {PLAYER_KINDS}, got {kind!r}")
+    if simulations is not None and kind != "alphazero":
+        raise ValueError("simulations applies only to kind 'alphazero' (the network alone "
+                         "does no search)")
+    if simulations is not None and simulations < 1:
+        raise ValueError(f"simulations must be >= 1, got {simulations}")
+    if games_per_pair < 1:
+        raise ValueError(f"games_per_pair must be >= 1, got {games_per_pair}")
+    if opening_plies < 0:
+        raise ValueError(f"opening_plies must be >= 0, got {opening_plies}")
+
+
+def run_league(run_dir: str | Path, baselines: Sequence[str] = ("random",),
+               steps: Sequence[int] | None = None, games_per_pair: int = 40,
+               simulations: int | None = None, kind: str = "alphazero",
+               opening_plies: int = DEFAULT_OPENING_PLIES, anchor: str = "random",
+               seed: int = 0, progress: Progress | None = print) -> League:
+    """Round robin of a run's checkpoints (players `it{step}`) and `baselines` (player
+    specs), Elo anchored at `anchor` = 0; writes the league files into `run_dir`.
+
+    Raises RunDirError for a missing run, a run without checkpoints or an unknown step,
+    and ValueError for bad options, a bad baseline spec or an anchor that is not a player.
+    """
+    from azjax.player_specs import make_player
+
+    _check_options(kind, simulations, games_per_pair, opening_plies)
+    if isinstance(baselines, str):
+        baselines = _split_specs(baselines)
+    baselines = [spec.strip() for spec in baselines]
+    run_dir = Path(run_dir)
+    env = ckpt.load_config(run_dir).make_env()
+    steps = checkpoint_steps(run_dir, steps)
+    metrics = ckpt.read_metrics(run_dir)
+    entrants = [_checkpoint_entrant(s, metrics) for s in steps]
+    entrants += [Entrant(spec, "baseline") for spec in baselines]
+    names = [e.name for e in entrants]
+    if len(set(names)) != len(names):
+        raise ValueError(f"player names must be unique, got {names}")
+    if anchor not in names:
+        raise ValueError(f"the anchor {anchor!r} is not among the players {names}; "
+                         "add it to the baselines or pick another anchor")
+    players = [make_player(spec, env, spec) for spec in baselines]  # bad specs fail before loading
+    players = [checkpoint_player(run_dir, s, kind, simulations) for s in steps] + players
+    say = progress or (lambda _: None)
+    say(f"league of {len(players)} players on {env.name}: {', '.join(names)}; "
+        f"{games_per_pair} games per pair")
+    matches = round_robin(env, players, jax.random.key(seed), games_per_pair, opening_plies,
+                          progress)
+    league = League(env.name, entrants, matches, fit_league(names, matches, anchor))
+    league.write(run_dir)
+    return league
+
+
+def _int_list(text: str | None, what: str) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"{what} must be comma-separated integers, got {text!r}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m azjax.league --run-dir DIR [--baselines ...] [--steps ...] [--games N] ...`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m azjax.league",
+        description="Round robin of a run's checkpoints and baseline players, rated by Elo; "
+                    "writes league.csv/.md/.json/.png into the run directory.",
+    )
+    parser.add_argument("--run-dir", required=True, help="training run directory")
+    parser.add_argument("--baselines", default="random",
+                        help="comma-separated player specs, e.g. random,mcts:100,alphabeta:2 "
+                             "(default: random)")
+    parser.add_argument("--steps", help="checkpoint steps, e.g. 100,200 (default: all)")
+    parser.add_argument("--games", type=int, default=40, help="games per pair (default 40)")
+    parser.add_argument("--simulations", type=int,
+                        help="search simulations of the checkpoints (default: the run's)")
+    parser.add_argument("--kind", default="alphazero", choices=PLAYER_KINDS,
+                        help="checkpoints as network + search or the network alone")
+    parser.add_argument("--openings", type=int, default=DEFAULT_OPENING_PLIES, metavar="K",
+                        help=f"random plies before the players take over "
+                             f"(default {DEFAULT_OPENING_PLIES})")
+    parser.add_argument("--anchor", default="random", help="player fixed at 0 Elo")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        baselines = [s for s in _split_specs(args.baselines) if s]
+        league = run_league(args.run_dir, baselines, _int_list(args.steps, "--steps"),
+                            args.games, args.simulations, args.kind, args.openings,
+                            args.anchor, args.seed, progress=print)
+    except ValueError as err:  # RunDirError included
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(league.markdown())
+    for name in (CSV_FILE, MARKDOWN_FILE, JSON_FILE, PLOT_FILE):
+        print(f"wrote {Path(args.run_dir) / name}")
+    return 0
+
+
+def _split_specs(text: str) -> list[str]:
+    """Splits a comma-separated list of player specs, keeping `key=value` options (which
+    follow a comma) with the spec before them: 'mcts:100,c=2,random' -> 2 specs."""
+    specs: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if "=" in part and specs:
+            specs[-1] += "," + part
+        else:
+            specs.append(part)
+    return specs
+
+
+if __name__ == "__main__":
+    sys.exit(main())
