@@ -11,10 +11,21 @@ from azjax.train import train
 __all__ = [
     "Agent",
     "LearnerConfig",
+    "MatchResult",
     "NetworkConfig",
     "PolicyValueNet",
     "SearchConfig",
     "SelfPlayConfig",
     "TrainConfig",
+    "evaluate",
     "train",
 ]
+
+
+def __getattr__(name: str):
+    # The arena is imported on first use, so `python -m azjax.arena` runs it fresh.
+    if name in ("evaluate", "MatchResult"):
+        from azjax import arena
+
+        return getattr(arena, name)
+    raise AttributeError(f"module 'azjax' has no attribute {name!r}")

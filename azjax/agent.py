@@ -12,6 +12,7 @@ from azjax import checkpoint as ckpt
 from azjax.config import TrainConfig
 from azjax.evaluation import deterministic
 from azjax.loop import init_train_state, make_network
+from azjax.players import Player, network_player, search_player
 from azjax.search import SearchConfig, greedy_action, make_search_fn, masked_logits
 from envs import Env, State
 
@@ -30,6 +31,7 @@ class Agent:
         self.search_config = search or config.search
         net = make_network(env, config)
         search_fn = make_search_fn(env, net.apply, self.search_config)
+        self._net_apply = net.apply
         self._apply = jax.jit(net.apply)
         greedy_params = deterministic(self.search_config)
         noisy_params = self.search_config.params()
@@ -57,15 +59,28 @@ class Agent:
         run_dir = Path(run_dir)
         config = ckpt.load_config(run_dir)
         env = config.make_env()
-        abstract = jax.eval_shape(lambda: init_train_state(env, config, jax.random.key(0)))
+        abstract = jax.eval_shape(lambda: init_train_state(env, config, jax.random.key(0)).params)
         manager = ckpt.checkpoint_manager(run_dir)
         try:
             if manager.latest_step() is None:
                 raise ckpt.RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
-            train_state = ckpt.restore(manager, abstract, step)
+            params = ckpt.restore_params(manager, abstract, step)
         finally:
             manager.close()
-        return cls(env, config, train_state.params, search)
+        return cls(env, config, params, search)
+
+    def player(self, kind: str = "alphazero", name: str | None = None,
+               greedy: bool = True) -> Player:
+        """This agent as an arena `Player`: 'alphazero' (network + its search config) or
+        'network' (the policy head alone)."""
+        if kind == "network":
+            return network_player(self._apply, self.params, name or "network", greedy)
+        if kind == "alphazero":
+            return search_player(
+                self.env, self._net_apply, self.params, self.search_config,
+                name or "alphazero", greedy,
+            )
+        raise ValueError(f"player kind must be 'alphazero' or 'network', got {kind!r}")
 
     def evaluate(self, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
         """Network policy logits [B, A] and values [B] for observations [B, *obs_shape]."""

@@ -24,10 +24,14 @@ class RunDirError(ValueError):
     """A run directory that is missing, empty or not a training run."""
 
 
-def checkpoint_manager(run_dir: Path, max_to_keep: int = 3) -> ocp.CheckpointManager:
-    """An orbax manager for `run_dir/checkpoints` (saves synchronously)."""
+def checkpoint_manager(run_dir: Path, max_to_keep: int = 3,
+                       keep_period: int | None = None) -> ocp.CheckpointManager:
+    """An orbax manager for `run_dir/checkpoints` (saves synchronously); it keeps the
+    newest `max_to_keep` checkpoints and every one whose step is a multiple of
+    `keep_period`."""
     options = ocp.CheckpointManagerOptions(
-        max_to_keep=max_to_keep, create=True, enable_async_checkpointing=False
+        max_to_keep=max_to_keep, keep_period=keep_period, create=True,
+        enable_async_checkpointing=False,
     )
     return ocp.CheckpointManager(Path(run_dir).absolute() / CHECKPOINT_DIR, options=options)
 
@@ -45,6 +49,29 @@ def restore(manager: ocp.CheckpointManager, abstract_state: Any, step: int | Non
         raise RunDirError(f"no checkpoint in {manager.directory}")
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract_state)
     return manager.restore(step, args=ocp.args.StandardRestore(abstract))
+
+
+def restore_params(manager: ocp.CheckpointManager, abstract_params: Any,
+                   step: int | None = None) -> Any:
+    """Restores only the network parameters of a checkpoint (newest by default).
+
+    Reads nothing else (no replay), and works across changes to the rest of the state.
+    """
+    step = manager.latest_step() if step is None else step
+    if step is None:
+        raise RunDirError(f"no checkpoint in {manager.directory}")
+    if step not in manager.all_steps():
+        raise RunDirError(
+            f"no checkpoint at step {step} in {manager.directory}; "
+            f"steps there: {sorted(manager.all_steps())}"
+        )
+    item = {"params": jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract_params)}
+    args = ocp.args.PyTreeRestore(
+        item=item,
+        restore_args=ocp.checkpoint_utils.construct_restore_args(item),
+        partial_restore=True,
+    )
+    return manager.restore(step, args=args)["params"]
 
 
 def load_config(run_dir: Path) -> TrainConfig:

@@ -14,6 +14,7 @@ from azjax.search import SearchConfig
 from azjax.selfplay import SelfPlayConfig
 
 AUGMENT_MODES = ("sample", "write", "none")
+REGIMES = ("alphazero", "gating")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,8 +52,31 @@ class TrainConfig:
     """Evaluations between the (costlier) evaluations of network + search (0 = never)."""
     checkpoint_every: int = 20
     """Iterations between checkpoints (the last iteration is always checkpointed)."""
+    keep_every: int = 0
+    """Keep every checkpoint whose iteration is a multiple of this, besides the newest
+    three (0 = only those), e.g. for a ratings league over training."""
     stop_when_perfect: bool = True
     """Stop once the network alone is perfect (where the game's evaluation can tell)."""
+    eval_opponents: tuple[str, ...] = ()
+    """Baselines the agent (network + search, noise off) plays at every evaluation, as
+    player specs (e.g. 'random', 'mcts:100', 'alphabeta:2'); scores go to metrics.jsonl."""
+    eval_games: int = 64
+    """Games per baseline at each evaluation (half per seat)."""
+    eval_openings: int = 2
+    """Random opening plies of those games (paired across seats)."""
+    regime: Literal["alphazero", "gating"] = "alphazero"
+    """'alphazero': self-play with the latest network. 'gating' (AlphaGo Zero): self-play
+    with the best network so far, replaced when the latest one beats it in an arena."""
+    gate_every: int = 10
+    """Iterations between gating arenas (gating regime)."""
+    gate_games: int = 400
+    """Games of each gating arena, half per seat."""
+    gate_threshold: float = 0.55
+    """Score (wins + draws / 2) the latest network needs against the best to replace it."""
+    gate_simulations: int = 0
+    """Search simulations per move in the gating arena (0 = the training budget)."""
+    gate_openings: int = 2
+    """Random opening plies of the gating games (paired across seats)."""
 
     def validate(self) -> None:
         """Raises ValueError, with a message naming the option, for bad values."""
@@ -71,9 +95,24 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_minutes < 0:
             raise ValueError(f"max_minutes must be >= 0, got {self.max_minutes}")
-        for name in ("eval_every", "eval_search_every"):
+        for name in ("eval_every", "eval_search_every", "gate_simulations", "eval_openings",
+                     "keep_every",
+                     "gate_openings"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("eval_games", "gate_every", "gate_games"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.regime not in REGIMES:
+            raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}")
+        if not 0.5 <= self.gate_threshold <= 1.0:
+            raise ValueError(f"gate_threshold must be in [0.5, 1], got {self.gate_threshold}")
+        if isinstance(self.eval_opponents, str):
+            raise ValueError("eval_opponents must be a list of player specs, not one string")
+        from azjax.player_specs import parse_spec
+
+        for spec in self.eval_opponents:
+            parse_spec(spec)
 
     def make_env(self) -> envs.Env:
         """The game this config trains on (ValueError for an unknown game or bad options)."""
@@ -102,6 +141,8 @@ class TrainConfig:
             if key not in names:
                 raise ValueError(f"unknown config field {key!r}")
             kwargs[key] = nested[key](**value) if key in nested else value
+        if "eval_opponents" in kwargs:
+            kwargs["eval_opponents"] = tuple(kwargs["eval_opponents"])
         return cls(**kwargs)
 
     def save(self, path: Path) -> None:

@@ -37,6 +37,9 @@ class TrainState:
     iteration: chex.Array  # [] int32 iterations done
     games: chex.Array  # [] int32 self-play games finished
     positions: chex.Array  # [] int32 self-play positions played
+    # Gating regime only (None otherwise): the network self-play uses, and its iteration.
+    best_params: chex.ArrayTree | None = None
+    best_iteration: chex.Array | None = None
 
 
 def make_network(env: Env, config: TrainConfig) -> PolicyValueNet:
@@ -83,6 +86,8 @@ def init_train_state(env: Env, config: TrainConfig, key: chex.PRNGKey) -> TrainS
         iteration=jnp.int32(0),
         games=jnp.int32(0),
         positions=jnp.int32(0),
+        best_params=jax.tree.map(jnp.copy, params) if config.regime == "gating" else None,
+        best_iteration=jnp.int32(0) if config.regime == "gating" else None,
     )
 
 
@@ -116,7 +121,8 @@ def make_iteration_fn(env: Env, config: TrainConfig) -> Callable:
 
     def iteration(state: TrainState):
         play_key, train_key, next_key = jax.random.split(state.key, 3)
-        games, trajectory = play(state.params, state.search_params, play_key, state.selfplay)
+        actor = state.best_params if config.regime == "gating" else state.params
+        games, trajectory = play(actor, state.search_params, play_key, state.selfplay)
         positions, first_end, first_outcome = assign_outcomes(trajectory)
         replay = replay_lib.resolve(state.replay, first_end, first_outcome)
         if config.augment == "write":

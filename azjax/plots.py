@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from azjax.evaluation import METRIC_LABELS  # noqa: E402
+from azjax.evaluators.opponents import PREFIX as OPPONENT_PREFIX  # noqa: E402
 
 PLOT_FILE = "training.png"
 LOSS_KEYS = ("loss", "value_loss", "policy_loss")
@@ -30,7 +31,9 @@ def plot_run(records: Sequence[dict[str, Any]], path: Path) -> None:
     axes[0].set_title("loss")
     axes[1].plot(*_series(records, "policy_entropy"), color="tab:purple")
     axes[1].set_title("policy entropy (nats)")
-    for key, label in METRIC_LABELS.items():
+    opponents = sorted({k for r in records for k in r if k.startswith(OPPONENT_PREFIX)})
+    labels = [*METRIC_LABELS.items(), *((k, k) for k in opponents), ("gate_score", "gate score")]
+    for key, label in labels:
         x, y = _series(records, key)
         if x:
             axes[2].plot(x, y, marker=".", label=label)

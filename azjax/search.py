@@ -4,6 +4,11 @@ The env itself is the model: `recurrent_fn` steps the real game. Illegal actions
 masked at every node (mctx masks only the root), and the two-player sign convention is
 `discount = -1` (the next node's value is from the opponent's view) and 0 once the game
 has ended.
+
+AlphaGo-style leaf evaluation: with `rollout_lambda > 0` a leaf's value is
+`(1 - lambda) * network value + lambda * z`, z the result of one uniformly random
+playout from the leaf, as AlphaGo mixed its value network with fast rollouts
+(lambda = 0 is AlphaZero, lambda = 1 leaves the network only the prior).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import jax.numpy as jnp
 import mctx
 from flax import struct
 
+from azjax.rollouts import random_playout
 from envs import Env, State
 
 ApplyFn = Callable[[chex.ArrayTree, chex.Array], tuple[chex.Array, chex.Array]]
@@ -43,6 +49,8 @@ class SearchConfig:
     """Scale of the Gumbel noise (Gumbel); 0 makes the search deterministic."""
     max_num_considered_actions: int = 16
     """Actions sampled at the root by Gumbel sequential halving."""
+    rollout_lambda: float = 0.0
+    """AlphaGo leaf mix: value = (1 - lambda) * network + lambda * random-playout result."""
 
     def validate(self) -> None:
         """Raises ValueError for settings mctx would reject or mis-handle."""
@@ -61,6 +69,8 @@ class SearchConfig:
             raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
         if self.gumbel_scale < 0:
             raise ValueError(f"gumbel_scale must be >= 0, got {self.gumbel_scale}")
+        if not 0.0 <= self.rollout_lambda <= 1.0:
+            raise ValueError(f"rollout_lambda must be in [0, 1], got {self.rollout_lambda}")
 
     def params(self) -> "SearchParams":
         """The traced (non-shape) settings."""
@@ -70,6 +80,7 @@ class SearchConfig:
             dirichlet_alpha=jnp.float32(self.dirichlet_alpha),
             dirichlet_fraction=jnp.float32(self.dirichlet_fraction),
             gumbel_scale=jnp.float32(self.gumbel_scale),
+            rollout_lambda=jnp.float32(self.rollout_lambda),
         )
 
 
@@ -82,6 +93,7 @@ class SearchParams:
     dirichlet_alpha: chex.Array
     dirichlet_fraction: chex.Array
     gumbel_scale: chex.Array
+    rollout_lambda: chex.Array
 
 
 def masked_logits(logits: chex.Array, legal: chex.Array) -> chex.Array:
@@ -89,14 +101,29 @@ def masked_logits(logits: chex.Array, legal: chex.Array) -> chex.Array:
     return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
 
 
+def mixed_value(env: Env, value: chex.Array, states: State, rollout_lambda: chex.Array,
+                key: chex.PRNGKey) -> chex.Array:
+    """`(1 - lambda) * value + lambda * playout result` [B]; no playout when lambda is 0."""
+    playout = jax.lax.cond(
+        rollout_lambda > 0,
+        lambda: random_playout(env, states, key),
+        lambda: jnp.zeros_like(value),
+    )
+    return (1.0 - rollout_lambda) * value + rollout_lambda * playout
+
+
 def make_recurrent_fn(env: Env, apply_fn: ApplyFn) -> mctx.RecurrentFn:
-    """The mctx model: step the game, evaluate the new position with the network."""
+    """The mctx model: step the game, evaluate the new position with the network.
+
+    Its `params` are `(network params, SearchParams)` (the latter for the leaf mix).
+    """
 
     def recurrent_fn(params, rng_key, action, state: State):
-        del rng_key
+        params, search_params = params
         mover = state.current_player
         next_state = jax.vmap(env.step)(state, action)
         logits, value = apply_fn(params, next_state.observation)
+        value = mixed_value(env, value, next_state, search_params.rollout_lambda, rng_key)
         reward = jnp.take_along_axis(next_state.rewards, mover[:, None], axis=1)[:, 0]
         ended = next_state.terminated
         output = mctx.RecurrentFnOutput(
@@ -121,14 +148,16 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
 
     def search(params, search_params: SearchParams, key: chex.PRNGKey, states: State):
         chex.assert_rank(states.legal_action_mask, 2)
+        root_key, key = jax.random.split(key)
         logits, value = apply_fn(params, states.observation)
+        value = mixed_value(env, value, states, search_params.rollout_lambda, root_key)
         legal = states.legal_action_mask
         root = mctx.RootFnOutput(
             prior_logits=masked_logits(logits, legal), value=value, embedding=states
         )
         if config.policy == "puct":
             return mctx.muzero_policy(
-                params,
+                (params, search_params),
                 key,
                 root,
                 recurrent_fn,
@@ -140,7 +169,7 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
                 pb_c_base=search_params.pb_c_base,
             )
         return mctx.gumbel_muzero_policy(
-            params,
+            (params, search_params),
             key,
             root,
             recurrent_fn,

@@ -14,13 +14,16 @@ import jax.numpy as jnp
 from azjax import checkpoint as ckpt
 from azjax.config import TrainConfig
 from azjax.evaluation import METRIC_LABELS, make_evaluator
+from azjax.evaluators.opponents import PREFIX as OPPONENT_PREFIX
+from azjax.evaluators.opponents import OpponentEvaluator
+from azjax.gating import Gate
 from azjax.loop import TrainState, check_config, init_train_state, make_iteration_fn, make_network
 from azjax.plots import PLOT_FILE, plot_run
 
 # Options that control how long and how visibly a run goes; they may change on resume.
 RUN_CONTROL_FIELDS = (
     "iterations", "max_minutes", "log_every", "eval_every", "eval_search_every", "checkpoint_every",
-    "stop_when_perfect",
+    "keep_every", "stop_when_perfect", "eval_opponents", "eval_games", "eval_openings",
 )
 
 
@@ -84,6 +87,13 @@ def format_progress(record: dict[str, Any]) -> str:
             value = record[key]
             shown = ("yes" if value else "no") if "unbeatable" in key else f"{100 * value:.1f}%"
             parts.append(f"{label} {shown}")
+    for key, value in record.items():
+        if key.startswith(OPPONENT_PREFIX):
+            parts.append(f"{key} {100 * value:.1f}%")
+    if "gate_score" in record:
+        verdict = "promoted" if record["promoted"] else "kept best"
+        parts.append(f"gate {100 * record['gate_score']:.1f}% {verdict} "
+                     f"(best it {record['best_iteration']})")
     parts.append(f"{record['wall_time']:.1f}s")
     return " | ".join(parts)
 
@@ -109,7 +119,7 @@ def train(
     manager = None
     if run_dir is not None:
         prepare_run_dir(run_dir, config)
-        manager = ckpt.checkpoint_manager(run_dir)
+        manager = ckpt.checkpoint_manager(run_dir, keep_period=config.keep_every or None)
         if manager.latest_step() is not None:
             step = manager.latest_step()
             train_state = ckpt.restore(manager, train_state, step)
@@ -125,6 +135,13 @@ def train(
     train_state = _unalias(train_state)
     evaluator = make_evaluator(env, net.apply, config.search)
     eval_key = jax.random.key(config.seed + 1)
+    opponents = None
+    if config.eval_opponents:
+        opponents = OpponentEvaluator(env, net.apply, config.search, config.eval_opponents,
+                                      config.eval_games, config.eval_openings)
+    gate = Gate(env, net.apply, config) if config.regime == "gating" else None
+    # Keyed by iteration, so a resumed run plays the same arenas.
+    arena_key = jax.random.key(config.seed + 2)
 
     iteration = int(train_state.iteration)
     time_offset = records[-1]["wall_time"] if records else 0.0
@@ -149,7 +166,8 @@ def train(
         do_eval = config.eval_every > 0 and (
             iteration % config.eval_every == 0 or last
         )
-        if not (do_eval or last or iteration % config.log_every == 0):
+        do_gate = gate is not None and iteration % config.gate_every == 0
+        if not (do_eval or do_gate or last or iteration % config.log_every == 0):
             continue
 
         record: dict[str, Any] = {"iteration": iteration, **_host(metrics)}
@@ -166,7 +184,20 @@ def train(
             record.update(evaluator.network_metrics(train_state.params))
             if with_search or (record["perfect"] and config.stop_when_perfect):
                 record.update(evaluator.search_metrics(train_state.params, key))
+            if opponents is not None:
+                key = jax.random.fold_in(jax.random.fold_in(arena_key, 0), iteration)
+                record.update(opponents(train_state.params, key))
             evals_done += 1
+        if do_gate:
+            key = jax.random.fold_in(jax.random.fold_in(arena_key, 1), iteration)
+            gate_score, promoted = gate(train_state.params, train_state.best_params, key)
+            if promoted:
+                train_state = train_state.replace(
+                    best_params=_unalias(train_state.params), best_iteration=jnp.int32(iteration)
+                )
+            record["gate_score"] = gate_score
+            record["promoted"] = float(promoted)
+            record["best_iteration"] = int(train_state.best_iteration)
         record["wall_time"] = time_offset + time.perf_counter() - start
         records.append(record)
         say(format_progress(record))

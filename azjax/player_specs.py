@@ -1,0 +1,148 @@
+"""Players named by short strings, for the command line and the league.
+
+Grammar: `kind[:arg][,key=value ...]`:
+
+| spec | player |
+| --- | --- |
+| `random` | uniform over legal moves |
+| `solver` | exact solution (tic-tac-toe, coin splitting) |
+| `mcts:N[,c=C]` | pure MCTS with random rollouts, N simulations, UCB1 constant C |
+| `alphabeta:D[,eval=lines\\|zero]` | minimax with alpha-beta pruning to depth D (host) |
+| `network:DIR[,step=S]` | a trained run's policy head alone (greedy) |
+| `alphazero:DIR[,sims=N][,step=S][,policy=puct\\|gumbel]` | a trained run's network + search |
+| `alphago:DIR,lambda=L[,sims=N][,step=S][,policy=...]` | the same with AlphaGo leaf mix L |
+
+DIR is a training run directory; S picks one of its checkpoints (newest by default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from azjax.players import Player, random_player, rollout_mcts_player, solver_player
+from envs import Env
+
+KINDS = ("random", "solver", "mcts", "alphabeta", "network", "alphazero", "alphago")
+RUN_KINDS = ("network", "alphazero", "alphago")
+
+
+@dataclasses.dataclass(frozen=True)
+class PlayerSpec:
+    """A parsed player spec."""
+
+    kind: str
+    arg: str | None
+    options: dict[str, str]
+    text: str
+
+
+def parse_spec(text: str) -> PlayerSpec:
+    """Splits a spec string (ValueError naming the problem for a malformed one)."""
+    head, *rest = [part.strip() for part in text.strip().split(",")]
+    kind, _, arg = head.partition(":")
+    if kind not in KINDS:
+        raise ValueError(f"unknown player {text!r}: the kind must be one of {', '.join(KINDS)}")
+    options = {}
+    for part in rest:
+        key, eq, value = part.partition("=")
+        if not eq or not key or not value:
+            raise ValueError(f"player {text!r}: expected key=value after the comma, got {part!r}")
+        options[key] = value
+    if kind in RUN_KINDS + ("mcts", "alphabeta") and not arg:
+        raise ValueError(f"player {text!r}: '{kind}' needs an argument ('{kind}:...')")
+    return PlayerSpec(kind, arg or None, options, text.strip())
+
+
+def _number(spec: PlayerSpec, value: str, cast, what: str):
+    try:
+        return cast(value)
+    except ValueError:
+        raise ValueError(f"player {spec.text!r}: {what} must be a number, got {value!r}") from None
+
+
+def _check_options(spec: PlayerSpec, allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(spec.options) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"player {spec.text!r}: unknown option(s) {unknown}; '{spec.kind}' takes "
+            f"{list(allowed) or 'none'}"
+        )
+
+
+def run_dir_of(text: str) -> Path | None:
+    """The run directory a spec refers to, if any."""
+    spec = parse_spec(text)
+    return Path(spec.arg) if spec.kind in RUN_KINDS else None
+
+
+def game_of(texts: list[str]) -> Env | None:
+    """The game of the first spec naming a run directory (None if none does)."""
+    from azjax import checkpoint as ckpt
+
+    for text in texts:
+        run_dir = run_dir_of(text)
+        if run_dir is not None:
+            return ckpt.load_config(run_dir).make_env()
+    return None
+
+
+def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
+    from azjax.agent import Agent
+
+    allowed = {"network": ("step",), "alphazero": ("sims", "step", "policy"),
+               "alphago": ("lambda", "sims", "step", "policy")}[spec.kind]
+    _check_options(spec, allowed)
+    step = spec.options.get("step")
+    step = None if step is None else _number(spec, step, int, "step")
+    agent = Agent.load(spec.arg, step=step)
+    if agent.env.name != env.name or agent.env.num_actions != env.num_actions:
+        raise ValueError(
+            f"player {spec.text!r} was trained on {agent.env.name!r}, not on {env.name!r}"
+        )
+    if spec.kind == "network":
+        return agent.player("network", name)
+    search = agent.search_config
+    if "sims" in spec.options:
+        search = dataclasses.replace(
+            search, num_simulations=_number(spec, spec.options["sims"], int, "sims")
+        )
+    if "policy" in spec.options:
+        search = dataclasses.replace(search, policy=spec.options["policy"])
+    if spec.kind == "alphago":
+        if "lambda" not in spec.options:
+            raise ValueError(f"player {spec.text!r}: alphago needs lambda=L")
+        search = dataclasses.replace(
+            search, rollout_lambda=_number(spec, spec.options["lambda"], float, "lambda")
+        )
+    search.validate()
+    return Agent(agent.env, agent.config, agent.params, search).player("alphazero", name)
+
+
+def make_player(text: str, env: Env, name: str | None = None) -> Player:
+    """The player a spec string names, for `env` (ValueError with the reason otherwise)."""
+    spec = parse_spec(text)
+    name = name or spec.text
+    if spec.kind == "random":
+        _check_options(spec, ())
+        return random_player(name)
+    if spec.kind == "solver":
+        _check_options(spec, ())
+        return solver_player(env, name)
+    if spec.kind == "mcts":
+        _check_options(spec, ("c",))
+        sims = _number(spec, spec.arg, int, "the simulation count")
+        c = _number(spec, spec.options.get("c", "1.4142135623730951"), float, "c")
+        return rollout_mcts_player(env, sims, c, name)
+    if spec.kind == "alphabeta":
+        from azjax.alphabeta import alphabeta_player, line_count_eval, zero_eval
+
+        _check_options(spec, ("eval",))
+        depth = _number(spec, spec.arg, int, "the depth")
+        evals = {"lines": lambda: line_count_eval(env), "zero": lambda: zero_eval}
+        choice = spec.options.get("eval")
+        if choice is not None and choice not in evals:
+            raise ValueError(f"player {spec.text!r}: eval must be 'lines' or 'zero'")
+        eval_fn = evals[choice]() if choice else None
+        return alphabeta_player(env, depth, eval_fn=eval_fn, name=name)
+    return _run_player(spec, env, name)
