@@ -1,0 +1,153 @@
+"""AlphaGo Zero gating, and training-time games against baselines."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from azjax import TrainConfig, train
+from azjax.checkpoint import read_metrics
+from azjax.gating import gate_decision
+from azjax.learner import LearnerConfig
+from azjax.loop import init_train_state, make_iteration_fn
+from azjax.networks import NetworkConfig
+from azjax.search import SearchConfig
+from azjax.selfplay import SelfPlayConfig
+
+SMALL = TrainConfig(
+    game="tictactoe",
+    network=NetworkConfig(channels=16, policy_filters=4),
+    search=SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=9),
+    selfplay=SelfPlayConfig(num_games=16, steps_per_iteration=9, random_opening_moves=2),
+    learner=LearnerConfig(batch_size=32, learning_rate=3e-3),
+    replay_capacity=1024,
+    gradient_steps=4,
+    iterations=6,
+    eval_every=0,
+    checkpoint_every=2,
+    stop_when_perfect=False,
+)
+
+
+def results(wins: int, draws: int, losses: int) -> np.ndarray:
+    return np.array([1] * wins + [0] * draws + [-1] * losses)
+
+
+def test_gate_counts_draws_as_half_points():
+    assert gate_decision(results(55, 0, 45), 0.55) == (pytest.approx(0.55), True)
+    assert gate_decision(results(30, 50, 20), 0.55) == (pytest.approx(0.55), True)
+    # A draw-heavy arena with a small edge is not enough, nor is an even one.
+    assert gate_decision(results(10, 85, 5), 0.55) == (pytest.approx(0.525), False)
+    assert gate_decision(results(0, 100, 0), 0.55) == (pytest.approx(0.5), False)
+    assert gate_decision(results(54, 0, 46), 0.55)[1] is False
+
+
+def test_gating_self_play_uses_the_best_network_not_the_latest():
+    config = dataclasses.replace(SMALL, regime="gating")
+    env = envs.make("tictactoe")
+    iteration = jax.jit(make_iteration_fn(env, config))
+    state = init_train_state(env, config, jax.random.key(0))
+
+    def changed(params):
+        return jax.tree.map(lambda x: x + 0.5 * jnp.sign(x + 0.1), params)
+
+    def policies(s):
+        return np.asarray(iteration(s)[0].replay.data.policy)
+
+    base = policies(state)
+    # Changing the latest network leaves gated self-play unchanged...
+    np.testing.assert_array_equal(base, policies(state.replace(params=changed(state.params))))
+    # ...changing the best one changes it.
+    assert not np.array_equal(
+        base, policies(state.replace(best_params=changed(state.best_params)))
+    )
+
+
+GATED = dataclasses.replace(SMALL, regime="gating", gate_every=2, gate_games=32)
+
+
+@pytest.fixture(scope="module")
+def gated_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("gated") / "run"
+    return run_dir, train(GATED, run_dir, progress=None)
+
+
+def test_gating_run_promotes_only_on_a_winning_arena(gated_run):
+    run_dir, result = gated_run
+    gates = [r for r in result.records if "gate_score" in r]
+    assert [r["iteration"] for r in gates] == [2, 4, 6]
+    best = 0
+    for record in gates:
+        assert 0.0 <= record["gate_score"] <= 1.0
+        assert record["promoted"] == float(record["gate_score"] >= 0.55)
+        if record["promoted"]:
+            best = record["iteration"]
+        assert record["best_iteration"] == best
+    assert int(result.train_state.best_iteration) == best
+    # The metrics file holds the same gate records.
+    logged = [r for r in read_metrics(run_dir) if "gate_score" in r]
+    assert [r["gate_score"] for r in logged] == [r["gate_score"] for r in gates]
+
+
+def test_gate_that_cannot_be_passed_keeps_the_first_network(tmp_path):
+    config = dataclasses.replace(SMALL, regime="gating", gate_every=2, gate_games=16,
+                                 gate_threshold=1.0, gate_openings=0, iterations=4)
+    result = train(config, tmp_path / "run", progress=None)
+    env = envs.make("tictactoe")
+    initial = init_train_state(env, config, jax.random.key(config.seed)).params
+    final = result.train_state
+    assert all(r["promoted"] == float(r["gate_score"] == 1.0) for r in result.records
+               if "gate_score" in r)
+    if int(final.best_iteration) == 0:
+        for a, b in zip(jax.tree.leaves(initial), jax.tree.leaves(final.best_params)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # The latest network trained away from the initial one regardless.
+    assert any(not np.array_equal(np.asarray(a), np.asarray(b))
+               for a, b in zip(jax.tree.leaves(initial), jax.tree.leaves(final.params)))
+
+
+def test_gating_state_survives_a_resume(gated_run):
+    run_dir, result = gated_run
+    first = result.train_state
+    resumed = train(GATED, run_dir, progress=None).train_state  # restores, trains no further
+    assert int(resumed.best_iteration) == int(first.best_iteration)
+    for a, b in zip(jax.tree.leaves(first.best_params), jax.tree.leaves(resumed.best_params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_training_logs_scores_against_chosen_baselines(tmp_path):
+    config = dataclasses.replace(
+        SMALL, iterations=4, eval_every=2, eval_opponents=("random", "solver", "alphabeta:1"),
+        eval_games=16, eval_openings=0,
+    )
+    result = train(config, tmp_path / "run", progress=None)
+    evaluated = [r for r in read_metrics(tmp_path / "run") if "vs random" in r]
+    assert [r["iteration"] for r in evaluated] == [2, 4]
+    for record in evaluated:
+        assert 0.0 <= record["vs random"] <= 1.0
+        # Perfect play never loses at tic-tac-toe: the agent scores at most one half.
+        assert 0.0 <= record["vs solver"] <= 0.5
+        assert 0.0 <= record["vs alphabeta:1"] <= 1.0
+    assert (tmp_path / "run" / "training.png").stat().st_size > 0
+    assert result.records[-1]["iteration"] == 4
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"regime": "elo"}, "regime"),
+        ({"gate_threshold": 0.4}, "gate_threshold"),
+        ({"gate_games": 0}, "gate_games"),
+        ({"eval_opponents": ("grandmaster",)}, "unknown player"),
+        ({"eval_opponents": "random"}, "list of player specs"),
+        ({"eval_games": 0}, "eval_games"),
+    ],
+)
+def test_bad_gating_and_opponent_options_are_clear_errors(options, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(SMALL, **options).validate()
