@@ -4,9 +4,9 @@ A policy is a function `policy(states, key) -> actions` over a batch of States [
 (it may close over parameters). `play_match` plays `num_games` games on device in one
 `lax.while_loop` over plies; `play_match_host` drives the same games from a host loop,
 for players that cannot be traced (alpha-beta). Policy A takes player 0 in the first
-`num_games // 2` games and player 1 in the others. Games `i` and `i + num_games // 2`
+`num_games // 2` games and player 1 in the others. Games `i` and `i + ceil(num_games / 2)`
 are a pair: the same initial state and the same `opening_plies` random opening moves,
-with the seats swapped. Each game's result is for A: +1 win, 0 draw (or unfinished at
+with the seats swapped (with an odd count, one game has no partner). Each game's result is for A: +1 win, 0 draw (or unfinished at
 the ply cap), -1 loss.
 """
 

@@ -48,9 +48,13 @@ def parse_spec(text: str) -> PlayerSpec:
         key, eq, value = part.partition("=")
         if not eq or not key or not value:
             raise ValueError(f"player {text!r}: expected key=value after the comma, got {part!r}")
+        if key in options:
+            raise ValueError(f"player {text!r}: option {key!r} given twice")
         options[key] = value
     if kind in RUN_KINDS + ("mcts", "alphabeta") and not arg:
         raise ValueError(f"player {text!r}: '{kind}' needs an argument ('{kind}:...')")
+    if kind in ("random", "solver") and arg:
+        raise ValueError(f"player {text!r}: '{kind}' takes no argument")
     return PlayerSpec(kind, arg or None, options, text.strip())
 
 

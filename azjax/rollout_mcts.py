@@ -45,12 +45,18 @@ def uct_action_selection(rng_key, tree: mctx.Tree, node_index, depth, *, explora
     visits = tree.children_visits[node_index]
     parent_visits = jnp.maximum(tree.node_visits[node_index], 1).astype(jnp.float32)
     q01 = (tree.qvalues(node_index) + 1.0) / 2.0
-    bonus = exploration * jnp.sqrt(jnp.log(parent_visits) / jnp.maximum(visits, 1))
-    score = jnp.where(visits == 0, 1e6, q01 + bonus)
-    score = score + 1e-6 * jax.random.uniform(rng_key, score.shape)  # random tie-break
+    ucb = q01 + exploration * jnp.sqrt(jnp.log(parent_visits) / jnp.maximum(visits, 1))
+    noise = jax.random.uniform(rng_key, ucb.shape)
+    unvisited = legal & (visits == 0)
+    # An unvisited legal move first (a random one); then UCB1, ties broken at random.
+    score = jnp.where(
+        jnp.any(unvisited),
+        jnp.where(unvisited, noise, -jnp.inf),
+        jnp.where(legal, ucb + 1e-6 * noise, -jnp.inf),
+    )
     # A finished game has no legal move, and mctx descends through it anyway: spreading
     # those visits over its children keeps the chain below it shallow.
-    score = jnp.where(jnp.any(legal), jnp.where(legal, score, -jnp.inf), -visits)
+    score = jnp.where(jnp.any(legal), score, -visits)
     return jnp.argmax(score).astype(jnp.int32)
 
 
