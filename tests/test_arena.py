@@ -3,7 +3,6 @@ loops, paired openings (`azjax/match.py`), MatchResult statistics and the CLI.""
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 
@@ -11,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from ttt_reference import random_play_odds, winner
 
 import azjax
 import envs
@@ -23,31 +23,6 @@ from azjax.solvers import tictactoe as ttt_solver
 # --------------------------------------------------------------------------------------
 # Plain-Python tic-tac-toe reference (independent of envs/ and azjax/)
 # --------------------------------------------------------------------------------------
-
-LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
-
-
-def winner(b):
-    for x, y, z in LINES:
-        if b[x] != -1 and b[x] == b[y] == b[z]:
-            return b[x]
-    return None
-
-
-@functools.lru_cache(maxsize=None)
-def random_play_odds(b):
-    """(P X wins, P draw, P O wins) when both sides play uniformly random moves from b."""
-    if winner(b) is not None:
-        return (1.0, 0.0, 0.0) if winner(b) == 0 else (0.0, 0.0, 1.0)
-    moves = [i for i in range(9) if b[i] == -1]
-    if not moves:
-        return (0.0, 1.0, 0.0)
-    mover = (9 - len(moves)) % 2
-    total = np.zeros(3)
-    for m in moves:
-        total += random_play_odds(b[:m] + (mover,) + b[m + 1:])
-    return tuple(total / len(moves))
-
 
 X_WINS, DRAW, O_WINS = random_play_odds((-1,) * 9)
 

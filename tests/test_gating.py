@@ -68,7 +68,8 @@ def test_gating_self_play_uses_the_best_network_not_the_latest():
     )
 
 
-GATED = dataclasses.replace(SMALL, regime="gating", gate_every=2, gate_games=32)
+GATED = dataclasses.replace(SMALL, regime="gating", gate_every=2, gate_games=32,
+                            checkpoint_every=1, keep_every=2)
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +110,13 @@ def test_gate_that_cannot_be_passed_keeps_the_first_network(tmp_path):
     # The latest network trained away from the initial one regardless.
     assert any(not np.array_equal(np.asarray(a), np.asarray(b))
                for a, b in zip(jax.tree.leaves(initial), jax.tree.leaves(final.params)))
+
+
+def test_keep_every_keeps_older_checkpoints_for_a_league(gated_run):
+    run_dir, _ = gated_run
+    kept = sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit())
+    # The newest three (4, 5, 6) and every multiple of keep_every=2; 1 and 3 are gone.
+    assert kept == [2, 4, 5, 6]
 
 
 def test_gating_state_survives_a_resume(gated_run):

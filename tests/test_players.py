@@ -14,6 +14,8 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
+from ttt_reference import legal_moves, play, to_move, winner
+from ttt_reference import random_play_odds as absolute_random_play_odds
 
 import envs
 from azjax import TrainConfig
@@ -44,48 +46,14 @@ from envs.tictactoe import state_from_board
 # Plain-Python references (independent of envs/ and azjax/).
 # --------------------------------------------------------------------------------------
 
-LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
+legal = legal_moves
 
 
-def winner(b):
-    for x, y, z in LINES:
-        if b[x] != -1 and b[x] == b[y] == b[z]:
-            return b[x]
-    return None
-
-
-def to_move(b):
-    return sum(v != -1 for v in b) % 2
-
-
-def legal(b):
-    if winner(b) is not None:
-        return []
-    return [i for i in range(9) if b[i] == -1]
-
-
-def play(b, m):
-    out = list(b)
-    out[m] = to_move(b)
-    return tuple(out)
-
-
-@functools.lru_cache(maxsize=None)
 def random_play_odds(b):
     """(P win, P draw, P loss) for the player to move in live board b when both sides play
     uniformly random legal moves to the end."""
-    moves = legal(b)
-    total = np.zeros(3)
-    for m in moves:
-        c = play(b, m)
-        if winner(c) is not None:
-            total += (1.0, 0.0, 0.0)
-        elif not legal(c):
-            total += (0.0, 1.0, 0.0)
-        else:
-            win, draw, loss = random_play_odds(c)
-            total += (loss, draw, win)
-    return tuple(total / len(moves))
+    x_wins, draw, o_wins = absolute_random_play_odds(b)
+    return (x_wins, draw, o_wins) if to_move(b) == 0 else (o_wins, draw, x_wins)
 
 
 def immediate_wins(b):

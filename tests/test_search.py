@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from ttt_reference import legal_moves, negamax, play, terminal, to_move, winner
 
 import envs
 from azjax.evaluation import deterministic
@@ -27,44 +28,7 @@ from envs.tictactoe import state_from_board
 # Plain-Python tic-tac-toe helpers (independent of envs/ and azjax/solvers/).
 # --------------------------------------------------------------------------------------
 
-LINES = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]
-
-
-def winner(b):
-    for x, y, z in LINES:
-        if b[x] != -1 and b[x] == b[y] == b[z]:
-            return b[x]
-    return None
-
-
-def to_move(b):
-    return sum(v != -1 for v in b) % 2
-
-
-def terminal(b):
-    return winner(b) is not None or all(v != -1 for v in b)
-
-
-def moves(b):
-    return [] if terminal(b) else [i for i in range(9) if b[i] == -1]
-
-
-def play(b, m):
-    out = list(b)
-    out[m] = to_move(b)
-    return tuple(out)
-
-
-@functools.lru_cache(maxsize=None)
-def negamax(b):
-    """Game value for the player to move under perfect play."""
-    w = winner(b)
-    if w is not None:
-        return 1 if w == to_move(b) else -1
-    ms = moves(b)
-    if not ms:
-        return 0
-    return max(-negamax(play(b, m)) for m in ms)
+moves = legal_moves
 
 
 def winning_cells(b, p):
