@@ -8,7 +8,10 @@ has ended.
 AlphaGo-style leaf evaluation: with `rollout_lambda > 0` a leaf's value is
 `(1 - lambda) * network value + lambda * z`, z the result of one uniformly random
 playout from the leaf, as AlphaGo mixed its value network with fast rollouts
-(lambda = 0 is AlphaZero, lambda = 1 leaves the network only the prior).
+(lambda = 0 is AlphaZero, lambda = 1 leaves the network only the prior). The config's
+value decides whether the compiled search has playouts at all (0: none, and the search
+is exactly the AlphaZero one); the traced `SearchParams.rollout_lambda` sets the mix, so
+one compiled search can sweep it.
 """
 
 from __future__ import annotations
@@ -112,8 +115,10 @@ def mixed_value(env: Env, value: chex.Array, states: State, rollout_lambda: chex
     return (1.0 - rollout_lambda) * value + rollout_lambda * playout
 
 
-def make_recurrent_fn(env: Env, apply_fn: ApplyFn) -> mctx.RecurrentFn:
-    """The mctx model: step the game, evaluate the new position with the network.
+def make_recurrent_fn(env: Env, apply_fn: ApplyFn, rollouts: bool = False
+                      ) -> mctx.RecurrentFn:
+    """The mctx model: step the game, evaluate the new position with the network (mixed
+    with a random playout's result when `rollouts`).
 
     Its `params` are `(network params, SearchParams)` (the latter for the leaf mix).
     """
@@ -123,7 +128,8 @@ def make_recurrent_fn(env: Env, apply_fn: ApplyFn) -> mctx.RecurrentFn:
         mover = state.current_player
         next_state = jax.vmap(env.step)(state, action)
         logits, value = apply_fn(params, next_state.observation)
-        value = mixed_value(env, value, next_state, search_params.rollout_lambda, rng_key)
+        if rollouts:
+            value = mixed_value(env, value, next_state, search_params.rollout_lambda, rng_key)
         reward = jnp.take_along_axis(next_state.rewards, mover[:, None], axis=1)[:, 0]
         ended = next_state.terminated
         output = mctx.RecurrentFnOutput(
@@ -144,13 +150,15 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
     prior gets Dirichlet noise (set `dirichlet_fraction=0` to switch it off).
     """
     config.validate()
-    recurrent_fn = make_recurrent_fn(env, apply_fn)
+    rollouts = config.rollout_lambda > 0
+    recurrent_fn = make_recurrent_fn(env, apply_fn, rollouts)
 
     def search(params, search_params: SearchParams, key: chex.PRNGKey, states: State):
         chex.assert_rank(states.legal_action_mask, 2)
-        root_key, key = jax.random.split(key)
         logits, value = apply_fn(params, states.observation)
-        value = mixed_value(env, value, states, search_params.rollout_lambda, root_key)
+        if rollouts:
+            root_key, key = jax.random.split(key)
+            value = mixed_value(env, value, states, search_params.rollout_lambda, root_key)
         legal = states.legal_action_mask
         root = mctx.RootFnOutput(
             prior_logits=masked_logits(logits, legal), value=value, embedding=states

@@ -376,6 +376,8 @@ def test_random_playout_matches_exact_random_play_in_coin_split():
 
 WEIGHTS = jax.random.normal(jax.random.key(42), (27, 9))
 SEARCH = SearchConfig(policy="gumbel", num_simulations=24, max_num_considered_actions=9)
+# Playouts compiled in; the traced rollout_lambda sets the mix.
+MIXED = dataclasses.replace(SEARCH, rollout_lambda=0.5)
 SEARCH_BOARDS = [(-1,) * 9, (0, -1, -1, -1, 1, -1, -1, -1, -1),
                  (0, 1, -1, -1, 0, -1, -1, -1, 1), (0, 1, 0, -1, -1, -1, -1, -1, -1)]
 
@@ -388,8 +390,9 @@ def stub_apply(params, obs):
     return logits, jnp.broadcast_to(value, (obs.shape[0],)).astype(jnp.float32)
 
 
-def reference_search(env, apply_fn, config, params, key, states):
-    """Plain AlphaZero (Gumbel) search on mctx, written independently of azjax.search."""
+def reference_search(env, apply_fn, config, params, key, states, split_key=True):
+    """Plain AlphaZero (Gumbel) search on mctx, written independently of azjax.search;
+    `split_key` as a search with playouts compiled in does (it splits off the root's)."""
 
     def recurrent_fn(params, rng_key, action, state):
         mover = state.current_player
@@ -403,7 +406,8 @@ def reference_search(env, apply_fn, config, params, key, states):
             value=jnp.where(nxt.terminated, 0.0, value),
         ), nxt
 
-    _, key = jax.random.split(key)
+    if split_key:
+        _, key = jax.random.split(key)
     logits, value = apply_fn(params, states.observation)
     root = mctx.RootFnOutput(prior_logits=masked_logits(logits, states.legal_action_mask),
                              value=value, embedding=states)
@@ -422,10 +426,10 @@ def search_states():
 @pytest.fixture(scope="module")
 def mixed_search(ttt):
     """`search(value, rollout_lambda, key, states)` with the stub network, one compile."""
-    search = jax.jit(make_search_fn(ttt, stub_apply, SEARCH))
+    search = jax.jit(make_search_fn(ttt, stub_apply, MIXED))
 
     def run(value, rollout_lambda, key, states):
-        params = SEARCH.params().replace(rollout_lambda=jnp.float32(rollout_lambda))
+        params = MIXED.params().replace(rollout_lambda=jnp.float32(rollout_lambda))
         return search((WEIGHTS, jnp.float32(value)), params, key, states)
 
     return run
@@ -441,6 +445,19 @@ def test_rollout_lambda_zero_is_the_plain_search(ttt, search_states, mixed_searc
     np.testing.assert_array_equal(mixed.action, plain.action)
     np.testing.assert_allclose(mixed.search_tree.node_values, plain.search_tree.node_values,
                                atol=1e-6)
+
+
+def test_search_without_rollout_lambda_is_exactly_alphazero(ttt, search_states):
+    # rollout_lambda = 0 in the config: no playouts compiled, and the key is not split.
+    key = jax.random.key(11)
+    params = (WEIGHTS, jnp.float32(0.3))
+    ours = jax.jit(make_search_fn(ttt, stub_apply, SEARCH))(params, SEARCH.params(), key,
+                                                            search_states)
+    plain = jax.jit(functools.partial(reference_search, ttt, stub_apply, SEARCH,
+                                      split_key=False))(params, key, search_states)
+    np.testing.assert_array_equal(ours.search_tree.summary().visit_counts,
+                                  plain.search_tree.summary().visit_counts)
+    np.testing.assert_array_equal(ours.action, plain.action)
 
 
 def test_rollout_lambda_mixes_playouts_into_root_and_leaf_values(ttt, search_states,
