@@ -8,8 +8,8 @@ Grammar: `kind[:arg][,key=value ...]`:
 | `solver` | exact solution (tic-tac-toe, coin splitting) |
 | `mcts:N[,c=C]` | pure MCTS with random rollouts, N simulations, UCB1 constant C |
 | `alphabeta:D[,eval=lines\\|zero]` | minimax with alpha-beta pruning to depth D (host) |
-| `network:DIR[,step=S]` | a trained run's policy head alone (greedy) |
-| `alphazero:DIR[,sims=N][,step=S][,policy=puct\\|gumbel]` | a trained run's network + search |
+| `network:DIR[,step=S][,greedy=false]` | a trained run's policy head alone (argmax, or sampled) |
+| `alphazero:DIR[,sims=N][,step=S][,policy=puct\\|gumbel][,greedy=false]` | a trained run's network + search (noise off and the search's choice, or noise on and sampled from its policy) |
 | `alphago:DIR,lambda=L[,sims=N][,step=S][,policy=...]` | the same with AlphaGo leaf mix L |
 
 DIR is a training run directory; S picks one of its checkpoints (newest by default).
@@ -94,9 +94,13 @@ def game_of(texts: list[str]) -> Env | None:
 def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
     from azjax.agent import Agent
 
-    allowed = {"network": ("step",), "alphazero": ("sims", "step", "policy"),
-               "alphago": ("lambda", "sims", "step", "policy")}[spec.kind]
+    allowed = {"network": ("step", "greedy"), "alphazero": ("sims", "step", "policy", "greedy"),
+               "alphago": ("lambda", "sims", "step", "policy", "greedy")}[spec.kind]
     _check_options(spec, allowed)
+    greedy = spec.options.get("greedy", "true").lower()
+    if greedy not in ("true", "false"):
+        raise ValueError(f"player {spec.text!r}: greedy must be true or false, got {greedy!r}")
+    greedy = greedy == "true"
     step = spec.options.get("step")
     step = None if step is None else _number(spec, step, int, "step")
     agent = Agent.load(spec.arg, step=step)
@@ -105,7 +109,7 @@ def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
             f"player {spec.text!r} was trained on {agent.env.name!r}, not on {env.name!r}"
         )
     if spec.kind == "network":
-        return agent.player("network", name)
+        return agent.player("network", name, greedy)
     search = agent.search_config
     if "sims" in spec.options:
         search = dataclasses.replace(
@@ -120,7 +124,7 @@ def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
             search, rollout_lambda=_number(spec, spec.options["lambda"], float, "lambda")
         )
     search.validate()
-    return Agent(agent.env, agent.config, agent.params, search).player("alphazero", name)
+    return Agent(agent.env, agent.config, agent.params, search).player("alphazero", name, greedy)
 
 
 def make_player(text: str, env: Env, name: str | None = None) -> Player:

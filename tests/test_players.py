@@ -724,6 +724,14 @@ def test_run_dir_specs(ttt, run, monkeypatch):
         assert player.name == text and player.jittable
         np.testing.assert_array_equal(player.act(states, key), greedy[step])
 
+    # greedy=false samples from the policy head: legal moves, not always the argmax
+    sampler = jax.jit(make_player(f"network:{run_dir},greedy=false", ttt).act)
+    sampled = np.stack([np.asarray(sampler(states, k)) for k in jax.random.split(key, 40)])
+    assert np.all(np.take_along_axis(legal_mask, sampled.T, axis=1))
+    assert np.any(sampled != greedy[2][None])
+    with pytest.raises(ValueError, match="greedy must be true or false, got 'maybe'"):
+        make_player(f"network:{run_dir},greedy=maybe", ttt)
+
     configs = []
     original = azjax.agent.search_player
 
