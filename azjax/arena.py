@@ -101,7 +101,7 @@ class MatchResult:
             f"{self.name_a} vs {self.name_b}: {self.num_games} games",
             f"  {self.name_a}: {self.wins} wins, {self.draws} draws, {self.losses} losses; "
             f"score {100 * self.score:.1f}% (95% CI {100 * low:.1f}-{100 * high:.1f}%), "
-            f"Elo difference {self.elo_diff:+.0f}",
+            f"Elo difference {self.elo_diff + 0.0:+.0f}",
         ]
         for seat, label in ((0, "as player 0 (moves first)"), (1, "as player 1")):
             part = self.seat(seat)
