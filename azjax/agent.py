@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import chex
 import jax
-import jax.numpy as jnp
 
 from azjax import checkpoint as ckpt
 from azjax.config import TrainConfig
-from azjax.evaluation import deterministic
 from azjax.loop import init_train_state, make_network
 from azjax.players import Player, network_player, search_player
-from azjax.search import SearchConfig, greedy_action, make_search_fn, masked_logits
+from azjax.search import SearchConfig
 from envs import Env, State
 
 
@@ -30,22 +29,12 @@ class Agent:
         self.params = params
         self.search_config = search or config.search
         net = make_network(env, config)
-        search_fn = make_search_fn(env, net.apply, self.search_config)
         self._net_apply = net.apply
         self._apply = jax.jit(net.apply)
-        greedy_params = deterministic(self.search_config)
-        noisy_params = self.search_config.params()
-        search_config = self.search_config
 
         def act(params, states, key, greedy):
-            search_key, sample_key = jax.random.split(key)
-            search_params = greedy_params if greedy else noisy_params
-            output = search_fn(params, search_params, search_key, states)
-            if greedy:
-                return greedy_action(search_config, output)
-            pi = output.action_weights
-            sampled = jax.random.categorical(sample_key, masked_logits(jnp.log(pi), pi > 0))
-            return sampled.astype(jnp.int32)
+            player = search_player(env, net.apply, params, self.search_config, greedy=greedy)
+            return player.act(states, key)
 
         self._act = jax.jit(act, static_argnums=3)
 
@@ -68,6 +57,13 @@ class Agent:
         finally:
             manager.close()
         return cls(env, config, params, search)
+
+    def with_search(self, **changes) -> "Agent":
+        """The same network with its search config changed (e.g. `num_simulations=200`);
+        ValueError for a bad setting."""
+        search = dataclasses.replace(self.search_config, **changes)
+        search.validate()
+        return Agent(self.env, self.config, self.params, search)
 
     def player(self, kind: str = "alphazero", name: str | None = None,
                greedy: bool = True) -> Player:

@@ -21,7 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax import match
-from azjax.search import SearchConfig, greedy_action, make_search_fn, masked_logits
+from azjax.players import network_player, search_player
+from azjax.rollouts import uniform_legal_actions
+from azjax.search import SearchConfig
 from azjax.solvers import tictactoe as ttt_solver
 from envs import Env
 from envs.tictactoe import state_from_board
@@ -43,19 +45,6 @@ METRIC_LABELS = {
     "search_vs_random": "search vs random",
 }
 
-def network_greedy_actions(apply_fn, params, states) -> chex.Array:
-    """Argmax of the policy head over legal moves [B]."""
-    logits, _ = apply_fn(params, states.observation)
-    return jnp.argmax(masked_logits(logits, states.legal_action_mask), axis=-1)
-
-
-def deterministic(search_config: SearchConfig):
-    """Search params with the root noise switched off (Dirichlet and Gumbel)."""
-    return search_config.params().replace(
-        dirichlet_fraction=jnp.float32(0.0), gumbel_scale=jnp.float32(0.0)
-    )
-
-
 class TicTacToeEvaluator:
     """Scores a tic-tac-toe network against the exact solution."""
 
@@ -65,12 +54,12 @@ class TicTacToeEvaluator:
         self.boards = self.solution.boards[live]
         self.optimal = self.solution.optimal[live]
         self.states = jax.vmap(state_from_board)(jnp.asarray(self.boards))
-        search_fn = make_search_fn(env, apply_fn, search_config)
-        search_params = deterministic(search_config)
-        self._network = jax.jit(lambda params: network_greedy_actions(apply_fn, params, self.states))
+        self._network = jax.jit(
+            lambda params: network_player(apply_fn, params).act(self.states, None)
+        )
         self._search = jax.jit(
-            lambda params, key: greedy_action(
-                search_config, search_fn(params, search_params, key, self.states)
+            lambda params, key: search_player(env, apply_fn, params, search_config).act(
+                self.states, key
             )
         )
 
@@ -112,24 +101,14 @@ class VersusRandomEvaluator:
 
     def __init__(self, env: Env, apply_fn, search_config: SearchConfig,
                  net_games: int = 128, search_games: int = 32):
-        search_fn = make_search_fn(env, apply_fn, search_config)
-        search_params = deterministic(search_config)
-
-        def search_policy(params):
-            def policy(states, key):
-                output = search_fn(params, search_params, key, states)
-                return greedy_action(search_config, output)
-            return policy
-
         def net_match(params, key):
             return match.play_match(
-                env, match.network_policy(apply_fn, params), match.random_policy, key, net_games
+                env, network_player(apply_fn, params).act, uniform_legal_actions, key, net_games
             )
 
         def search_match(params, key):
-            return match.play_match(
-                env, search_policy(params), match.random_policy, key, search_games
-            )
+            agent = search_player(env, apply_fn, params, search_config)
+            return match.play_match(env, agent.act, uniform_legal_actions, key, search_games)
 
         self._net = jax.jit(net_match)
         self._search = jax.jit(search_match)

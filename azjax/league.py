@@ -247,9 +247,7 @@ def checkpoint_player(run_dir: str | Path, step: int, kind: str = "alphazero",
 
     agent = Agent.load(run_dir, step=step)
     if simulations is not None:
-        search = dataclasses.replace(agent.search_config, num_simulations=simulations)
-        search.validate()
-        agent = Agent(agent.env, agent.config, agent.params, search)
+        agent = agent.with_search(num_simulations=simulations)
     return agent.player(kind, f"it{step}")
 
 

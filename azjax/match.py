@@ -1,13 +1,14 @@
 """Batched games between two policies.
 
 A policy is a function `policy(states, key) -> actions` over a batch of States [B]
-(it may close over parameters). `play_match` plays `num_games` games on device in one
-`lax.while_loop` over plies; `play_match_host` drives the same games from a host loop,
-for players that cannot be traced (alpha-beta). Policy A takes player 0 in the first
-`num_games // 2` games and player 1 in the others. Games `i` and `i + ceil(num_games / 2)`
-are a pair: the same initial state and the same `opening_plies` random opening moves,
-with the seats swapped (with an odd count, one game has no partner). Each game's result is for A: +1 win, 0 draw (or unfinished at
-the ply cap), -1 loss.
+(it may close over parameters; `azjax.players` builds them). `play_match` plays
+`num_games` games on device in one `lax.while_loop` over plies; `play_match_host`
+drives the same games from a host loop, for players that cannot be traced
+(alpha-beta). Policy A takes player 0 in the first `num_games // 2` games and player 1
+in the others. Games `i` and `i + ceil(num_games / 2)` are a pair: the same initial
+state and the same `opening_plies` random opening moves, with the seats swapped (with
+an odd count, one game has no partner). Each game's result is for A: +1 win, 0 draw
+(or unfinished at the ply cap), -1 loss.
 """
 
 from __future__ import annotations
@@ -19,30 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.search import masked_logits
 from envs import Env, State
 
 Policy = Callable[[State, chex.PRNGKey], chex.Array]
-
-
-def random_policy(states: State, key: chex.PRNGKey) -> chex.Array:
-    """Uniform over legal moves [B]."""
-    legal = states.legal_action_mask
-    logits = jnp.where(legal, 0.0, -jnp.inf)
-    # A finished game has no legal move; any action is ignored there by `Env.step`.
-    logits = jnp.where(jnp.any(legal, axis=-1, keepdims=True), logits, 0.0)
-    return jax.random.categorical(key, logits).astype(jnp.int32)
-
-
-def network_policy(apply_fn, params) -> Policy:
-    """The policy head's argmax over legal moves (the network alone, no search)."""
-
-    def policy(states: State, key: chex.PRNGKey) -> chex.Array:
-        del key
-        logits, _ = apply_fn(params, states.observation)
-        return jnp.argmax(masked_logits(logits, states.legal_action_mask), -1).astype(jnp.int32)
-
-    return policy
 
 
 def seats(num_games: int) -> chex.Array:

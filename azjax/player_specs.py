@@ -110,21 +110,16 @@ def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
         )
     if spec.kind == "network":
         return agent.player("network", name, greedy)
-    search = agent.search_config
+    changes = {}
     if "sims" in spec.options:
-        search = dataclasses.replace(
-            search, num_simulations=_number(spec, spec.options["sims"], int, "sims")
-        )
+        changes["num_simulations"] = _number(spec, spec.options["sims"], int, "sims")
     if "policy" in spec.options:
-        search = dataclasses.replace(search, policy=spec.options["policy"])
+        changes["policy"] = spec.options["policy"]
     if spec.kind == "alphago":
         if "lambda" not in spec.options:
             raise ValueError(f"player {spec.text!r}: alphago needs lambda=L")
-        search = dataclasses.replace(
-            search, rollout_lambda=_number(spec, spec.options["lambda"], float, "lambda")
-        )
-    search.validate()
-    return Agent(agent.env, agent.config, agent.params, search).player("alphazero", name, greedy)
+        changes["rollout_lambda"] = _number(spec, spec.options["lambda"], float, "lambda")
+    return agent.with_search(**changes).player("alphazero", name, greedy)
 
 
 def make_player(text: str, env: Env, name: str | None = None) -> Player:

@@ -17,9 +17,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.evaluation import deterministic
 from azjax.rollout_mcts import UCTConfig, uct_actions
-from azjax.search import SearchConfig, greedy_action, make_search_fn, masked_logits
+from azjax.rollouts import uniform_choice, uniform_legal_actions
+from azjax.search import (
+    SearchConfig,
+    deterministic,
+    greedy_action,
+    make_search_fn,
+    masked_logits,
+)
 from azjax.solvers import tictactoe as ttt_solver
 from envs import Env, State, coin_split
 
@@ -39,15 +45,9 @@ class Player:
     jittable: bool = True
 
 
-def _random_choice(mask: chex.Array, key: chex.PRNGKey) -> chex.Array:
-    """A uniformly random True entry per row of `mask` [B, A] (0 for an all-False row)."""
-    noise = jax.random.uniform(key, mask.shape)
-    return jnp.argmax(jnp.where(mask, noise, -1.0), axis=-1).astype(jnp.int32)
-
-
 def random_player(name: str = "random") -> Player:
     """Uniform over legal moves."""
-    return Player(name, lambda states, key: _random_choice(states.legal_action_mask, key))
+    return Player(name, uniform_legal_actions)
 
 
 def network_player(apply_fn, params, name: str = "network", greedy: bool = True) -> Player:
@@ -101,7 +101,7 @@ def _tictactoe_solver(env: Env) -> ActFn:
 
     def act(states: State, key: chex.PRNGKey) -> chex.Array:
         codes = (states.board.astype(jnp.int32) + 1) @ powers
-        return _random_choice(table[codes] & states.legal_action_mask, key)
+        return uniform_choice(table[codes] & states.legal_action_mask, key)
 
     return act
 
@@ -119,7 +119,7 @@ def _coin_split_solver(env: Env) -> ActFn:
         legal = states.legal_action_mask
         winning = legal & (after == 0)
         choice = jnp.where(jnp.any(winning, -1, keepdims=True), winning, legal)
-        return _random_choice(choice, key)
+        return uniform_choice(choice, key)
 
     return act
 

@@ -9,11 +9,15 @@ import jax.numpy as jnp
 from envs import Env, State
 
 
+def uniform_choice(mask: chex.Array, key: chex.PRNGKey) -> chex.Array:
+    """A uniformly random True entry per row of `mask` [B, A] (0 for an all-False row)."""
+    noise = jax.random.uniform(key, mask.shape)
+    return jnp.argmax(jnp.where(mask, noise, -1.0), axis=-1).astype(jnp.int32)
+
+
 def uniform_legal_actions(states: State, key: chex.PRNGKey) -> chex.Array:
     """A uniformly random legal action per state [B] (0 where no move is legal)."""
-    legal = states.legal_action_mask
-    noise = jax.random.uniform(key, legal.shape)
-    return jnp.argmax(jnp.where(legal, noise, -1.0), axis=-1).astype(jnp.int32)
+    return uniform_choice(states.legal_action_mask, key)
 
 
 def random_playout(env: Env, states: State, key: chex.PRNGKey,

@@ -99,6 +99,13 @@ class SearchParams:
     rollout_lambda: chex.Array
 
 
+def deterministic(search_config: SearchConfig) -> SearchParams:
+    """Search params with the root noise switched off (Dirichlet and Gumbel)."""
+    return search_config.params().replace(
+        dirichlet_fraction=jnp.float32(0.0), gumbel_scale=jnp.float32(0.0)
+    )
+
+
 def masked_logits(logits: chex.Array, legal: chex.Array) -> chex.Array:
     """Logits with illegal actions set to the lowest finite value (never -inf)."""
     return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)

@@ -12,7 +12,6 @@ to `--out` (default: RUN_DIR/baselines.md and .json).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
@@ -54,8 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         agent = Agent.load(args.run_dir)
         if args.simulations:
-            search = dataclasses.replace(agent.search_config, num_simulations=args.simulations)
-            agent = Agent(agent.env, agent.config, agent.params, search)
+            agent = agent.with_search(num_simulations=args.simulations)
         opponents = [make_player(spec, agent.env) for spec in args.opponents.split(",")]
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

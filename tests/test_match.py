@@ -9,6 +9,8 @@ import pytest
 
 import envs
 from azjax import match
+from azjax.players import network_player
+from azjax.rollouts import uniform_legal_actions
 from azjax.solvers import tictactoe as solver
 
 
@@ -38,7 +40,7 @@ def solver_policy():
 
 def test_random_against_random_is_even(ttt):
     results = jax.jit(
-        lambda key: match.play_match(ttt, match.random_policy, match.random_policy, key, 4000)
+        lambda key: match.play_match(ttt, uniform_legal_actions, uniform_legal_actions, key, 4000)
     )(jax.random.key(0))
     score = match.score(results)
     assert abs(score["score"] - 0.5) < 0.03
@@ -51,7 +53,7 @@ def test_random_against_random_is_even(ttt):
 def test_solver_never_loses_and_draws_itself(ttt):
     perfect = solver_policy()
     play = jax.jit(lambda key, a, b: match.play_match(ttt, a, b, key, 1000), static_argnums=(1, 2))
-    against_random = match.score(play(jax.random.key(1), perfect, match.random_policy))
+    against_random = match.score(play(jax.random.key(1), perfect, uniform_legal_actions))
     assert against_random["loss"] == 0.0
     assert against_random["win"] > 0.8
     itself = match.score(play(jax.random.key(2), perfect, perfect))
@@ -72,7 +74,7 @@ def test_seats_are_split_and_results_are_from_a_points_of_view(ttt):
     assert results.tolist() == [1.0] * 5 + [-1.0] * 5
 
 
-def test_network_policy_plays_the_argmax_of_legal_moves(ttt):
+def test_network_player_plays_the_argmax_of_legal_moves(ttt):
     state = jax.vmap(ttt.init)(jax.random.split(jax.random.key(0), 2))
     state = jax.vmap(ttt.step)(state, jnp.array([4, 0]))
 
@@ -81,7 +83,7 @@ def test_network_policy_plays_the_argmax_of_legal_moves(ttt):
         return logits, jnp.zeros(obs.shape[0])
 
     prefers_centre = jnp.array([0.0, 1, 2, 3, 9, 5, 6, 7, 8])
-    actions = match.network_policy(apply_fn, prefers_centre)(state, jax.random.key(0))
+    actions = network_player(apply_fn, prefers_centre).act(state, jax.random.key(0))
     # Game 0: the centre is taken, so the best legal logit is cell 8; game 1: the centre.
     assert actions.tolist() == [8, 4]
 

@@ -11,10 +11,10 @@ import pytest
 from ttt_reference import legal_moves, negamax, play, terminal, to_move, winner
 
 import envs
-from azjax.evaluation import deterministic
 from azjax.networks import PolicyValueNet
 from azjax.search import (
     SearchConfig,
+    deterministic,
     greedy_action,
     make_recurrent_fn,
     make_search_fn,

@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.evaluation import deterministic, network_greedy_actions
-from azjax.search import SearchConfig, greedy_action, make_search_fn
+from azjax.players import network_player, search_player
+from azjax.search import SearchConfig
 from envs import Env
 from envs.coin_split import all_positions
 
@@ -29,17 +29,15 @@ class CoinSplitEvaluator:
         self.wins = solved.wins[live]
         self.winning_actions = solved.winning_actions[live]
         self.states = jax.vmap(env.state_from_counts)(jnp.asarray(solved.counts[live]))
-        search_fn = make_search_fn(env, apply_fn, search_config)
-        search_params = deterministic(search_config)
         self._network = jax.jit(
             lambda params: (
-                network_greedy_actions(apply_fn, params, self.states),
+                network_player(apply_fn, params).act(self.states, None),
                 apply_fn(params, self.states.observation)[1],
             )
         )
         self._search = jax.jit(
-            lambda params, key: greedy_action(
-                search_config, search_fn(params, search_params, key, self.states)
+            lambda params, key: search_player(env, apply_fn, params, search_config).act(
+                self.states, key
             )
         )
 

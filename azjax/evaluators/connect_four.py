@@ -19,8 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.evaluation import deterministic, network_greedy_actions
-from azjax.search import SearchConfig, greedy_action, make_search_fn
+from azjax.players import network_player, search_player
+from azjax.search import SearchConfig
 from envs import Env
 from envs.connect_four import boards_from_moves
 
@@ -96,15 +96,13 @@ class ConnectFourEvaluator:
         self.value_states = boards_from_moves([m for m, d in zip(value_set.moves, decided) if d])
         self.value_sign = np.sign(value_set.score[decided])
 
-        search_fn = make_search_fn(env, apply_fn, search_config)
-        search_params = deterministic(search_config)
         self._network = jax.jit(
-            lambda params: network_greedy_actions(apply_fn, params, self.move_states)
+            lambda params: network_player(apply_fn, params).act(self.move_states, None)
         )
         self._value = jax.jit(lambda params: apply_fn(params, self.value_states.observation)[1])
         self._search = jax.jit(
-            lambda params, key: greedy_action(
-                search_config, search_fn(params, search_params, key, self.move_states)
+            lambda params, key: search_player(env, apply_fn, params, search_config).act(
+                self.move_states, key
             )
         )
 
