@@ -1,4 +1,4 @@
-"""A trained agent: network (+ search) loaded from a run directory."""
+"""A trained agent: network (+ search) loaded from a run directory or an exported file."""
 
 from __future__ import annotations
 
@@ -10,10 +10,17 @@ import jax
 
 from azjax import checkpoint as ckpt
 from azjax.config import TrainConfig
+from azjax.export import AgentFileError, read_agent_file, write_agent_file
 from azjax.loop import init_train_state, make_network
 from azjax.players import Player, network_player, search_player
 from azjax.search import SearchConfig
 from envs import Env, State
+
+
+def _abstract_params(config: TrainConfig) -> chex.ArrayTree:
+    """Shapes and dtypes of the network parameters a config describes."""
+    env = config.make_env()
+    return jax.eval_shape(lambda: init_train_state(env, config, jax.random.key(0)).params)
 
 
 class Agent:
@@ -39,24 +46,35 @@ class Agent:
         self._act = jax.jit(act, static_argnums=3)
 
     @classmethod
-    def load(cls, run_dir: str | Path, step: int | None = None,
+    def load(cls, path: str | Path, step: int | None = None,
              search: SearchConfig | None = None) -> "Agent":
-        """The agent of a run directory's newest (or `step`) checkpoint.
+        """The agent of a run directory's newest (or `step`) checkpoint, or of a file
+        written by `export`.
 
-        Raises RunDirError when the directory is missing or holds no run/checkpoint.
+        Raises RunDirError when the directory is missing or holds no run/checkpoint, and
+        AgentFileError for a file that is not an exported agent.
         """
-        run_dir = Path(run_dir)
-        config = ckpt.load_config(run_dir)
-        env = config.make_env()
-        abstract = jax.eval_shape(lambda: init_train_state(env, config, jax.random.key(0)).params)
-        manager = ckpt.checkpoint_manager(run_dir)
+        path = Path(path)
+        if path.is_file():
+            if step is not None:
+                raise AgentFileError(f"{str(path)!r} is an agent file: it has no steps")
+            config, params = read_agent_file(path, _abstract_params)
+            return cls(config.make_env(), config, params, search)
+        config = ckpt.load_config(path)
+        manager = ckpt.checkpoint_manager(path)
         try:
             if manager.latest_step() is None:
-                raise ckpt.RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
-            params = ckpt.restore_params(manager, abstract, step)
+                raise ckpt.RunDirError(f"{str(path)!r} holds no checkpoint yet")
+            params = ckpt.restore_params(manager, _abstract_params(config), step)
         finally:
             manager.close()
-        return cls(env, config, params, search)
+        return cls(config.make_env(), config, params, search)
+
+    def export(self, path: str | Path) -> Path:
+        """Writes this agent (config with its search settings, and weights) to one file
+        that `Agent.load(path)` reads back; returns the path."""
+        config = dataclasses.replace(self.config, search=self.search_config)
+        return write_agent_file(path, config, self.params)
 
     def with_search(self, **changes) -> "Agent":
         """The same network with its search config changed (e.g. `num_simulations=200`);

@@ -55,6 +55,9 @@ class TrainConfig:
     keep_every: int = 0
     """Keep every checkpoint whose iteration is a multiple of this, besides the newest
     three (0 = only those), e.g. for a ratings league over training."""
+    tensorboard: bool = False
+    """Also write the metrics as TensorBoard event files into `run_dir/tensorboard`
+    (needs `pip install 'azjax[tensorboard]'`)."""
     stop_when_perfect: bool = True
     """Stop once the network alone is perfect (where the game's evaluation can tell)."""
     eval_opponents: tuple[str, ...] = ()

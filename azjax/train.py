@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -18,12 +17,15 @@ from azjax.evaluators.opponents import PREFIX as OPPONENT_PREFIX
 from azjax.evaluators.opponents import OpponentEvaluator
 from azjax.gating import Gate
 from azjax.loop import TrainState, check_config, init_train_state, make_iteration_fn, make_network
+from azjax.metrics_log import MetricsLog
 from azjax.plots import PLOT_FILE, plot_run
+from azjax.progress import Progress, format_duration
 
 # Options that control how long and how visibly a run goes; they may change on resume.
 RUN_CONTROL_FIELDS = (
     "iterations", "max_minutes", "log_every", "eval_every", "eval_search_every", "checkpoint_every",
     "keep_every", "stop_when_perfect", "eval_opponents", "eval_games", "eval_openings",
+    "tensorboard",
 )
 
 
@@ -70,8 +72,8 @@ def _host(metrics: dict[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in jax.device_get(metrics).items()}
 
 
-def format_progress(record: dict[str, Any]) -> str:
-    """One status line for a metrics record."""
+def format_progress(record: dict[str, Any], eta: float | None = None) -> str:
+    """One status line for a metrics record (and the time left, when known)."""
     parts = [
         f"it {record['iteration']:>5}",
         f"games {record['games']:>8,}",
@@ -95,6 +97,8 @@ def format_progress(record: dict[str, Any]) -> str:
         parts.append(f"gate {100 * record['gate_score']:.1f}% {verdict} "
                      f"(best it {record['best_iteration']})")
     parts.append(f"{record['wall_time']:.1f}s")
+    if eta is not None:
+        parts.append(f"ETA {format_duration(eta)}")
     return " | ".join(parts)
 
 
@@ -116,31 +120,30 @@ def train(
 
     train_state = init_train_state(env, config, jax.random.key(config.seed))
     records: list[dict[str, Any]] = []
-    manager = None
+    manager = log = None
     if run_dir is not None:
         prepare_run_dir(run_dir, config)
         manager = ckpt.checkpoint_manager(run_dir, keep_period=config.keep_every or None)
-        if manager.latest_step() is not None:
-            step = manager.latest_step()
+        log = MetricsLog(run_dir, tensorboard=config.tensorboard)
+        step = manager.latest_step()
+        if step is not None:
             train_state = ckpt.restore(manager, train_state, step)
-            records = [r for r in ckpt.read_metrics(run_dir) if r["iteration"] <= step]
-            (run_dir / ckpt.METRICS_FILE).write_text(
-                "".join(json.dumps(r) + "\n" for r in records)
-            )
             say(f"resumed {run_dir} at iteration {step}")
+        records = log.resume_from(step)
 
     net = make_network(env, config)
     iteration_fn = jax.jit(make_iteration_fn(env, config), donate_argnums=0)
     # Donation needs one buffer per leaf; some states (wrapped pgx games) repeat a value.
     train_state = _unalias(train_state)
     evaluator = make_evaluator(env, net.apply, config.search)
-    eval_key = jax.random.key(config.seed + 1)
     opponents = None
     if config.eval_opponents:
         opponents = OpponentEvaluator(env, net.apply, config.search, config.eval_opponents,
                                       config.eval_games, config.eval_openings)
     gate = Gate(env, net.apply, config) if config.regime == "gating" else None
-    # Keyed by iteration, so a resumed run plays the same arenas.
+    # Evaluation keys are folded in by iteration, so a resumed run evaluates as the
+    # uninterrupted one would.
+    eval_key = jax.random.key(config.seed + 1)
     arena_key = jax.random.key(config.seed + 2)
 
     iteration = int(train_state.iteration)
@@ -149,6 +152,7 @@ def train(
     evals_done = sum(1 for r in records if "perfect" in r)
     perfect_at = next((r for r in records if r.get("perfect")), None)
     saved_at = iteration
+    eta = Progress(config.iterations, initial=iteration, write=None)
     done = perfect_at is not None and config.stop_when_perfect
     if done:
         say(f"this run already reached perfect play at iteration {perfect_at['iteration']}")
@@ -180,7 +184,7 @@ def train(
             with_search = config.eval_search_every > 0 and (
                 (evals_done + 1) % config.eval_search_every == 0 or last
             )
-            eval_key, key = jax.random.split(eval_key)
+            key = jax.random.fold_in(eval_key, iteration)
             record.update(evaluator.network_metrics(train_state.params))
             if with_search or (record["perfect"] and config.stop_when_perfect):
                 record.update(evaluator.search_metrics(train_state.params, key))
@@ -200,14 +204,17 @@ def train(
             record["best_iteration"] = int(train_state.best_iteration)
         record["wall_time"] = time_offset + time.perf_counter() - start
         records.append(record)
-        say(format_progress(record))
+        left = eta.eta(iteration)
+        if config.max_minutes > 0:
+            left = min(left or float("inf"), 60 * config.max_minutes - record["wall_time"])
+        say(format_progress(record, left))
         last_log_time, last_log_positions = time.perf_counter(), positions
 
         perfect = bool(record.get("perfect"))
         if perfect and perfect_at is None:
             perfect_at = record
         if run_dir is not None:
-            ckpt.append_metrics(run_dir, record)
+            log.append(record)
             if iteration % config.checkpoint_every == 0 or last or (
                 perfect and config.stop_when_perfect
             ):
@@ -226,6 +233,7 @@ def train(
         plot_run(records, run_dir / PLOT_FILE)
     if manager is not None:
         manager.close()
+        log.close()
     return TrainResult(train_state=train_state, records=records, perfect_at=perfect_at)
 
 

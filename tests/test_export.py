@@ -1,0 +1,95 @@
+"""Agents exported to one file and loaded back with Agent.load."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+from flax import serialization
+from test_training import ROOT, SMALL, leaves_equal
+
+from azjax import Agent, train
+from azjax.export import AgentFileError, write_agent_file
+from azjax.networks import NetworkConfig
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("export") / "run"
+    train(dataclasses.replace(SMALL, iterations=2), path, progress=None)
+    return path
+
+
+def test_exported_agent_is_the_same_agent(run_dir, tmp_path):
+    agent = Agent.load(run_dir).with_search(num_simulations=24, policy="puct")
+    path = agent.export(tmp_path / "agents" / "ttt.azjax")
+    loaded = Agent.load(path)
+    assert leaves_equal(loaded.params, agent.params)
+    assert loaded.env.name == "tictactoe"
+    assert loaded.search_config == agent.search_config
+    assert dataclasses.replace(loaded.config, search=SMALL.search) == agent.config
+    env = agent.env
+    states = jax.vmap(env.init)(jax.random.split(jax.random.key(3), 16))
+    logits, values = agent.evaluate(states.observation)
+    logits2, values2 = loaded.evaluate(states.observation)
+    assert np.array_equal(np.asarray(logits), np.asarray(logits2))
+    assert np.array_equal(np.asarray(values), np.asarray(values2))
+    key = jax.random.key(4)
+    assert np.array_equal(np.asarray(agent.act(states, key, greedy=False)),
+                          np.asarray(loaded.act(states, key, greedy=False)))
+    # A search override at load time still applies to a file.
+    assert Agent.load(path, search=SMALL.search).search_config == SMALL.search
+    assert not list(path.parent.glob("*.partial"))
+
+
+def test_export_command_line(run_dir, tmp_path):
+    out = tmp_path / "agent.azjax"
+    done = subprocess.run([sys.executable, "-m", "azjax.export", str(run_dir), str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {out}" in done.stdout
+    assert leaves_equal(Agent.load(out).params, Agent.load(run_dir).params)
+    bad = subprocess.run([sys.executable, "-m", "azjax.export", str(tmp_path / "none"),
+                          str(out)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert bad.returncode == 2
+    assert "error:" in bad.stderr and "does not exist" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_bad_agent_files_are_clear_errors(run_dir, tmp_path):
+    with pytest.raises(AgentFileError, match="is not an azjax agent file"):
+        (tmp_path / "junk.azjax").write_bytes(b"\x00\x01 not msgpack at all")
+        Agent.load(tmp_path / "junk.azjax")
+    with pytest.raises(AgentFileError, match="is not an azjax agent file"):
+        (tmp_path / "other.azjax").write_bytes(serialization.msgpack_serialize({"a": 1}))
+        Agent.load(tmp_path / "other.azjax")
+
+    agent = Agent.load(run_dir)
+    path = agent.export(tmp_path / "a.azjax")
+    with pytest.raises(AgentFileError, match="no steps"):
+        Agent.load(path, step=2)
+
+    payload = serialization.msgpack_restore(path.read_bytes())
+    payload["version"] = 99
+    (tmp_path / "future.azjax").write_bytes(serialization.msgpack_serialize(payload))
+    with pytest.raises(AgentFileError, match="version 99"):
+        Agent.load(tmp_path / "future.azjax")
+
+    # Weights of one network under the config of a wider one.
+    wider = dataclasses.replace(agent.config, network=NetworkConfig(channels=48, policy_filters=8))
+    write_agent_file(tmp_path / "mismatch.azjax", wider, agent.params)
+    with pytest.raises(AgentFileError, match="shape"):
+        Agent.load(tmp_path / "mismatch.azjax")
+
+    payload = serialization.msgpack_restore(path.read_bytes())
+    config = json.loads(payload["config"])
+    config["game"] = "chess"
+    payload["config"] = json.dumps(config)
+    (tmp_path / "chess.azjax").write_bytes(serialization.msgpack_serialize(payload))
+    with pytest.raises(AgentFileError, match="unknown game"):
+        Agent.load(tmp_path / "chess.azjax")
