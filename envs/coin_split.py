@@ -292,6 +292,11 @@ class CoinSplit(Env):
         """A human move (`"7=3+4"`, `"7 3"`, `"3+4"`) as an action of this env."""
         return parse_move(text, self.max_coins)
 
+    def format_move(self, action: int) -> str:
+        """An action of this env in human form, e.g. `"7=3+4"` (ValueError when out of range)."""
+        self.action_to_split(action)  # the range check of this env
+        return action_name(action)
+
     def render(self, state: CoinSplitState) -> str:
         counts = np.asarray(jax.device_get(state.counts))
         piles = [size for size in range(len(counts) - 1, 0, -1) for _ in range(counts[size])]

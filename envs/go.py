@@ -93,12 +93,14 @@ def parse_move(text: str, size: int) -> int:
     if t == "PASS":
         return size * size
     letters = COLUMNS[:size]
-    if len(t) < 2 or t[0] not in letters or not t[1:].isdigit():
-        raise ValueError(f"not a move on a {size}x{size} board: {text!r}")
-    line = int(t[1:])
-    if not 1 <= line <= size:
-        raise ValueError(f"not a move on a {size}x{size} board: {text!r}")
-    return (size - line) * size + letters.index(t[0])
+    column, line = t[:1], t[1:]
+    on_board = line.isascii() and line.isdigit() and 1 <= int(line) <= size
+    if not column or column not in letters or not on_board:
+        raise ValueError(
+            f"not a move on a {size}x{size} board: {text!r} (expected a point A1-"
+            f"{letters[-1]}{size}, column letters without I, or 'pass')"
+        )
+    return (size - int(line)) * size + letters.index(column)
 
 
 def format_move(action: int, size: int) -> str:
@@ -341,6 +343,14 @@ class Go(Env):
             observation=sym.observation(state.observation, g),
             legal_action_mask=sym.policy(state.legal_action_mask, g),
         )
+
+    def parse_move(self, text: str) -> int:
+        """A human move like "D4" or "pass" as an action (ValueError on bad input)."""
+        return parse_move(text, self.size)
+
+    def format_move(self, action: int) -> str:
+        """An action as "D4" or "pass"."""
+        return format_move(action, self.size)
 
     def render(self, state: GoState) -> str:
         n = self.size

@@ -77,7 +77,8 @@ def parse_move(text: str, size: int) -> int:
     digits = stripped[len(letters) :]
     if not letters or not digits or not letters.isalpha() or not letters.isascii():
         raise ValueError(
-            f"expected a move like 'h8' (column {column_label(0)}-{column_label(size - 1)}, "
+            f"expected a move like {format_move(size * size // 2, size)!r} "
+            f"(column {column_label(0)}-{column_label(size - 1)}, "
             f"row 1-{size}), got {text!r}"
         )
     col = 0

@@ -14,7 +14,8 @@ The wrapped state keeps pgx's state in the field `pgx_state` and mirrors it in o
   truncates some games after a maximum number of plies, as a draw); `step_count`: pgx's
   ply counter.
 
-Actions are pgx's action ids. Steps after the end and illegal actions follow `envs.core`
+Actions are pgx's action ids, which are also the human notation (`parse_move`,
+`format_move`). Steps after the end and illegal actions follow `envs.core`
 (pgx's step is only relied on for legal actions on live states). Games with chance inside
 `step` (backgammon, 2048) and games with other than two players are refused. The
 imperfect-information games kuhn_poker and leduc_holdem are accepted (their chance is in
@@ -101,6 +102,23 @@ class PgxEnv(Env):
         """The identity (the only symmetry)."""
         del g
         return state
+
+    def parse_move(self, text: str) -> int:
+        """A pgx action id typed as a number, e.g. `"4"` (ValueError on anything else)."""
+        t = text.strip()
+        if not (t.isascii() and t.isdigit()) or not 0 <= int(t) < self.num_actions:
+            raise ValueError(
+                f"expected an action number 0-{self.num_actions - 1} (pgx's action ids), "
+                f"got {text!r}"
+            )
+        return int(t)
+
+    def format_move(self, action: int) -> str:
+        """An action as its pgx action id."""
+        action = int(action)
+        if not 0 <= action < self.num_actions:
+            raise ValueError(f"{self.name} actions are 0-{self.num_actions - 1}, got {action}")
+        return str(action)
 
     def render(self, state: PgxState) -> str:
         """A header line, then (for board games) observation planes 0 and 1 as X and O.

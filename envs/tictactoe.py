@@ -1,8 +1,13 @@
 """Tic-tac-toe as a pure JAX state machine.
 
-Player 0 (X) moves first. Action `row*3+col`. The observation is [3, 3, 3] bool:
-the mover's stones, the opponent's stones, and a plane that is all True when the
-mover is X (the side-to-move plane).
+Player 0 (X) moves first. Action `row*3+col`, row 0 the top row. The observation is
+[3, 3, 3] bool: the mover's stones, the opponent's stones, and a plane that is all True
+when the mover is X (the side-to-move plane).
+
+Human notation (`parse_move`, `format_move`): a cell `1`-`9` numbered row by row from
+the top-left like a phone keypad (1 2 3 is the top row), or `a1`-`c3`, column letter
+a-c from the left and row number 1-3 from the BOTTOM, as `render` labels the board (so
+`a3` = `1` is the top-left cell and `a1` = `7` the bottom-left one).
 """
 
 from __future__ import annotations
@@ -85,6 +90,32 @@ def state_from_board(board: chex.Array) -> TicTacToeState:
     )
 
 
+def parse_move(text: str) -> int:
+    """A human move, keypad `"1"`-`"9"` or board `"a1"`-`"c3"`, as an action 0-8.
+
+    Raises:
+      ValueError: for text that is neither.
+    """
+    t = text.strip().lower()
+    if len(t) == 1 and "1" <= t <= "9":
+        return int(t) - 1
+    if len(t) == 2 and t[0] in "abc" and t[1] in "123":
+        return (3 - int(t[1])) * 3 + "abc".index(t[0])
+    raise ValueError(
+        f"expected a cell 1-9 (1 = top-left, row by row) or a1-c3 (column a-c, row 1-3 "
+        f"from the bottom), got {text!r}"
+    )
+
+
+def format_move(action: int) -> str:
+    """An action 0-8 as the board coordinate `"a1"`-`"c3"` shown by `render`."""
+    action = int(action)
+    if not 0 <= action < 9:
+        raise ValueError(f"tic-tac-toe actions are 0-8, got {action}")
+    row, col = divmod(action, 3)
+    return f"{'abc'[col]}{3 - row}"
+
+
 class TicTacToe(Env):
     """Tic-tac-toe (3x3, three in a row wins, full board draws)."""
 
@@ -146,6 +177,14 @@ class TicTacToe(Env):
             observation=sym.observation(state.observation, g),
             legal_action_mask=sym.policy(state.legal_action_mask, g),
         )
+
+    def parse_move(self, text: str) -> int:
+        """A human move, `"1"`-`"9"` or `"a1"`-`"c3"`, as an action (ValueError on bad input)."""
+        return parse_move(text)
+
+    def format_move(self, action: int) -> str:
+        """An action as the board coordinate `"a1"`-`"c3"`."""
+        return format_move(action)
 
     def render(self, state: TicTacToeState) -> str:
         board = np.asarray(jax.device_get(state.board)).reshape(3, 3)
