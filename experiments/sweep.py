@@ -1,0 +1,100 @@
+"""Ablation sweeps over search and training settings, seeds vmapped in one program.
+
+    python experiments/sweep.py --game tictactoe \\
+        --param search.num_simulations=8,16,32,64 --param search.policy=puct,gumbel \\
+        --seeds 4 [--out DIR] [--shard I/N] [--merge] [any experiment option]
+
+The base config is the game's experiment defaults (`experiments/<game>.py`) with the
+usual options on top (`--iterations`, `--max-minutes` per compile group, `--eval-every`,
+`--gradient-steps`, ...). `--param NAME=V1,V2,...` (repeatable) sweeps a setting: short
+names (num_simulations, policy, c_puct, dirichlet_alpha, dirichlet_fraction,
+temperature_moves, gumbel_scale, max_num_considered_actions, rollout_lambda,
+learning_rate, batch_size, replay_capacity) or any setting's path. Seeds, and settings
+that do not change the compiled program (c_puct, Dirichlet, Gumbel scale, lambda,
+learning rate), run as one vmapped program. Rerunning the same command resumes: finished
+groups are skipped and a running group continues from its last checkpoint
+(`--checkpoint-every`). `--shard I/N` runs the I-th of N disjoint parts; every run (or
+`--merge` alone) builds results.csv and sweep.png from all per-seed CSVs in the out dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import tyro
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+
+from azjax.config import TrainConfig  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """Ablation sweep: a grid of settings x seeds; seeds and traced settings vmapped."""
+
+    config: Annotated[TrainConfig, tyro.conf.arg(name="")]
+    param: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
+    """NAME=V1,V2,... a swept setting and its values (repeat for a grid)."""
+    seeds: int = 3
+    """Seeds per configuration: --seed, --seed + 1, ..."""
+    out: str = ""
+    """Out directory (default runs/sweep_<game>); rerun with the same one to resume."""
+    shard: str = "1/1"
+    """I/N: run only the I-th of N disjoint parts of the grid."""
+    merge: bool = False
+    """Only build results.csv and sweep.png from the per-seed CSVs in --out."""
+
+
+def game_defaults(game: str) -> TrainConfig:
+    """`DEFAULTS` of `experiments/<game>.py`, or the plain defaults for that game."""
+    path = ROOT / f"{game}.py"
+    if path.is_file() and not game.startswith("_") and game != "sweep":
+        spec = importlib.util.spec_from_file_location(f"_experiment_{game}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.DEFAULTS
+    return TrainConfig(game=game)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--game", default="tictactoe")
+    game = pre.parse_known_args(argv)[0].game
+    defaults = game_defaults(game)
+    args = tyro.cli(
+        Sweep,
+        default=Sweep(config=defaults, out=f"runs/sweep_{game.replace(':', '_')}"),
+        args=argv,
+        description=__doc__,
+    )
+    from azjax.sweep import merge, parse_params, parse_shard, run_sweep
+
+    try:
+        if args.merge:
+            result = merge(Path(args.out))
+        else:
+            params = parse_params(args.param)
+            shard = parse_shard(args.shard)
+            if args.seeds < 1:
+                raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+            seeds = [args.config.seed + i for i in range(args.seeds)]
+            result = run_sweep(args.config, params, seeds, Path(args.out), shard=shard)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted; rerun the same command to continue the sweep", file=sys.stderr)
+        return 130
+    print(result.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
