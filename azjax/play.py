@@ -259,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="show the agent's evaluation and search visits after its moves")
     args = parser.parse_args(argv)
     try:
+        if args.agent is not None and Path(args.agent).is_dir():
+            raise ValueError(f"{args.agent!r} is a directory; use --run-dir for a run")
         if args.agent is not None and not Path(args.agent).is_file():
             raise ValueError(f"agent file {args.agent!r} does not exist")
         agent = load_agent(args.game, args.run_dir or args.agent, args.simulations)

@@ -338,13 +338,20 @@ def test_cli_missing_run_dir_exits_2(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
-def test_cli_end_of_input_mid_game(run_dir, ttt_agent, capsys, monkeypatch):
-    # The agent loaded once for the module (the search compiles once per agent).
-    monkeypatch.setattr(Agent, "load", lambda path: ttt_agent)
+def test_cli_plays_an_exported_agent_file_until_end_of_input(ttt_agent, tmp_path, capsys,
+                                                              monkeypatch):
+    path = ttt_agent.export(tmp_path / "ttt.azjax")
     monkeypatch.setattr(sys, "stdin", io.StringIO("first\n5\n"))
-    assert play.main(["tictactoe", "--run-dir", str(run_dir), "--show-eval"]) == 0
+    assert play.main(["tictactoe", "--agent", str(path), "--show-eval"]) == 0
     out = capsys.readouterr().out
-    assert "You play b2" in out and "end of input; goodbye." in out
+    assert "You play b2" in out and "Agent's view: network value" in out
+    assert out.rstrip().endswith("end of input; goodbye.")
+    for args, message in ((["connect_four", "--agent", str(path)], "not connect_four"),
+                          (["tictactoe", "--agent", str(tmp_path / "no.azjax")], "does not exist"),
+                          (["tictactoe", "--agent", str(tmp_path)], "use --run-dir")):
+        assert play.main(args) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err
 
 
 def test_cli_subprocess_with_piped_input(run_dir, tmp_path):
