@@ -16,6 +16,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 
 import chex
 import jax
@@ -23,6 +24,7 @@ import numpy as np
 
 from azjax import match
 from azjax.players import Player
+from azjax.progress import Progress
 from azjax.ratings import normal_quantile, score_to_elo
 from envs import Env
 
@@ -112,12 +114,13 @@ class MatchResult:
 
 
 def evaluate(env: Env, player_a: Player, player_b: Player, key: chex.PRNGKey,
-             num_games: int = 100, opening_plies: int = 0, max_plies: int = 10_000
-             ) -> MatchResult:
+             num_games: int = 100, opening_plies: int = 0, max_plies: int = 10_000,
+             progress: Callable[[int], None] | None = None) -> MatchResult:
     """Plays `num_games` games of A against B, seats swapped for half of them.
 
     Both players jittable: one compiled on-device match. Otherwise a host loop over
-    plies (the host player sees only the games where it is to move).
+    plies (the host player sees only the games where it is to move), which reports
+    `progress(finished_games)` after every ply.
     """
     if num_games < 1:
         raise ValueError(f"num_games must be >= 1, got {num_games}")
@@ -133,7 +136,7 @@ def evaluate(env: Env, player_a: Player, player_b: Player, key: chex.PRNGKey,
         acts = [jax.jit(p.act) if p.jittable else p.act for p in (player_a, player_b)]
         results = match.play_match_host(
             env, *acts, key, num_games, max_plies, opening_plies,
-            traced=(player_a.jittable, player_b.jittable),
+            traced=(player_a.jittable, player_b.jittable), progress=progress,
         )
     return MatchResult(player_a.name, player_b.name, np.rint(results).astype(np.int8),
                        np.asarray(match.seats(num_games)))
@@ -165,8 +168,13 @@ def main(argv: list[str] | None = None) -> int:
         player_a = player_specs.make_player(args.player_a, env)
         player_b = player_specs.make_player(args.player_b, env)
         start = time.perf_counter()
+        if player_a.jittable and player_b.jittable and args.games >= 1:
+            print(f"playing {args.games} games as one compiled match...", file=sys.stderr,
+                  flush=True)
+        status = Progress(args.games, "games", "arena", every=5.0,
+                          write=lambda line: print(line, file=sys.stderr, flush=True))
         result = evaluate(env, player_a, player_b, jax.random.key(args.seed), args.games,
-                          args.openings)
+                          args.openings, progress=status.update)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

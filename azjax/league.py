@@ -16,7 +16,6 @@ import dataclasses
 import itertools
 import json
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import matplotlib.pyplot as plt
 from azjax import checkpoint as ckpt
 from azjax.arena import MatchResult, evaluate
 from azjax.players import Player
+from azjax.progress import Progress as ProgressLine
 from azjax.ratings import Ratings, fit_elo
 from envs import Env
 
@@ -190,14 +190,12 @@ def round_robin(env: Env, players: Sequence[Player], key: chex.PRNGKey, games_pe
     pairs = list(itertools.combinations(players, 2))
     keys = jax.random.split(key, len(pairs))
     results = []
+    status = ProgressLine(len(pairs), "pairs", "league", write=progress)
     for k, ((a, b), pair_key) in enumerate(zip(pairs, keys), start=1):
-        start = time.perf_counter()
         result = evaluate(env, a, b, pair_key, games_per_pair, opening_plies)
         results.append(result)
-        if progress is not None:
-            progress(f"pair {k}/{len(pairs)}: {a.name} vs {b.name}: {result.wins} W / "
-                     f"{result.draws} D / {result.losses} L, score {100 * result.score:.0f}% "
-                     f"({time.perf_counter() - start:.1f}s)")
+        status.update(k, f"{a.name} vs {b.name}: {result.wins} W / {result.draws} D / "
+                         f"{result.losses} L, score {100 * result.score:.0f}%")
     return results
 
 

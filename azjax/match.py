@@ -103,8 +103,11 @@ def play_match_host(
     max_plies: int = 10_000,
     opening_plies: int = 0,
     traced: tuple[bool, bool] = (False, False),
+    progress: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Results for A [num_games] (+1/0/-1), one host step per ply.
+
+    `progress(finished_games)` is called after every ply.
 
     A policy marked `traced` is called on the whole batch (fixed shapes: pass it already
     jitted); the others only on the sub-batch of live games where they are to move.
@@ -137,6 +140,8 @@ def play_match_host(
                 actions[index] = np.asarray(policy(sub, policy_key))
         states = step(states, jnp.asarray(actions))
         result = result + np.asarray(_for_a(states.rewards, jnp.asarray(a_seat)))
+        if progress is not None:
+            progress(int(np.asarray(states.terminated).sum()))
     return result
 
 

@@ -24,11 +24,12 @@ class Progress:
     `update(done)` returns (and passes to `write`) a line such as
     ``league: 12/45 games | 3.1 games/s | 4s elapsed | ETA 11s``.
     `initial` is work already done before this object was made (a resumed run); the
-    rate and the ETA count only the work done since.
+    rate and the ETA count only the work done since. With `every` > 0, `update` writes
+    at most one line per `every` seconds (and always the last one).
     """
 
     def __init__(self, total: int, unit: str = "it", label: str = "", initial: int = 0,
-                 write: Callable[[str], None] | None = print,
+                 write: Callable[[str], None] | None = print, every: float = 0.0,
                  clock: Callable[[], float] = time.perf_counter):
         if total < 0 or not 0 <= initial <= max(total, initial):
             raise ValueError(f"need total >= 0 and initial >= 0, got {total}, {initial}")
@@ -37,8 +38,10 @@ class Progress:
         self.label = label
         self.initial = initial
         self.write = write
+        self.every = every
         self.clock = clock
         self.start = clock()
+        self._written_at: float | None = None
 
     def rate(self, done: int) -> float:
         """Units per second since this object was made."""
@@ -66,8 +69,14 @@ class Progress:
             parts.append(extra)
         return " | ".join(parts)
 
-    def update(self, done: int, extra: str = "") -> str:
-        """Writes and returns the status line for `done` units."""
+    def update(self, done: int, extra: str = "") -> str | None:
+        """Writes and returns the status line for `done` units; None (nothing written)
+        when the last line is less than `every` seconds old and the work is not done."""
+        now = self.clock()
+        if (self._written_at is not None and now - self._written_at < self.every
+                and done < self.total):
+            return None
+        self._written_at = now
         text = self.line(done, extra)
         if self.write is not None:
             self.write(text)

@@ -63,7 +63,9 @@ def test_round_robin_of_baselines_ranks_solver_over_mcts_over_random():
     assert {(m.name_a, m.name_b) for m in matches} == {
         ("random", "solver"), ("random", "mcts:50"), ("solver", "mcts:50")}
     assert all(m.num_games == 40 for m in matches)
-    assert messages[0].startswith("pair 1/3: random vs solver")
+    assert messages[0].startswith("league: 1/3 pairs")
+    assert "random vs solver" in messages[0] and "ETA" in messages[0]
+    assert "done" in messages[-1]
     for m in matches:  # the solver never loses, whichever side of the pair it is
         solver_losses = m.losses if m.name_a == "solver" else m.wins if m.name_b == "solver" else 0
         assert solver_losses == 0
@@ -178,7 +180,7 @@ def test_cli_plays_and_prints_the_table(run_dir, tmp_path, capsys):
                  "--games", "2", "--kind", "network", "--openings", "1"])
     assert code == 0
     out = capsys.readouterr().out
-    assert "pair 6/6" in out and "| rank | name | Elo |" in out and "mcts:4,c=2" in out
+    assert "6/6 pairs" in out and "| rank | name | Elo |" in out and "mcts:4,c=2" in out
     assert f"wrote {copy / 'league.png'}" in out
     rows = list(csv.DictReader((copy / "league.csv").read_text().splitlines()))
     assert [r["name"] for r in rows] == ["it2", "it3", "random", "mcts:4,c=2"]

@@ -1,11 +1,10 @@
-"""Runs that survive interruption: exact resume (twice), a killed process, TensorBoard."""
+"""Runs that survive interruption: exact resume (twice), a process killed during a save."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -136,35 +135,3 @@ def test_a_process_killed_during_a_save_resumes_and_loses_nothing_complete(tmp_p
     straight = train(config, tmp_path / "straight", progress=None)
     assert without_timing(ckpt.read_metrics(run_dir)) == without_timing(straight.records)
     assert leaves_equal(final_state(config, run_dir).params, straight.train_state.params)
-
-
-def read_events(log_dir: Path) -> dict[str, dict[int, float]]:
-    """Scalars of every TensorBoard event file in `log_dir` (TFRecord framing)."""
-    from tensorboardX.proto.event_pb2 import Event
-
-    scalars: dict[str, dict[int, float]] = {}
-    for path in sorted(log_dir.iterdir()):
-        data = path.read_bytes()
-        offset = 0
-        while offset < len(data):
-            (length,) = struct.unpack("<Q", data[offset: offset + 8])
-            event = Event.FromString(data[offset + 12: offset + 12 + length])
-            offset += 12 + length + 4
-            for value in event.summary.value:
-                scalars.setdefault(value.tag, {})[event.step] = value.simple_value
-    return scalars
-
-
-def test_tensorboard_gets_the_same_scalars_as_metrics_jsonl(tmp_path):
-    config = dataclasses.replace(SMALL, iterations=3, tensorboard=True,
-                                 eval_opponents=("random",), eval_games=4)
-    run_dir = tmp_path / "run"
-    train(config, run_dir, progress=None)
-    scalars = read_events(run_dir / "tensorboard")
-    records = ckpt.read_metrics(run_dir)
-    for record in records:
-        for key in ("loss", "value_loss", "games", "net_optimal_share"):
-            if key in record:
-                assert scalars[key][record["iteration"]] == pytest.approx(record[key], rel=1e-6)
-    assert scalars["vs_random"][2] == pytest.approx(records[1]["vs random"])
-    assert set(scalars["loss"]) == {1, 2, 3}

@@ -1,0 +1,68 @@
+"""Logging: TensorBoard events next to metrics.jsonl, and status lines with rate and ETA."""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from pathlib import Path
+
+import pytest
+from test_training import SMALL
+
+from azjax import checkpoint as ckpt
+from azjax import train
+from azjax.progress import Progress, format_duration
+
+
+def read_events(log_dir: Path) -> dict[str, dict[int, float]]:
+    """Scalars of every TensorBoard event file in `log_dir` (TFRecord framing)."""
+    from tensorboardX.proto.event_pb2 import Event
+
+    scalars: dict[str, dict[int, float]] = {}
+    for path in sorted(log_dir.iterdir()):
+        data = path.read_bytes()
+        offset = 0
+        while offset < len(data):
+            (length,) = struct.unpack("<Q", data[offset: offset + 8])
+            event = Event.FromString(data[offset + 12: offset + 12 + length])
+            offset += 12 + length + 4
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, {})[event.step] = value.simple_value
+    return scalars
+
+
+def test_tensorboard_gets_the_same_scalars_as_metrics_jsonl(tmp_path):
+    config = dataclasses.replace(SMALL, iterations=3, tensorboard=True,
+                                 eval_opponents=("random",), eval_games=4)
+    run_dir = tmp_path / "run"
+    train(config, run_dir, progress=None)
+    scalars = read_events(run_dir / "tensorboard")
+    records = ckpt.read_metrics(run_dir)
+    for record in records:
+        for key in ("loss", "value_loss", "games", "net_optimal_share"):
+            if key in record:
+                assert scalars[key][record["iteration"]] == pytest.approx(record[key], rel=1e-6)
+    assert scalars["vs_random"][2] == pytest.approx(records[1]["vs random"])
+    assert set(scalars["loss"]) == {1, 2, 3}
+
+
+def test_progress_line_rate_eta_and_throttle():
+    now = [0.0]
+    lines = []
+    status = Progress(10, "games", "arena", initial=2, write=lines.append, every=5.0,
+                      clock=lambda: now[0])
+    now[0] = 4.0
+    assert status.update(6) == "arena: 6/10 games | 1 games/s | 4s elapsed | ETA 4s"
+    now[0] = 6.0
+    assert status.update(8) is None  # 2 s after the last line
+    now[0] = 7.0
+    assert status.update(10).endswith("done")
+    assert len(lines) == 2
+    assert format_duration(59.6) == "1m00s" and format_duration(3725) == "1h02m"
+
+
+def test_training_status_line_shows_the_time_left(tmp_path):
+    lines = []
+    train(dataclasses.replace(SMALL, iterations=3, eval_every=0), None, progress=lines.append)
+    assert all("ETA" in line for line in lines[:-1])
+    assert "ETA 0s" in lines[-1]
