@@ -1,0 +1,173 @@
+"""The notebooks run end to end at a smoke budget and do what they say.
+
+Each notebook is executed once with nbclient in a fresh kernel of this interpreter, with
+a cell injected after its `parameters` cell (papermill-style) that sets `SMOKE = True`,
+the run directory and the moves typed into the play cell. The tests then read the
+executed notebook's outputs and the run directory it wrote.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from azjax.checkpoint import read_metrics
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+CELL_TIMEOUT = 300  # seconds per cell (a whole smoke run takes about a minute)
+SMOKE_ITERATIONS = 4  # what SMOKE sets in the notebooks
+SMOKE_GAMES = 4
+BASELINES = {
+    "tictactoe": ("random", "solver", "mcts:100"),
+    "connect_four": ("random", "mcts:100", "alphabeta:2"),
+}
+# Ground-truth metric each game's evaluation logs.
+ACCURACY_KEY = {"tictactoe": "net_optimal_share", "connect_four": "net_move_accuracy"}
+FOOTER = {"tictactoe": "  a b c", "connect_four": "1 2 3 4 5 6 7"}  # of env.render
+# Typed into the play cell: a word that is not a move, then every square / column in
+# turn (squares taken and full columns are refused too), so the game ends whatever the
+# agent plays.
+SCRIPTED_MOVES = {
+    "tictactoe": ["e5"] + [col + row for row in "123" for col in "abc"],
+    "connect_four": ["8"] + [str(col) for col in range(1, 8) for _ in range(6)],
+}
+
+
+def _cell(nb, tag: str):
+    return next(cell for cell in nb.cells if tag in cell.metadata.get("tags", []))
+
+
+def _text(cell) -> str:
+    """What a code cell printed to stdout or returned, as text (warnings on stderr left out)."""
+    parts = []
+    for out in cell.get("outputs", []):
+        if out.output_type == "stream" and out.name == "stdout":
+            parts.append(out.text)
+        elif "text/plain" in out.get("data", {}):
+            parts.append(out.data["text/plain"])
+    return "".join(parts)
+
+
+def _images(cell) -> int:
+    return sum("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
+
+
+@pytest.fixture(scope="module")
+def kernel_of_this_python(tmp_path_factory):
+    """A `python3` kernelspec for sys.executable, ahead of any other on JUPYTER_PATH."""
+    from ipykernel.kernelspec import write_kernel_spec
+
+    root = tmp_path_factory.mktemp("jupyter")
+    write_kernel_spec(root / "kernels" / "python3")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PATH", str(root))
+        yield
+
+
+@pytest.fixture(scope="module", params=sorted(BASELINES))
+def executed(request, kernel_of_this_python, tmp_path_factory):
+    """(game, executed notebook, run directory) of one notebook's smoke run."""
+    game = request.param
+    work = tmp_path_factory.mktemp(game)
+    run_dir = work / "run"
+    nb = nbformat.read(NOTEBOOKS / f"{game}.ipynb", as_version=4)
+    assert nb.metadata.kernelspec.name == "python3"
+    assert not any(cell.get("outputs") for cell in nb.cells), "commit notebooks without outputs"
+    at = nb.cells.index(_cell(nb, "parameters")) + 1
+    injected = (f"SMOKE = True\nRUN_DIR = {str(run_dir)!r}\n"
+                f"SCRIPTED_MOVES = {SCRIPTED_MOVES[game]!r}\n")
+    nb.cells.insert(at, nbformat.v4.new_code_cell(
+        injected, metadata={"tags": ["injected-parameters"]}))
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import sys\nprint(sys.executable)", metadata={"tags": ["interpreter"]}))
+    client = NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT,
+                            resources={"metadata": {"path": str(work)}})
+    client.execute()
+    return game, nb, run_dir
+
+
+def test_kernel_runs_this_interpreter_and_installs_nothing(executed):
+    _, nb, _ = executed
+    setup = _cell(nb, "setup")
+    assert '"google.colab" in sys.modules' in setup.source and "AZJAX_REPO" in setup.source
+    assert _text(setup) == "", "outside Colab the install cell does nothing"
+    assert "JAX devices: [" in _text(_cell(nb, "imports"))
+    assert _text(_cell(nb, "interpreter")).strip() == sys.executable
+
+
+def test_training_writes_metrics_and_checkpoints(executed):
+    game, nb, run_dir = executed
+    out = _text(_cell(nb, "train"))
+    count = re.search(r"(\d+) metrics records; last: iteration (\d+)", out)
+    assert count, out
+    records = read_metrics(run_dir)
+    assert len(records) == int(count[1]) == SMOKE_ITERATIONS  # logged every iteration
+    assert [r["iteration"] for r in records] == list(range(1, SMOKE_ITERATIONS + 1))
+    assert int(count[2]) == SMOKE_ITERATIONS
+    assert all({"loss", "value_loss", "policy_loss", "games"} <= set(r) for r in records)
+    last = records[-1]
+    assert 0.0 <= last[ACCURACY_KEY[game]] <= 1.0  # evaluated at the last iteration
+    assert 0.0 <= last["vs random"] <= 1.0
+    assert f"it {SMOKE_ITERATIONS:>5} |" in out  # the status lines
+    assert (run_dir / "checkpoints" / str(SMOKE_ITERATIONS)).is_dir()
+
+
+def test_learning_curves_are_drawn(executed):
+    _, nb, _ = executed
+    assert _images(_cell(nb, "curves")) == 1
+    assert _images(_cell(nb, "evaluate")) == 1
+
+
+def test_evaluation_reports_each_baseline_consistently(executed):
+    game, nb, _ = executed
+    out = _text(_cell(nb, "evaluate"))
+    for spec in BASELINES[game]:
+        block = out.split(f"agent vs {spec}: ", 1)[1].split("\n\n", 1)[0]
+        games = int(re.match(r"(\d+) games", block)[1])
+        assert games == SMOKE_GAMES
+        wins, draws, losses, score = re.search(
+            r"agent: (\d+) wins, (\d+) draws, (\d+) losses; score ([\d.]+)%", block).groups()
+        wins, draws, losses = int(wins), int(draws), int(losses)
+        assert wins + draws + losses == games
+        assert float(score) == pytest.approx(100 * (wins + draws / 2) / games, abs=0.05)
+        seats = re.findall(r"(\d+) W / (\d+) D / (\d+) L", block)
+        assert len(seats) == 2
+        assert [sum(int(s[i]) for s in seats) for i in range(3)] == [wins, draws, losses]
+        assert all(sum(map(int, s)) == games // 2 for s in seats)
+        if spec == "solver":
+            assert wins == 0  # perfect play never loses
+
+
+def test_sample_game_is_rendered_to_the_end(executed):
+    game, nb, _ = executed
+    out = _text(_cell(nb, "sample-game"))
+    moves = re.findall(r"^(\S+) \(([XO])\) plays ", out, re.MULTILINE)
+    assert moves, out
+    assert [mark for _, mark in moves] == ["XO"[i % 2] for i in range(len(moves))]
+    final_board = out.split(" plays ")[-1].split("\n\n")[0]
+    assert final_board.count("X") + final_board.count("O") == len(moves)
+    result = re.search(r"^result: (draw|.+ \(([XO])\) wins)$", out, re.MULTILINE)
+    assert result, out
+    if result[1] == "draw":
+        assert len(moves) == (9 if game == "tictactoe" else 42)
+    else:
+        assert result[2] == moves[-1][1]  # the last mover won
+
+
+def test_play_cell_refuses_a_bad_move_and_finishes(executed):
+    game, nb, _ = executed
+    out = _text(_cell(nb, "play"))
+    bad = SCRIPTED_MOVES[game][0]
+    after_bad = out.split(f"Your move: {bad}\n", 1)[1]
+    assert after_bad.startswith("unreadable move:"), out
+    assert "game over" not in out  # not abandoned: the moves were enough
+    results = re.findall(r"^(You win!|Draw\.|The agent wins\.)$", out, re.MULTILINE)
+    assert len(results) == 1, out
+    yours, agents = out.count("You play "), out.count("The agent plays ")
+    assert yours in (agents, agents + 1)  # HUMAN = 0: you moved first, then in turn
+    assert out.count(FOOTER[game]) == yours + agents + 1  # the board after every move
