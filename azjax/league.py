@@ -23,9 +23,7 @@ import chex
 import jax
 import matplotlib
 import numpy as np
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 from azjax import checkpoint as ckpt
 from azjax.arena import MatchResult, evaluate
@@ -147,7 +145,8 @@ def plot_league(league: League, path: Path) -> None:
     as labelled horizontal dashed lines."""
     bounds = league.ratings.interval(0.95)
     elo = league.ratings.elo
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
     points = [(e.wall_time_s / 60.0, p) for p, e in enumerate(league.entrants)
               if e.kind == "checkpoint" and e.wall_time_s is not None]
     if points:
@@ -156,7 +155,7 @@ def plot_league(league: League, path: Path) -> None:
         err = np.abs(bounds[idx] - elo[idx, None]).T
         ax.errorbar(x, elo[idx], yerr=err, fmt="o-", capsize=3, color="tab:blue",
                     label="checkpoints")
-    colors = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"][1:])
+    colors = itertools.cycle(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"][1:])
     for p, e in enumerate(league.entrants):
         if e.kind == "baseline":
             color = next(colors)
@@ -173,7 +172,6 @@ def plot_league(league: League, path: Path) -> None:
         ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    plt.close(fig)
 
 
 def round_robin(env: Env, players: Sequence[Player], key: chex.PRNGKey, games_per_pair: int,

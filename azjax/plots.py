@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-import matplotlib
+# Figures made without pyplot need no backend, so importing azjax leaves a notebook's
+# inline backend alone.
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from azjax.evaluation import METRIC_LABELS  # noqa: E402
-from azjax.evaluators.opponents import PREFIX as OPPONENT_PREFIX  # noqa: E402
+from azjax.evaluation import METRIC_LABELS
+from azjax.evaluators.opponents import PREFIX as OPPONENT_PREFIX
 
 PLOT_FILE = "training.png"
 LOSS_KEYS = ("loss", "value_loss", "policy_loss")
@@ -25,7 +24,8 @@ def _series(records: Sequence[dict[str, Any]], key: str):
 
 def plot_run(records: Sequence[dict[str, Any]], path: Path) -> None:
     """Losses, policy entropy and evaluation results against self-play games played."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    fig = Figure(figsize=(15, 4))
+    axes = fig.subplots(1, 3)
     for key in LOSS_KEYS:
         axes[0].plot(*_series(records, key), label=key)
     axes[0].set_title("loss")
@@ -46,4 +46,3 @@ def plot_run(records: Sequence[dict[str, Any]], path: Path) -> None:
             ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    plt.close(fig)

@@ -16,35 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _cli import main  # noqa: E402
 
-from azjax import LearnerConfig, NetworkConfig, SearchConfig, SelfPlayConfig  # noqa: E402
-from azjax.config import TrainConfig  # noqa: E402
+from azjax.recipes import recipe  # noqa: E402
 
-DEFAULTS = TrainConfig(
-    game="gomoku",
-    game_options={"size": 15, "k": 5},
-    network=NetworkConfig(
-        channels=32, num_blocks=2, policy_filters=2, value_filters=1, value_hidden=64
-    ),
-    search=SearchConfig(policy="gumbel", num_simulations=16, max_num_considered_actions=16),
-    selfplay=SelfPlayConfig(
-        num_games=128,
-        steps_per_iteration=8,
-        temperature_moves=4,
-        random_move_prob=0.0,
-        random_opening_moves=2,
-    ),
-    learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-4, batch_size=128),
-    replay_capacity=32 * 128 * 8,
-    augment="sample",
-    gradient_steps=16,
-    value_target_mix=0.5,
-    iterations=100_000,
-    max_minutes=20.0,
-    eval_every=10,
-    eval_search_every=4,
-    checkpoint_every=50,
-    stop_when_perfect=False,
-)
+DEFAULTS = recipe("gomoku")
 
 if __name__ == "__main__":
     sys.exit(main(DEFAULTS, run_dir="runs/gomoku"))
