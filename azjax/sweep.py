@@ -761,10 +761,14 @@ def markdown_table(table: Sequence[dict[str, Any]], params: Sequence[str],
             cells.append(f"{row[REACHED]}/{row['seeds']}")
         for m in metrics:
             mean, high = row[f"{m}_mean"], row[f"{m}_ci_high"]
-            scale, unit = (100, "%") if ("share" in m or "accuracy" in m) else (1, "")
-            text = f"{_number(scale * mean)}{unit}"
-            if not math.isnan(high):
-                text += f" ± {_number(scale * (high - mean))}"
+            if "share" in m or "accuracy" in m:  # in percent, two decimals
+                text = f"{100 * mean:.2f}%"
+                if not math.isnan(high):
+                    text += f" ± {100 * (high - mean):.2f}"
+            else:
+                text = _number(mean)
+                if not math.isnan(high):
+                    text += f" ± {_number(high - mean)}"
             if m in TIME_METRICS and row.get(REACHED, row["seeds"]) < row["seeds"]:
                 text = "≥ " + text
             cells.append(text)

@@ -6,10 +6,8 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+# A Figure made without pyplot needs no backend (a notebook's stays as it is).
+from matplotlib.figure import Figure
 
 from azjax.sweep import REACHED, TIME_METRICS, mean_ci
 
@@ -39,8 +37,8 @@ def plot_sweep(rows: Sequence[dict[str, str]], params: Sequence[str], metrics: S
     metrics = list(metrics)
     if not swept or not metrics:
         return
-    fig, axes = plt.subplots(len(metrics), len(swept), squeeze=False,
-                             figsize=(4.6 * len(swept), 3.4 * len(metrics)))
+    fig = Figure(figsize=(4.6 * len(swept), 3.4 * len(metrics)))
+    axes = fig.subplots(len(metrics), len(swept), squeeze=False)
     for col, param in enumerate(swept):
         x_values = _ordered(r[param] for r in rows)
         numbers = _numeric(x_values)
@@ -68,8 +66,8 @@ def plot_sweep(rows: Sequence[dict[str, str]], params: Sequence[str], metrics: S
                 color = bars[0].get_color()
                 hollow = [(x, m) for x, m, c in zip(xs, means, censored) if c]
                 if hollow:
-                    ax.plot(*zip(*hollow), "o", markersize=9, markerfacecolor="white",
-                            markeredgecolor=color)
+                    ax.plot(*zip(*hollow), "o", color=color, markersize=9,
+                            markerfacecolor="white", markeredgecolor=color)
             if numbers and min(numbers) > 0 and max(numbers) / min(numbers) >= 8:
                 ax.set_xscale("log", base=2 if all(n == int(n) for n in numbers) else 10)
                 ax.set_xticks(numbers, x_values)
@@ -86,4 +84,3 @@ def plot_sweep(rows: Sequence[dict[str, str]], params: Sequence[str], metrics: S
                      "censored at the budget)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    plt.close(fig)

@@ -4,9 +4,9 @@
         --param search.num_simulations=8,16,32,64 --param search.policy=puct,gumbel \\
         --seeds 4 [--out DIR] [--shard I/N] [--merge] [any experiment option]
 
-The base config is the game's experiment defaults (`experiments/<game>.py`) with the
-usual options on top (`--iterations`, `--max-minutes` per compile group, `--eval-every`,
-`--gradient-steps`, ...). `--param NAME=V1,V2,...` (repeatable) sweeps a setting: short
+The base config is the game's experiment recipe (`azjax.recipes`, the defaults of
+`experiments/<game>.py`) with the usual options on top (`--iterations`, `--max-minutes`
+per compile group, `--eval-every`, `--gradient-steps`, ...). `--param NAME=V1,V2,...` (repeatable) sweeps a setting: short
 names (num_simulations, policy, c_puct, dirichlet_alpha, dirichlet_fraction,
 temperature_moves, gumbel_scale, max_num_considered_actions, rollout_lambda,
 learning_rate, batch_size, replay_capacity) or any setting's path. Seeds, and settings
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -31,7 +30,8 @@ import tyro
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from azjax.config import TrainConfig  # noqa: E402
+from azjax.config import TrainConfig
+from azjax.recipes import RECIPES, recipe
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,13 +52,10 @@ class Sweep:
 
 
 def game_defaults(game: str) -> TrainConfig:
-    """`DEFAULTS` of `experiments/<game>.py`, or the plain defaults for that game."""
-    path = ROOT / f"{game}.py"
-    if path.is_file() and not game.startswith("_") and game != "sweep":
-        spec = importlib.util.spec_from_file_location(f"_experiment_{game}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module.DEFAULTS
+    """The recipe of `experiments/<game>.py` (`azjax.recipes`), or plain defaults for
+    a game without one."""
+    if game in RECIPES:
+        return recipe(game)
     return TrainConfig(game=game)
 
 
@@ -76,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     from azjax.sweep import merge, parse_params, parse_shard, run_sweep
 
+    if game in RECIPES and args.config.game == game:  # a recipe name (go9x9) for its game
+        args = dataclasses.replace(
+            args, config=dataclasses.replace(args.config, game=RECIPES[game].game))
     try:
         if args.merge:
             result = merge(Path(args.out))

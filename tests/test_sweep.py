@@ -20,15 +20,16 @@ from test_gating import SMALL
 import azjax.sweep as sw
 from azjax import TrainConfig
 from azjax.evaluation import TicTacToeEvaluator
-from azjax.loop import init_train_state, make_iteration_fn, make_network
+from azjax.loop import init_train_state, make_iteration_fn
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # The tiny tic-tac-toe run of the gating tests, for 2 iterations, evaluated and
 # checkpointed after each one.
 TINY = dataclasses.replace(SMALL, iterations=2, eval_every=1, checkpoint_every=1)
-# Two compile groups (simulations) of four experiments: two learning rates x two seeds.
-GRID = ("num_simulations=2,4", "learning_rate=0.003,0.01")
+# Two groups of four experiments (two learning rates x two seeds each). They differ in a
+# driver setting only, so they share one compiled program (compiled once per session).
+GRID = ("eval_every=1,2", "learning_rate=0.003,0.01")
 SEEDS = (0, 1)
 TIMING = ("seconds_to_perfect", "group_wall_s")  # wall times differ between runs
 
@@ -207,7 +208,7 @@ def test_sweep_writes_per_seed_rows_table_and_plot(swept):
     assert sorted((r["config"], r["seed"]) for r in rows) == sorted(
         (e.label, str(e.seed)) for e in grid())
     for r in rows:
-        assert r["search.num_simulations"] in ("2", "4")
+        assert r["eval_every"] in ("1", "2")
         assert r["learner.learning_rate"] in ("0.003", "0.01")
         assert int(r["iterations"]) == TINY.iterations
         assert 0.0 <= float(r["net_optimal_share"]) <= 1.0
@@ -227,7 +228,7 @@ def test_sweep_writes_per_seed_rows_table_and_plot(swept):
         assert float(t["net_optimal_share_ci_high"]) == pytest.approx(high)
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     assert any("ETA" in line or "done" in line for line in lines if line.startswith("sweep:"))
-    assert "| num_simulations | learning_rate | seeds | perfect |" in result.markdown
+    assert "| eval_every | learning_rate | seeds | perfect |" in result.markdown
     assert not list((out / "groups").iterdir())  # finished groups leave no checkpoints
 
 
@@ -239,7 +240,7 @@ def test_rerun_skips_finished_groups_and_reruns_only_missing_rows(swept):
 
     # Drop the rows of the first group (as if killed before writing them): only it reruns.
     rows = read_csv(out / "seeds.csv")
-    lost = [r for r in rows if r["search.num_simulations"] == "2"]
+    lost = [r for r in rows if r["eval_every"] == "1"]
     sw.write_csv(out / "seeds.csv", [r for r in rows if r not in lost])
     third = sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, out, write=None)
     assert third.experiments_run == 4 and third.experiments_skipped == 4
@@ -247,7 +248,7 @@ def test_rerun_skips_finished_groups_and_reruns_only_missing_rows(swept):
     rerun = read_csv(out / "seeds.csv")
     assert len(rerun) == 8
     # The rerun experiments reproduce their earlier results exactly.
-    assert without_timing(r for r in rerun if r["search.num_simulations"] == "2") == (
+    assert without_timing(r for r in rerun if r["eval_every"] == "1") == (
         without_timing(lost))
 
     with pytest.raises(ValueError, match="another base config"):
@@ -295,13 +296,9 @@ def test_shards_merge_into_the_same_table(swept, tmp_path):
 class LenientEvaluator:
     """The real tic-tac-toe evaluation, with 'perfect' at a lower, reachable bar."""
 
-    real = None
-
     def __init__(self, bar: float):
-        if LenientEvaluator.real is None:
-            env = TINY.make_env()
-            LenientEvaluator.real = TicTacToeEvaluator(env, make_network(env, TINY).apply,
-                                                       TINY.search)
+        self.real = sw.game_evaluator(TINY.make_env(), TINY)
+        assert isinstance(self.real, TicTacToeEvaluator)
         self.bar = bar
 
     def network_metrics(self, params):
