@@ -857,7 +857,7 @@ class _Status:
                  hook: Callable[[int, int, bool], None] | None):
         self.progress, self.num_groups, self.budget = progress, num_groups, budget
         self.perfect, self.hook = perfect, hook
-        self.number, self.size, self.last_line = 0, 0, 0.0
+        self.number, self.size = 0, 0
 
     def start_group(self, number: int, size: int) -> None:
         self.number, self.size = number, size
@@ -865,15 +865,12 @@ class _Status:
     def __call__(self, iteration: int, perfect: int, finished: bool) -> None:
         if self.hook is not None:
             self.hook(iteration, perfect, finished)
-        now = time.perf_counter()
-        if finished or now - self.last_line >= STATUS_EVERY_S:
-            extra = f"group {self.number}/{self.num_groups} it {iteration}/{self.budget}"
-            if self.perfect:
-                extra += f" | perfect {perfect}/{self.size}"
-            # A group that stopped early counts its whole budget as done.
-            done = (self.number - 1) * self.budget + (self.budget if finished else iteration)
-            self.progress.update(done, extra)
-            self.last_line = now
+        extra = f"group {self.number}/{self.num_groups} it {iteration}/{self.budget}"
+        if self.perfect:
+            extra += f" | perfect {perfect}/{self.size}"
+        # A group that stopped early counts its whole budget as done.
+        done = (self.number - 1) * self.budget + (self.budget if finished else iteration)
+        self.progress.update(done, extra)
 
 
 def run_sweep(
@@ -915,7 +912,7 @@ def run_sweep(
     group_dirs = [out_dir / GROUPS_DIR / g.id for g in todo]
     restored = sum(saved_iteration(d) for d in group_dirs) if checkpoint else 0
     progress = Progress(base.iterations * len(todo), unit="it", label="sweep",
-                        initial=restored, write=say)
+                        initial=restored, write=say, every=STATUS_EVERY_S)
     status = _Status(progress, len(todo), base.iterations, base.game in PERFECT_GAMES,
                      on_iteration)
     ran = []
