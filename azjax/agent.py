@@ -10,7 +10,6 @@ import jax
 
 from azjax import checkpoint as ckpt
 from azjax.config import TrainConfig
-from azjax.export import AgentFileError, read_agent_file, write_agent_file
 from azjax.loop import init_train_state, make_network
 from azjax.players import Player, network_player, search_player
 from azjax.search import SearchConfig
@@ -54,6 +53,8 @@ class Agent:
         Raises RunDirError when the directory is missing or holds no run/checkpoint, and
         AgentFileError for a file that is not an exported agent.
         """
+        from azjax.export import AgentFileError, read_agent_file  # noqa: PLC0415 (python -m)
+
         path = Path(path)
         if path.is_file():
             if step is not None:
@@ -73,6 +74,8 @@ class Agent:
     def export(self, path: str | Path) -> Path:
         """Writes this agent (config with its search settings, and weights) to one file
         that `Agent.load(path)` reads back; returns the path."""
+        from azjax.export import write_agent_file  # noqa: PLC0415 (python -m azjax.export)
+
         config = dataclasses.replace(self.config, search=self.search_config)
         return write_agent_file(path, config, self.params)
 

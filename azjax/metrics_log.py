@@ -14,14 +14,21 @@ TENSORBOARD_DIR = "tensorboard"
 NOT_SCALARS = ("iteration",)
 
 
-def tensorboard_writer(log_dir: Path, purge_step: int | None):
-    """A tensorboardX writer, or a ValueError saying how to install it."""
+def check_tensorboard() -> None:
+    """A ValueError saying how to install tensorboardX when it is missing."""
     try:
-        from tensorboardX import SummaryWriter
+        import tensorboardX  # noqa: F401
     except ImportError:
         raise ValueError(
             "--tensorboard needs the tensorboardX package: pip install 'azjax[tensorboard]'"
         ) from None
+
+
+def tensorboard_writer(log_dir: Path, purge_step: int | None):
+    """A tensorboardX writer (ValueError when tensorboardX is missing)."""
+    check_tensorboard()
+    from tensorboardX import SummaryWriter
+
     return SummaryWriter(logdir=str(log_dir), purge_step=purge_step)
 
 

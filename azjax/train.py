@@ -17,7 +17,7 @@ from azjax.evaluators.opponents import PREFIX as OPPONENT_PREFIX
 from azjax.evaluators.opponents import OpponentEvaluator
 from azjax.gating import Gate
 from azjax.loop import TrainState, check_config, init_train_state, make_iteration_fn, make_network
-from azjax.metrics_log import MetricsLog
+from azjax.metrics_log import MetricsLog, check_tensorboard
 from azjax.plots import PLOT_FILE, plot_run
 from azjax.progress import Progress, format_duration
 
@@ -115,6 +115,8 @@ def train(
     start = time.perf_counter()
     env = config.make_env()
     check_config(env, config)
+    if config.tensorboard and run_dir is not None:
+        check_tensorboard()
     run_dir = Path(run_dir) if run_dir is not None else None
     say = progress or (lambda _: None)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,11 @@ def test_training_status_line_shows_the_time_left(tmp_path):
     train(dataclasses.replace(SMALL, iterations=3, eval_every=0), None, progress=lines.append)
     assert all("ETA" in line for line in lines[:-1])
     assert "ETA 0s" in lines[-1]
+
+
+def test_tensorboard_without_tensorboardx_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)  # import fails as if missing
+    with pytest.raises(ValueError, match=r"pip install 'azjax\[tensorboard\]'"):
+        train(dataclasses.replace(SMALL, iterations=1, tensorboard=True), tmp_path / "run",
+              progress=None)
+    assert not (tmp_path / "run").exists()
