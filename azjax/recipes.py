@@ -6,11 +6,42 @@ sweeps start from the same configs (`dataclasses.replace` them to change a setti
 
 from __future__ import annotations
 
+import dataclasses
+
 from azjax.config import TrainConfig
 from azjax.learner import LearnerConfig
 from azjax.networks import NetworkConfig
 from azjax.search import SearchConfig
 from azjax.selfplay import SelfPlayConfig
+
+# 15x15, five in a row, a small residual network, Gumbel search with 16 simulations,
+# 20 minutes of training.
+_GOMOKU = TrainConfig(
+    game="gomoku",
+    game_options={"size": 15, "k": 5},
+    network=NetworkConfig(
+        channels=32, num_blocks=2, policy_filters=2, value_filters=1, value_hidden=64
+    ),
+    search=SearchConfig(policy="gumbel", num_simulations=16, max_num_considered_actions=16),
+    selfplay=SelfPlayConfig(
+        num_games=128,
+        steps_per_iteration=8,
+        temperature_moves=4,
+        random_move_prob=0.0,
+        random_opening_moves=2,
+    ),
+    learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-4, batch_size=128),
+    replay_capacity=32 * 128 * 8,
+    augment="sample",
+    gradient_steps=16,
+    value_target_mix=0.5,
+    iterations=100_000,
+    max_minutes=20.0,
+    eval_every=10,
+    eval_search_every=4,
+    checkpoint_every=50,
+    stop_when_perfect=False,
+)
 
 RECIPES: dict[str, TrainConfig] = {
     # Random openings and a few random moves for coverage, a network wide enough for perfect
@@ -87,61 +118,15 @@ RECIPES: dict[str, TrainConfig] = {
         eval_search_every=5,
         checkpoint_every=20,
     ),
-    # 15x15, five in a row, a small residual network, Gumbel search with 16 simulations,
-    # 20 minutes of training.
-    "gomoku": TrainConfig(
-        game="gomoku",
-        game_options={"size": 15, "k": 5},
-        network=NetworkConfig(
-            channels=32, num_blocks=2, policy_filters=2, value_filters=1, value_hidden=64
-        ),
-        search=SearchConfig(policy="gumbel", num_simulations=16, max_num_considered_actions=16),
-        selfplay=SelfPlayConfig(
-            num_games=128,
-            steps_per_iteration=8,
-            temperature_moves=4,
-            random_move_prob=0.0,
-            random_opening_moves=2,
-        ),
-        learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-4, batch_size=128),
-        replay_capacity=32 * 128 * 8,
-        augment="sample",
-        gradient_steps=16,
-        value_target_mix=0.5,
-        iterations=100_000,
-        max_minutes=20.0,
-        eval_every=10,
-        eval_search_every=4,
-        checkpoint_every=50,
-        stop_when_perfect=False,
-    ),
-    # 4 positions of history (AlphaGo Zero used 8), a small residual network, Gumbel search
-    # with 16 simulations, 20 minutes of training.
-    "go9x9": TrainConfig(
+    "gomoku": _GOMOKU,
+    # The Gomoku recipe on 9x9 Go: 4 positions of history (AlphaGo Zero used 8), twice as
+    # many opening plies sampled from the search policy, a replay twice as long.
+    "go9x9": dataclasses.replace(
+        _GOMOKU,
         game="go",
         game_options={"size": 9, "komi": 7.5, "history": 4},
-        network=NetworkConfig(
-            channels=32, num_blocks=2, policy_filters=2, value_filters=1, value_hidden=64
-        ),
-        search=SearchConfig(policy="gumbel", num_simulations=16, max_num_considered_actions=16),
-        selfplay=SelfPlayConfig(
-            num_games=128,
-            steps_per_iteration=8,
-            temperature_moves=8,
-            random_move_prob=0.0,
-            random_opening_moves=2,
-        ),
-        learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-4, batch_size=128),
+        selfplay=dataclasses.replace(_GOMOKU.selfplay, temperature_moves=8),
         replay_capacity=64 * 128 * 8,
-        augment="sample",
-        gradient_steps=16,
-        value_target_mix=0.5,
-        iterations=100_000,
-        max_minutes=20.0,
-        eval_every=10,
-        eval_search_every=4,
-        checkpoint_every=50,
-        stop_when_perfect=False,
     ),
 }
 
