@@ -4,45 +4,60 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import NamedTuple
 
 import chex
 import jax
 
 from azjax import checkpoint as ckpt
-from azjax.config import TrainConfig
-from azjax.loop import init_train_state, make_network
-from azjax.players import Player, network_player, search_player
-from azjax.search import SearchConfig
+from azjax.agent_file import AgentFileError, read_agent_file, write_agent_file
+from azjax.config import ProgramConfig
+from azjax.networks import abstract_params, make_network
+from azjax.players import AgentParams, Player, compiled, network_player, search_player
+from azjax.search import (
+    SearchConfig,
+    deterministic,
+    greedy_action,
+    make_search_fn,
+    root_value,
+    visit_counts,
+)
 from envs import Env, State
 
 
-def _abstract_params(config: TrainConfig) -> chex.ArrayTree:
-    """Shapes and dtypes of the network parameters a config describes."""
-    env = config.make_env()
-    return jax.eval_shape(lambda: init_train_state(env, config, jax.random.key(0)).params)
+class Analysis(NamedTuple):
+    """The agent's greedy search from a batch of positions [B]; values are from the point
+    of view of the player to move, in [-1, 1]."""
+
+    action: chex.Array  # int32 [B] the search's choice: the move the agent plays
+    visits: chex.Array  # [B, A] root visit counts
+    value: chex.Array  # [B] the search's value of the position
+    network_value: chex.Array  # [B] the network's value of the position
+
+
+def _params_shapes(config: ProgramConfig) -> chex.ArrayTree:
+    return abstract_params(config.make_env(), config.network)
 
 
 class Agent:
     """A policy-value network and the search that uses it.
 
     `evaluate(obs)` runs the network alone; `act(states, key)` runs network + search.
+    `program` is the program config it was trained with; `search_config` the search `act`
+    uses (the training one unless overridden).
     """
 
-    def __init__(self, env: Env, config: TrainConfig, params: chex.ArrayTree,
+    def __init__(self, env: Env, program: ProgramConfig, params: chex.ArrayTree,
                  search: SearchConfig | None = None):
         self.env = env
-        self.config = config
+        self.program = program
         self.params = params
-        self.search_config = search or config.search
-        net = make_network(env, config)
-        self._net_apply = net.apply
-        self._apply = jax.jit(net.apply)
-
-        def act(params, states, key, greedy):
-            player = search_player(env, net.apply, params, self.search_config, greedy=greedy)
-            return player.act(states, key)
-
-        self._act = jax.jit(act, static_argnums=3)
+        self.search_config = search or program.search
+        self.search_config.validate()
+        self.network = make_network(env, program.network)
+        self._templates: dict[tuple[str, bool], Player] = {}
+        self._apply = jax.jit(self.network.apply)
+        self._analysis = None
 
     @classmethod
     def load(cls, path: str | Path, step: int | None = None,
@@ -50,54 +65,55 @@ class Agent:
         """The agent of a run directory's newest (or `step`) checkpoint, or of a file
         written by `export`.
 
-        Raises RunDirError when the directory is missing or holds no run/checkpoint, and
-        AgentFileError for a file that is not an exported agent.
+        Only the network parameters are read, into shapes built from the network config
+        alone. Raises RunDirError when the directory is missing or holds no run or
+        checkpoint, and AgentFileError for a file that is not an exported agent.
         """
-        from azjax.export import AgentFileError, read_agent_file  # noqa: PLC0415 (python -m)
-
         path = Path(path)
         if path.is_file():
             if step is not None:
                 raise AgentFileError(f"{str(path)!r} is an agent file: it has no steps")
-            config, params = read_agent_file(path, _abstract_params)
-            return cls(config.make_env(), config, params, search)
-        config = ckpt.load_config(path)
+            program, params = read_agent_file(path, _params_shapes)
+            return cls(program.make_env(), program, params, search)
+        program = ckpt.load_config(path).program
         manager = ckpt.checkpoint_manager(path)
         try:
             if manager.latest_step() is None:
                 raise ckpt.RunDirError(f"{str(path)!r} holds no checkpoint yet")
-            params = ckpt.restore_params(manager, _abstract_params(config), step)
+            params = ckpt.restore_params(manager, _params_shapes(program), step)
         finally:
             manager.close()
-        return cls(config.make_env(), config, params, search)
+        return cls(program.make_env(), program, params, search)
 
     def export(self, path: str | Path) -> Path:
-        """Writes this agent (config with its search settings, and weights) to one file
-        that `Agent.load(path)` reads back; returns the path."""
-        from azjax.export import write_agent_file  # noqa: PLC0415 (python -m azjax.export)
-
-        config = dataclasses.replace(self.config, search=self.search_config)
-        return write_agent_file(path, config, self.params)
+        """Writes this agent (program config with its search settings, and weights) to one
+        file that `Agent.load(path)` reads back; returns the path."""
+        program = dataclasses.replace(self.program, search=self.search_config)
+        return write_agent_file(path, program, self.params)
 
     def with_search(self, **changes) -> "Agent":
         """The same network with its search config changed (e.g. `num_simulations=200`);
         ValueError for a bad setting."""
         search = dataclasses.replace(self.search_config, **changes)
-        search.validate()
-        return Agent(self.env, self.config, self.params, search)
+        return Agent(self.env, self.program, self.params, search)
 
     def player(self, kind: str = "alphazero", name: str | None = None,
                greedy: bool = True) -> Player:
-        """This agent as an arena `Player`: 'alphazero' (network + its search config) or
-        'network' (the policy head alone)."""
-        if kind == "network":
-            return network_player(self._apply, self.params, name or "network", greedy)
-        if kind == "alphazero":
-            return search_player(
-                self.env, self._net_apply, self.params, self.search_config,
-                name or "alphazero", greedy,
+        """This agent as a `Player`: 'alphazero' (network + its search config) or
+        'network' (the policy head alone); greedy, or sampling with `greedy=False`."""
+        if kind not in ("alphazero", "network"):
+            raise ValueError(f"player kind must be 'alphazero' or 'network', got {kind!r}")
+        if (kind, greedy) not in self._templates:
+            apply_fn = self.network.apply
+            self._templates[kind, greedy] = (
+                network_player(apply_fn, None, kind, greedy) if kind == "network"
+                else search_player(self.env, apply_fn, None, self.search_config, kind, greedy)
             )
-        raise ValueError(f"player kind must be 'alphazero' or 'network', got {kind!r}")
+        template = self._templates[kind, greedy]
+        params = self.params
+        if kind == "alphazero":
+            params = AgentParams(self.params, template.params.search)
+        return template.with_params(params, name or kind)
 
     def evaluate(self, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
         """Network policy logits [B, A] and values [B] for observations [B, *obs_shape]."""
@@ -106,6 +122,24 @@ class Agent:
 
     def act(self, states: State, key: chex.PRNGKey, greedy: bool = True) -> chex.Array:
         """Actions [B] for batched live states: the search's greedy choice (noise off) by
-        default, or a sample from its policy with `greedy=False`."""
+        default, or a sample from its policy with `greedy=False`. The key is consumed."""
         chex.assert_rank(states.legal_action_mask, 2)
-        return self._act(self.params, states, key, greedy)
+        player = self.player("alphazero", greedy=greedy)
+        return compiled(player.policy)(player.params, states, key)
+
+    def analyse(self, states: State, key: chex.PRNGKey) -> Analysis:
+        """The greedy search (root noise off, as `act`) from live states [B]: its move,
+        root visit counts, and the search's and the network's values."""
+        chex.assert_rank(states.legal_action_mask, 2)
+        if self._analysis is None:
+            config, apply_fn = self.search_config, self.network.apply
+            search_fn = make_search_fn(self.env, apply_fn, config)
+
+            def analysis(params, search, states, key):
+                output = search_fn(params, deterministic(search), key, states)
+                _, network_value = apply_fn(params, states.observation)
+                return Analysis(greedy_action(config, output), visit_counts(output),
+                                root_value(output), network_value)
+
+            self._analysis = jax.jit(analysis)
+        return self._analysis(self.params, self.search_config.as_arrays(), states, key)

@@ -311,7 +311,8 @@ def alphabeta_player(
     _check_depth(depth)
     eval_fn = default_eval(env) if eval_fn is None else eval_fn
 
-    def act(states: State, key: chex.PRNGKey) -> np.ndarray:
+    def policy(params, states: State, key: chex.PRNGKey) -> np.ndarray:
+        del params
         states = jax.device_get(states)
         rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
         actions = np.zeros(np.shape(states.terminated), np.int32)
@@ -320,4 +321,4 @@ def alphabeta_player(
             actions[b] = rng.choice(result.best_actions)
         return actions
 
-    return Player(name=name or f"alphabeta:{depth}", act=act, jittable=False)
+    return Player(name=name or f"alphabeta:{depth}", policy=policy, jittable=False)

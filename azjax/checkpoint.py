@@ -74,6 +74,23 @@ def restore_params(manager: ocp.CheckpointManager, abstract_params: Any,
     return manager.restore(step, args=args)["params"]
 
 
+def prepare_run_dir(run_dir: Path, config: TrainConfig) -> None:
+    """Creates `run_dir` with config.json, or checks that the run in it is the same run:
+    the same program half and seed (RunDirError listing the differences otherwise). The
+    run half may change; config.json is rewritten with it."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / CONFIG_FILE
+    if path.exists():
+        differences = load_config(run_dir).program_differences(config)
+        if differences:
+            raise RunDirError(
+                f"{run_dir} holds a run with a different config; use another --run-dir "
+                "or the same options. Differences: " + "; ".join(differences)
+            )
+    config.save(path)
+
+
 def load_config(run_dir: Path) -> TrainConfig:
     """The config saved in a run directory, or a RunDirError saying what is missing."""
     run_dir = Path(run_dir)

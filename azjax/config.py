@@ -1,32 +1,46 @@
-"""The training configuration: one frozen dataclass, saved as `config.json` in a run."""
+"""The training configuration, in two halves: what compiles, and how a run is run.
+
+* `ProgramConfig`: the game, network, search, self-play, learner, replay, augmentation,
+  gradient steps, value-target mix and regime, everything the jitted training iteration
+  is built from. A resumed run must keep it. Its traced settings (marked on their fields,
+  `azjax.fields.traced`) reach the program as arrays; the rest is compiled in.
+* `RunConfig`: the budget, the cadences, the evaluation opponents, the gating arena and
+  logging, read by the host-side driver only. Any of it may change when a run resumes.
+
+`TrainConfig` holds both and the seed; it is saved as `config.json` in a run directory.
+A setting is named by its path without the half: `search.c_puct`, `iterations`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
+
+import tyro
 
 import envs
+from azjax.fields import compiled_part, setting_types
 from azjax.learner import LearnerConfig
 from azjax.networks import NetworkConfig
 from azjax.search import SearchConfig
 from azjax.selfplay import SelfPlayConfig
+from azjax.specs import parse_spec
 
 AUGMENT_MODES = ("sample", "write", "none")
 REGIMES = ("alphazero", "gating")
+HALVES = ("program", "run")
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    """Everything that defines a training run."""
+class ProgramConfig:
+    """What the compiled training iteration is built from (a resumed run keeps it)."""
 
     game: str = "tictactoe"
     """Game to train on (a name accepted by `envs.make`)."""
     game_options: dict[str, Union[int, float]] = dataclasses.field(default_factory=dict)
     """Keyword options of the game (e.g. size=9, komi=7.5 for go), passed to `envs.make`."""
-    seed: int = 0
-    """Seed of the run's PRNG key."""
     network: NetworkConfig = NetworkConfig()
     search: SearchConfig = SearchConfig()
     selfplay: SelfPlayConfig = SelfPlayConfig()
@@ -40,46 +54,9 @@ class TrainConfig:
     """Gradient steps per iteration (K)."""
     value_target_mix: float = 0.0
     """Value target = (1 - mix) * z + mix * search root value (0 = the paper's z)."""
-    iterations: int = 200
-    """Training iterations to run (a resumed run continues up to this number)."""
-    max_minutes: float = 0.0
-    """Stop after this much training wall time, resumes included (0 = no limit)."""
-    log_every: int = 1
-    """Iterations between progress lines and metrics.jsonl records."""
-    eval_every: int = 5
-    """Iterations between evaluations (0 = never)."""
-    eval_search_every: int = 4
-    """Evaluations between the (costlier) evaluations of network + search (0 = never)."""
-    checkpoint_every: int = 20
-    """Iterations between checkpoints (the last iteration is always checkpointed)."""
-    keep_every: int = 0
-    """Keep every checkpoint whose iteration is a multiple of this, besides the newest
-    three (0 = only those), e.g. for a ratings league over training."""
-    tensorboard: bool = False
-    """Also write the metrics as TensorBoard event files into `run_dir/tensorboard`
-    (needs `pip install 'azjax[tensorboard]'`)."""
-    stop_when_perfect: bool = True
-    """Stop once the network alone is perfect (where the game's evaluation can tell)."""
-    eval_opponents: tuple[str, ...] = ()
-    """Baselines the agent (network + search, noise off) plays at every evaluation, as
-    player specs (e.g. 'random', 'mcts:100', 'alphabeta:2'); scores go to metrics.jsonl."""
-    eval_games: int = 64
-    """Games per baseline at each evaluation (half per seat)."""
-    eval_openings: int = 2
-    """Random opening plies of those games (paired across seats)."""
     regime: Literal["alphazero", "gating"] = "alphazero"
     """'alphazero': self-play with the latest network. 'gating' (AlphaGo Zero): self-play
     with the best network so far, replaced when the latest one beats it in an arena."""
-    gate_every: int = 10
-    """Iterations between gating arenas (gating regime)."""
-    gate_games: int = 400
-    """Games of each gating arena, half per seat."""
-    gate_threshold: float = 0.55
-    """Score (wins + draws / 2) the latest network needs against the best to replace it."""
-    gate_simulations: int = 0
-    """Search simulations per move in the gating arena (0 = the training budget)."""
-    gate_openings: int = 2
-    """Random opening plies of the gating games (paired across seats)."""
 
     def validate(self) -> None:
         """Raises ValueError, with a message naming the option, for bad values."""
@@ -93,29 +70,8 @@ class TrainConfig:
             raise ValueError(f"gradient_steps must be >= 0, got {self.gradient_steps}")
         if not 0.0 <= self.value_target_mix <= 1.0:
             raise ValueError(f"value_target_mix must be in [0, 1], got {self.value_target_mix}")
-        for name in ("iterations", "log_every", "checkpoint_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_minutes < 0:
-            raise ValueError(f"max_minutes must be >= 0, got {self.max_minutes}")
-        for name in ("eval_every", "eval_search_every", "gate_simulations", "eval_openings",
-                     "keep_every",
-                     "gate_openings"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("eval_games", "gate_every", "gate_games"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.regime not in REGIMES:
             raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}")
-        if not 0.5 <= self.gate_threshold <= 1.0:
-            raise ValueError(f"gate_threshold must be in [0.5, 1], got {self.gate_threshold}")
-        if isinstance(self.eval_opponents, str):
-            raise ValueError("eval_opponents must be a list of player specs, not one string")
-        from azjax.player_specs import parse_spec
-
-        for spec in self.eval_opponents:
-            parse_spec(spec)
 
     def make_env(self) -> envs.Env:
         """The game this config trains on (ValueError for an unknown game or bad options)."""
@@ -126,31 +82,238 @@ class TrainConfig:
         """Positions self-play produces per iteration (B * S)."""
         return self.selfplay.num_games * self.selfplay.steps_per_iteration
 
+    def replay_entries_per_iteration(self, env: envs.Env) -> int:
+        """Entries self-play writes to replay each iteration."""
+        copies = env.symmetries.size if self.augment == "write" else 1
+        return self.positions_per_iteration * copies
+
+    def check(self, env: envs.Env) -> None:
+        """`validate`, and the checks that need the game (ValueError)."""
+        self.validate()
+        needed = self.replay_entries_per_iteration(env)
+        if self.replay_capacity < needed:
+            raise ValueError(
+                f"replay_capacity ({self.replay_capacity}) must hold at least one iteration "
+                f"of self-play ({needed} entries = num_games x steps_per_iteration"
+                f"{' x symmetries' if self.augment == 'write' else ''})"
+            )
+
+    def compile_key(self) -> str:
+        """Equal for configs that compile to one training program: everything but the
+        traced settings (`azjax.fields`)."""
+        return json.dumps(compiled_part(self), sort_keys=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """How a run is run: budget, cadences, evaluation, gating arena, logging (any of it
+    may change when a run resumes)."""
+
+    iterations: int = 200
+    """Training iterations to run (a resumed run continues up to this number)."""
+    max_minutes: float = 0.0
+    """Stop after this much training wall time, resumes included (0 = no limit)."""
+    stop_when_perfect: bool = True
+    """Stop once the network alone is perfect (where the game's evaluation can tell)."""
+    log_every: int = 1
+    """Iterations between progress lines and metrics.jsonl records."""
+    eval_every: int = 5
+    """Iterations between evaluations (0 = never)."""
+    eval_search_every: int = 4
+    """Evaluations between the (costlier) evaluations of network + search (0 = never)."""
+    checkpoint_every: int = 20
+    """Iterations between checkpoints (the last iteration is always checkpointed)."""
+    keep_every: int = 0
+    """Keep every checkpoint whose iteration is a multiple of this, besides the newest
+    three (0 = only those), e.g. for a ratings league over training."""
+    eval_opponents: tuple[str, ...] = ()
+    """Baselines the agent (network + search, noise off) plays at every evaluation, as
+    player specs (e.g. 'random', 'mcts:100', 'alphabeta:2'); scores go to metrics.jsonl."""
+    eval_games: int = 64
+    """Games per baseline at each evaluation (half per seat)."""
+    eval_openings: int = 2
+    """Random opening plies of those games (paired across seats)."""
+    gate_every: int = 10
+    """Iterations between gating arenas (gating regime)."""
+    gate_games: int = 400
+    """Games of each gating arena, half per seat."""
+    gate_threshold: float = 0.55
+    """Score (wins + draws / 2) the latest network needs against the best to replace it."""
+    gate_simulations: int = 0
+    """Search simulations per move in the gating arena (0 = the training budget)."""
+    gate_openings: int = 2
+    """Random opening plies of the gating games (paired across seats)."""
+    tensorboard: bool = False
+    """Also write the metrics as TensorBoard event files into `run_dir/tensorboard`
+    (needs `pip install 'azjax[tensorboard]'`)."""
+
+    def validate(self) -> None:
+        """Raises ValueError, with a message naming the option, for bad values."""
+        for name in ("iterations", "log_every", "checkpoint_every", "eval_games", "gate_every",
+                     "gate_games"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("eval_every", "eval_search_every", "keep_every", "eval_openings",
+                     "gate_simulations", "gate_openings"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.max_minutes < 0:
+            raise ValueError(f"max_minutes must be >= 0, got {self.max_minutes}")
+        if not 0.5 <= self.gate_threshold <= 1.0:
+            raise ValueError(f"gate_threshold must be in [0.5, 1], got {self.gate_threshold}")
+        if isinstance(self.eval_opponents, str):
+            raise ValueError("eval_opponents must be a list of player specs, not one string")
+        for spec in self.eval_opponents:
+            parse_spec(spec)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a training run: its program, how it is run, its seed."""
+
+    program: Annotated[ProgramConfig, tyro.conf.arg(name="")] = ProgramConfig()
+    run: Annotated[RunConfig, tyro.conf.arg(name="")] = RunConfig()
+    seed: int = 0
+    """Seed of the run's PRNG key."""
+
+    def validate(self) -> None:
+        """Raises ValueError, with a message naming the option, for bad values."""
+        self.program.validate()
+        self.run.validate()
+
+    def make_env(self) -> envs.Env:
+        """The game of the program half."""
+        return self.program.make_env()
+
+    def replace(self, **changes: Any) -> "TrainConfig":
+        """A copy with `changes`: `program=`, `run=`, `seed=`, or any field of either
+        half by its name (`iterations=4`, `search=SearchConfig(...)`)."""
+        halves: dict[str, dict[str, Any]] = {half: {} for half in HALVES}
+        top = {}
+        for name, value in changes.items():
+            if name in HALVES or name == "seed":
+                top[name] = value
+            else:
+                halves[_half_of(name)][name] = value
+        config = dataclasses.replace(self, **top)
+        return dataclasses.replace(config, **{
+            half: dataclasses.replace(getattr(config, half), **fields)
+            for half, fields in halves.items() if fields
+        })
+
+    def get(self, path: str) -> Any:
+        """The setting at `path` ('search.c_puct', 'iterations', 'seed')."""
+        if path == "seed":
+            return self.seed
+        head, *rest = path.split(".")
+        value = getattr(getattr(self, _half_of(head)), head)
+        for part in rest:
+            if not dataclasses.is_dataclass(value) or part not in {
+                    f.name for f in dataclasses.fields(value)}:
+                raise ValueError(f"unknown setting {path!r}")
+            value = getattr(value, part)
+        return value
+
+    def with_value(self, path: str, value: Any) -> "TrainConfig":
+        """A copy with the setting at `path` replaced."""
+        head, _, rest = path.partition(".")
+        if not rest:
+            return self.replace(**{head: value})
+        if "." in rest:
+            raise ValueError(f"unknown setting {path!r}")
+        return self.replace(**{head: dataclasses.replace(self.get(head), **{rest: value})})
+
+    def program_differences(self, other: "TrainConfig") -> list[str]:
+        """What a resumed run may not change: the program half and the seed, as
+        'path: saved X, given Y' lines."""
+        a, b = _flatten(self.to_dict()["program"]), _flatten(other.to_dict()["program"])
+        out = [f"{path}: saved {a.get(path)!r}, given {b.get(path)!r}"
+               for path in sorted(set(a) | set(b)) if a.get(path) != b.get(path)]
+        if self.seed != other.seed:
+            out.append(f"seed: saved {self.seed}, given {other.seed}")
+        return out
+
     def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready apart from tuples)."""
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
-        """Inverse of `to_dict`; unknown keys are a ValueError."""
-        nested = {
-            "network": NetworkConfig,
-            "search": SearchConfig,
-            "selfplay": SelfPlayConfig,
-            "learner": LearnerConfig,
-        }
-        kwargs = {}
-        names = {f.name for f in dataclasses.fields(cls)}
-        for key, value in data.items():
-            if key not in names:
-                raise ValueError(f"unknown config field {key!r}")
-            kwargs[key] = nested[key](**value) if key in nested else value
-        if "eval_opponents" in kwargs:
-            kwargs["eval_opponents"] = tuple(kwargs["eval_opponents"])
-        return cls(**kwargs)
+        """Inverse of `to_dict`. A flat dict (config.json of azjax before the config had
+        two halves) is read too; unknown keys are a ValueError."""
+        data = dict(data)
+        if not set(HALVES) & set(data):
+            data = _from_flat(data)
+        unknown = sorted(set(data) - {"program", "run", "seed"})
+        if unknown:
+            raise ValueError(f"unknown config field(s) {unknown}")
+        program = dict(data.get("program", {}))
+        nested = {"network": NetworkConfig, "search": SearchConfig, "selfplay": SelfPlayConfig,
+                  "learner": LearnerConfig}
+        for key, kind in nested.items():
+            if key in program:
+                program[key] = _build(kind, program[key], key)
+        run = dict(data.get("run", {}))
+        if "eval_opponents" in run:
+            run["eval_opponents"] = tuple(run["eval_opponents"])
+        return cls(program=_build(ProgramConfig, program, "program"),
+                   run=_build(RunConfig, run, "run"), seed=data.get("seed", 0))
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        """Writes `config.json`."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> "TrainConfig":
+        """Reads `config.json` (ValueError for one that is not a config)."""
         return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+def setting_paths() -> dict[str, Any]:
+    """Every scalar setting of a `TrainConfig` by path (without the half) -> its type."""
+    out = {"seed": int}
+    for half in (ProgramConfig, RunConfig):
+        out.update(setting_types(half))
+    return out
+
+
+_FIELDS = {half: {f.name for f in dataclasses.fields(kind)}
+           for half, kind in (("program", ProgramConfig), ("run", RunConfig))}
+
+
+def _half_of(name: str) -> str:
+    for half, names in _FIELDS.items():
+        if name in names:
+            return half
+    raise ValueError(f"unknown setting {name!r}")
+
+
+def _build(kind: type, values: dict[str, Any], where: str) -> Any:
+    names = {f.name for f in dataclasses.fields(kind)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ValueError(f"unknown config field(s) {unknown} in {where}")
+    return kind(**values)
+
+
+def _from_flat(data: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"program": {}, "run": {}}
+    for key, value in data.items():
+        if key == "seed":
+            out["seed"] = value
+            continue
+        try:
+            out[_half_of(key)][key] = value
+        except ValueError:
+            raise ValueError(f"unknown config field {key!r}") from None
+    return out
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key != "game_options":
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out

@@ -1,32 +1,36 @@
-"""Evaluation reported during training, against exact ground truth where a game has one.
+"""What a run reports about its agent while it trains.
 
-Every evaluator has `network_metrics(params)` (cheap; includes `perfect`, which stops
-training when the game's ground truth says the network plays perfectly) and
-`search_metrics(params, key)` (network + search, noise off; costlier, run less often).
-`make_evaluator` picks the game's evaluator: exact ground truth for tic-tac-toe,
-Connect Four (solver benchmark positions) and the coin-splitting game (Grundy values);
-games against a uniformly random player for every other game.
+An evaluator scores *players* (`azjax.players.Player`): `network_metrics(player)` for the
+network alone (cheap; includes `perfect`, which stops training when the game's ground
+truth says the network plays perfectly) and `search_metrics(player, key)` for network +
+search (noise off; costlier, run less often). `make_evaluator(env)` picks the game's:
 
-Tic-tac-toe: the share of the 4,520 reachable non-terminal positions where the agent
-plays an optimal move (one batched pass over all of them), and whether the greedy agent
-is unbeatable, checked exhaustively from both seats against every opponent reply. Both
-for the network alone (argmax over legal moves) and for network + search (noise off).
+* `PositionEvaluator`: the share of positions where the player picks a right move, on a
+  game's ground truth (`azjax.evaluators`: every reachable tic-tac-toe and coin-splitting
+  position, Connect Four solver positions), and the value sign where winners are known;
+* `RandomOpponentEvaluator`: the score against a uniformly random player (`play_match`),
+  for every other game.
+
+`versus` plays a player against chosen baselines (a run's `eval_opponents`).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 import chex
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from azjax import match
-from azjax.players import network_player, search_player
-from azjax.rollouts import uniform_legal_actions
-from azjax.search import SearchConfig
-from azjax.solvers import tictactoe as ttt_solver
+from azjax.evaluators import coin_split, connect_four, tictactoe
+from azjax.evaluators.ground_truth import GroundTruth, GroundTruthSource
+from azjax.match import play_match
+from azjax.players import Player, compiled, random_player
 from envs import Env
-from envs.tictactoe import state_from_board
+
+OPPONENT_PREFIX = "vs "
+"""Metrics of games against a baseline are named `vs <spec>`."""
 
 # Metric keys the progress line and the plots show, with their short labels.
 METRIC_LABELS = {
@@ -45,95 +49,121 @@ METRIC_LABELS = {
     "search_vs_random": "search vs random",
 }
 
-class TicTacToeEvaluator:
-    """Scores a tic-tac-toe network against the exact solution."""
+GROUND_TRUTH: dict[str, GroundTruthSource] = {
+    "tictactoe": tictactoe.SOURCE,
+    "connect_four": connect_four.SOURCE,
+    "coin_split": coin_split.SOURCE,
+}
+"""Games with exact ground truth, by `env.name`."""
 
-    def __init__(self, env: Env, apply_fn, search_config: SearchConfig):
-        self.solution = ttt_solver.solution()
-        live = self.solution.live
-        self.boards = self.solution.boards[live]
-        self.optimal = self.solution.optimal[live]
-        self.states = jax.vmap(state_from_board)(jnp.asarray(self.boards))
-        self._network = jax.jit(
-            lambda params: network_player(apply_fn, params).act(self.states, None)
-        )
-        self._search = jax.jit(
-            lambda params, key: search_player(env, apply_fn, params, search_config).act(
-                self.states, key
-            )
-        )
+_NO_KEY = jax.random.key(0)
+
+
+class PositionEvaluator:
+    """Scores players on a game's ground truth (`GroundTruthSource`), loaded on first use.
+
+    Reports `<prefix><metric>` (share of counted positions with a right move), one share
+    per subset, `net_value_accuracy` (where the ground truth knows winners and the player
+    has a value) and the ground truth's own checks; `perfect` when the positions are
+    every reachable one and the network alone chooses right in all of them.
+    """
+
+    def __init__(self, env: Env, source: GroundTruthSource):
+        self.env = env
+        self.source = source
+        self.can_be_perfect = source.complete
+        metric = source.metric
+        if source.complete:
+            self.summary_metrics: tuple[str, ...] = (f"net_{metric}",)
+        else:
+            self.summary_metrics = (f"net_{metric}", f"net_{metric}_hard",
+                                    "net_value_accuracy", f"search_{metric}")
+
+    @functools.cached_property
+    def truth(self) -> GroundTruth:
+        """The ground truth (loaded now if not yet)."""
+        return self.source.load(self.env)
+
+    def actions(self, player: Player, key: chex.PRNGKey = _NO_KEY) -> np.ndarray:
+        """The player's move [N] in every ground-truth position."""
+        act = compiled(player.policy)(player.params, self.truth.states, key)
+        return np.asarray(jax.device_get(act))
 
     def score(self, actions: np.ndarray, prefix: str) -> dict[str, float]:
-        """Optimal-move share and unbeatability of a table of actions (one per position)."""
-        actions = np.asarray(actions)
-        share = float(np.mean(self.optimal[np.arange(len(actions)), actions]))
-        choose = ttt_solver.table_player(self.boards, actions)
-        first = not ttt_solver.losing_lines(choose, 0)
-        second = not ttt_solver.losing_lines(choose, 1)
-        return {
-            f"{prefix}optimal_share": share,
-            f"{prefix}unbeatable_first": float(first),
-            f"{prefix}unbeatable_second": float(second),
-            f"{prefix}unbeatable": float(first and second),
-        }
+        """Shares of right moves (all counted positions, and each subset) and the ground
+        truth's own checks (1.0 passed, 0.0 failed), for a table of actions [N]."""
+        truth, metric = self.truth, self.source.metric
+        right = truth.right_moves[np.arange(len(actions)), actions]
+        out = {f"{prefix}{metric}": _share(right, truth.counted)}
+        for name, subset in truth.subsets.items():
+            out[f"{prefix}{metric}_{name}"] = _share(right, subset)
+        if truth.check_actions is not None:
+            out.update({prefix + k: v for k, v in truth.check_actions(actions).items()})
+        return out
 
-    def network_metrics(self, params) -> dict[str, float]:
-        """The network alone (argmax over legal moves), plus `perfect`."""
-        metrics = self.score(jax.device_get(self._network(params)), "net_")
-        metrics["perfect"] = float(metrics["net_optimal_share"] == 1.0 and metrics["net_unbeatable"])
+    def network_metrics(self, player: Player) -> dict[str, float]:
+        """The network alone (a greedy network player), its value sign, and `perfect`:
+        complete ground truth, a right move everywhere and every check passed."""
+        metrics = self.score(self.actions(player), "net_")
+        perfect = self.can_be_perfect and all(v == 1.0 for v in metrics.values())
+        truth = self.truth
+        if truth.value_states is not None and player.value is not None:
+            value = compiled(player.value)(player.params, truth.value_states)
+            right = (np.asarray(jax.device_get(value)) > 0) == (truth.value_sign > 0)
+            metrics["net_value_accuracy"] = float(right.mean())
+        metrics["perfect"] = float(perfect)
         return metrics
 
-    def search_metrics(self, params, key: chex.PRNGKey) -> dict[str, float]:
-        """Network + search, noise off."""
-        return self.score(jax.device_get(self._search(params, key)), "search_")
-
-    def __call__(self, params, key: chex.PRNGKey | None = None, with_search: bool = False):
-        """Metrics for the network alone (and with search when `with_search`)."""
-        metrics = self.network_metrics(params)
-        if with_search:
-            key = jax.random.key(0) if key is None else key
-            metrics.update(self.search_metrics(params, key))
-        return metrics
+    def search_metrics(self, player: Player, key: chex.PRNGKey) -> dict[str, float]:
+        """Network + search (a greedy search player)."""
+        return self.score(self.actions(player, key), "search_")
 
 
-class VersusRandomEvaluator:
-    """Score (wins + draws / 2) against a uniformly random player, half the games per seat."""
+def _share(right: np.ndarray, counted: np.ndarray) -> float:
+    return float(right[counted].mean()) if counted.any() else 1.0
 
-    def __init__(self, env: Env, apply_fn, search_config: SearchConfig,
-                 net_games: int = 128, search_games: int = 32):
-        def net_match(params, key):
-            return match.play_match(
-                env, network_player(apply_fn, params).act, uniform_legal_actions, key, net_games
-            )
 
-        def search_match(params, key):
-            agent = search_player(env, apply_fn, params, search_config)
-            return match.play_match(env, agent.act, uniform_legal_actions, key, search_games)
+class RandomOpponentEvaluator:
+    """Score (wins + draws / 2) against a uniformly random player, half the games per
+    seat: for games without ground truth."""
 
-        self._net = jax.jit(net_match)
-        self._search = jax.jit(search_match)
+    can_be_perfect = False
+    summary_metrics = ("net_vs_random", "search_vs_random")
 
-    def network_metrics(self, params, key: chex.PRNGKey | None = None) -> dict[str, float]:
+    def __init__(self, env: Env, net_games: int = 128, search_games: int = 32):
+        self.env, self.net_games, self.search_games = env, net_games, search_games
+        self.opponent = random_player()
+
+    def network_metrics(self, player: Player, key: chex.PRNGKey = _NO_KEY
+                        ) -> dict[str, float]:
         """The network alone against random play (by default the same random opponent
         every time, so that a change between evaluations is the network's)."""
-        key = jax.random.key(0) if key is None else key
-        return {"net_vs_random": match.score(self._net(params, key))["score"], "perfect": 0.0}
+        result = play_match(self.env, player, self.opponent, key, self.net_games)
+        return {"net_vs_random": result.score, "perfect": 0.0}
 
-    def search_metrics(self, params, key: chex.PRNGKey) -> dict[str, float]:
+    def search_metrics(self, player: Player, key: chex.PRNGKey) -> dict[str, float]:
         """Network + search (noise off) against random play."""
-        return {"search_vs_random": match.score(self._search(params, key))["score"]}
+        result = play_match(self.env, player, self.opponent, key, self.search_games)
+        return {"search_vs_random": result.score}
 
 
-def make_evaluator(env: Env, apply_fn, search_config: SearchConfig):
-    """The evaluator of `env`: exact ground truth where the game has one, else vs random."""
-    if env.name == "tictactoe":
-        return TicTacToeEvaluator(env, apply_fn, search_config)
-    if env.name == "connect_four":
-        from azjax.evaluators.connect_four import ConnectFourEvaluator
+Evaluator = PositionEvaluator | RandomOpponentEvaluator
 
-        return ConnectFourEvaluator(env, apply_fn, search_config)
-    if env.name == "coin_split":
-        from azjax.evaluators.coin_split import CoinSplitEvaluator
 
-        return CoinSplitEvaluator(env, apply_fn, search_config)
-    return VersusRandomEvaluator(env, apply_fn, search_config)
+def make_evaluator(env: Env) -> Evaluator:
+    """The evaluator of `env`: exact ground truth where the game has one, else games
+    against random play."""
+    if env.name in GROUND_TRUTH:
+        return PositionEvaluator(env, GROUND_TRUTH[env.name])
+    return RandomOpponentEvaluator(env)
+
+
+def versus(env: Env, player: Player, opponents: Sequence[Player], key: chex.PRNGKey,
+           num_games: int, opening_plies: int = 0) -> dict[str, float]:
+    """`player`'s score against each opponent, as `{"vs <name>": score}` (one subkey each)."""
+    keys = jax.random.split(key, len(opponents))
+    return {
+        OPPONENT_PREFIX + opponent.name:
+            play_match(env, player, opponent, k, num_games, opening_plies).score
+        for opponent, k in zip(opponents, keys)
+    }

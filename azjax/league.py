@@ -26,10 +26,13 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from azjax import checkpoint as ckpt
-from azjax.arena import MatchResult, evaluate
+from azjax.agent import Agent
+from azjax.match import MatchResult, play_match
+from azjax.player_specs import make_player
 from azjax.players import Player
 from azjax.progress import Progress as ProgressLine
 from azjax.ratings import Ratings, fit_elo
+from azjax.specs import split_specs
 from envs import Env
 
 CSV_FILE = "league.csv"
@@ -67,6 +70,7 @@ class League:
 
     @property
     def names(self) -> list[str]:
+        """The entrants' names, in order."""
         return [e.name for e in self.entrants]
 
     def score_matrix(self) -> np.ndarray:
@@ -76,9 +80,8 @@ class League:
         games = np.zeros_like(points)
         for m in self.matches:
             i, j = index[m.name_a], index[m.name_b]
-            score = m.wins + 0.5 * m.draws
-            points[i, j] += score
-            points[j, i] += m.num_games - score
+            points[i, j] += m.points
+            points[j, i] += m.num_games - m.points
             games[i, j] += m.num_games
             games[j, i] += m.num_games
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -176,7 +179,7 @@ def plot_league(league: League, path: Path) -> None:
 
 def round_robin(env: Env, players: Sequence[Player], key: chex.PRNGKey, games_per_pair: int,
                 opening_plies: int = 0, progress: Progress | None = None) -> list[MatchResult]:
-    """Every unordered pair of `players` plays `games_per_pair` games (`arena.evaluate`,
+    """Every unordered pair of `players` plays `games_per_pair` games (`play_match`,
     one fresh subkey per pair); returns the results in `itertools.combinations` order."""
     names = [p.name for p in players]
     if len(set(names)) != len(names):
@@ -190,7 +193,7 @@ def round_robin(env: Env, players: Sequence[Player], key: chex.PRNGKey, games_pe
     results = []
     status = ProgressLine(len(pairs), "pairs", "league", write=progress)
     for k, ((a, b), pair_key) in enumerate(zip(pairs, keys), start=1):
-        result = evaluate(env, a, b, pair_key, games_per_pair, opening_plies)
+        result = play_match(env, a, b, pair_key, games_per_pair, opening_plies)
         results.append(result)
         status.update(k, f"{a.name} vs {b.name}: {result.wins} W / {result.draws} D / "
                          f"{result.losses} L, score {100 * result.score:.0f}%")
@@ -208,7 +211,7 @@ def fit_league(names: Sequence[str], matches: Sequence[MatchResult], anchor: str
         for name in (m.name_a, m.name_b):
             if name not in index:
                 raise ValueError(f"match player {name!r} is not among the players {names}")
-        rows.append((index[m.name_a], index[m.name_b], m.wins + 0.5 * m.draws, m.num_games))
+        rows.append((index[m.name_a], index[m.name_b], m.points, m.num_games))
     return fit_elo(names, rows, anchor=anchor)
 
 
@@ -239,8 +242,6 @@ def checkpoint_player(run_dir: str | Path, step: int, kind: str = "alphazero",
                       simulations: int | None = None) -> Player:
     """The checkpoint at `step` as a player named `it{step}` (search budget overridden by
     `simulations` when given)."""
-    from azjax.agent import Agent
-
     agent = Agent.load(run_dir, step=step)
     if simulations is not None:
         agent = agent.with_search(num_simulations=simulations)
@@ -280,11 +281,9 @@ def run_league(run_dir: str | Path, baselines: Sequence[str] = ("random",),
     Raises RunDirError for a missing run, a run without checkpoints or an unknown step,
     and ValueError for bad options, a bad baseline spec or an anchor that is not a player.
     """
-    from azjax.player_specs import make_player
-
     _check_options(kind, simulations, games_per_pair, opening_plies)
     if isinstance(baselines, str):
-        baselines = _split_specs(baselines)
+        baselines = split_specs(baselines)
     baselines = [spec.strip() for spec in baselines]
     run_dir = Path(run_dir)
     env = ckpt.load_config(run_dir).make_env()
@@ -343,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:
-        baselines = [s for s in _split_specs(args.baselines) if s]
+        baselines = split_specs(args.baselines)
         league = run_league(args.run_dir, baselines, _int_list(args.steps, "--steps"),
                             args.games, args.simulations, args.kind, args.openings,
                             args.anchor, args.seed, progress=print)
@@ -354,18 +353,6 @@ def main(argv: list[str] | None = None) -> int:
     for name in (CSV_FILE, MARKDOWN_FILE, JSON_FILE, PLOT_FILE):
         print(f"wrote {Path(args.run_dir) / name}")
     return 0
-
-
-def _split_specs(text: str) -> list[str]:
-    """Splits a comma-separated list of player specs, keeping `key=value` options (which
-    follow a comma) with the spec before them: 'mcts:100,c=2,random' -> 2 specs."""
-    specs: list[str] = []
-    for part in (p.strip() for p in text.split(",")):
-        if "=" in part and specs:
-            specs[-1] += "," + part
-        else:
-            specs.append(part)
-    return specs
 
 
 if __name__ == "__main__":

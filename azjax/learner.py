@@ -5,21 +5,21 @@ loss = mean((z - v)^2) - mean(pi^T log p) + c * ||theta||^2
 
 from __future__ import annotations
 
-import dataclasses
-
 import chex
 import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
 
+from azjax.fields import config_dataclass, traced
 
-@dataclasses.dataclass(frozen=True)
+
+@config_dataclass
 class LearnerConfig:
     """Optimiser and loss settings."""
 
-    learning_rate: float = 1e-3
-    """Adam step size."""
+    learning_rate: float = traced(1e-3)
+    """Adam step size (traced: it lives in the optimizer state, set at initialisation)."""
     weight_decay: float = 1e-4
     """c in the loss: the L2 penalty on all parameters."""
     batch_size: int = 256

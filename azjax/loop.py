@@ -16,10 +16,10 @@ import optax
 from flax import struct
 
 from azjax import replay as replay_lib
-from azjax.config import TrainConfig
+from azjax.config import ProgramConfig
 from azjax.learner import alphazero_loss
-from azjax.networks import PolicyValueNet
-from azjax.search import SearchParams, make_search_fn
+from azjax.networks import init_params, make_network, observation_dtype
+from azjax.search import SearchConfig, make_search_fn
 from azjax.selfplay import Games, assign_outcomes, init_games, make_play_fn
 from envs import Env
 
@@ -29,8 +29,8 @@ class TrainState:
     """Everything a run carries from one iteration to the next (one pytree)."""
 
     params: chex.ArrayTree
-    opt_state: chex.ArrayTree
-    search_params: SearchParams
+    opt_state: chex.ArrayTree  # the learning rate (traced) lives in here
+    search_params: SearchConfig  # the search's traced settings, as [] float32 arrays
     replay: replay_lib.ReplayState
     selfplay: Games  # [B] live self-play games
     key: chex.PRNGKey
@@ -42,44 +42,18 @@ class TrainState:
     best_iteration: chex.Array | None = None
 
 
-def make_network(env: Env, config: TrainConfig) -> PolicyValueNet:
-    """The policy-value network for `env` sized by `config.network`."""
-    return PolicyValueNet(num_actions=env.num_actions, config=config.network)
-
-
-def replay_entries_per_iteration(env: Env, config: TrainConfig) -> int:
-    """Entries self-play writes to replay each iteration."""
-    copies = env.symmetries.size if config.augment == "write" else 1
-    return config.positions_per_iteration * copies
-
-
-def check_config(env: Env, config: TrainConfig) -> None:
-    """Validates `config` for `env` (ValueError with a clear message)."""
-    config.validate()
-    needed = replay_entries_per_iteration(env, config)
-    if config.replay_capacity < needed:
-        raise ValueError(
-            f"replay_capacity ({config.replay_capacity}) must hold at least one iteration of "
-            f"self-play ({needed} entries = num_games x steps_per_iteration"
-            f"{' x symmetries' if config.augment == 'write' else ''})"
-        )
-
-
-def init_train_state(env: Env, config: TrainConfig, key: chex.PRNGKey) -> TrainState:
-    """A fresh run: random network, empty replay, new games."""
-    check_config(env, config)
-    net = make_network(env, config)
+def init_train_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainState:
+    """A fresh run: random network, empty replay, new games; the key is consumed."""
+    config.check(env)
     init_key, games_key, run_key = jax.random.split(key, 3)
-    # Our games observe bool planes; wrapped pgx games may observe float32 (chess).
-    obs_dtype = jax.eval_shape(env.init, init_key).observation.dtype
-    dummy = jnp.zeros((1, *env.observation_shape), obs_dtype)
-    params = net.init(init_key, dummy)
+    params = init_params(env, config.network, init_key)
     return TrainState(
         params=params,
         opt_state=config.learner.optimizer().init(params),
-        search_params=config.search.params(),
+        search_params=config.search.as_arrays(),
         replay=replay_lib.init(
-            config.replay_capacity, env.observation_shape, env.num_actions, obs_dtype
+            config.replay_capacity, env.observation_shape, env.num_actions,
+            observation_dtype(env),
         ),
         selfplay=init_games(env, games_key, config.selfplay),
         key=run_key,
@@ -91,10 +65,14 @@ def init_train_state(env: Env, config: TrainConfig, key: chex.PRNGKey) -> TrainS
     )
 
 
-def make_iteration_fn(env: Env, config: TrainConfig) -> Callable:
-    """Returns the pure `iteration(train_state) -> (train_state, metrics)`."""
-    check_config(env, config)
-    net = make_network(env, config)
+def make_iteration_fn(env: Env, config: ProgramConfig) -> Callable:
+    """Returns the pure `iteration(train_state) -> (train_state, metrics)`.
+
+    Metrics are device scalars: self-play outcome shares, game lengths, replay fill and,
+    with gradient steps, the loss terms averaged over the iteration's steps.
+    """
+    config.check(env)
+    net = make_network(env, config.network)
     search_fn = make_search_fn(env, net.apply, config.search)
     play = make_play_fn(env, search_fn, config.search, config.selfplay)
     optimizer = config.learner.optimizer()

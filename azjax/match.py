@@ -1,18 +1,23 @@
-"""Batched games between two policies.
+"""Matches: N batched games between two players, and their one scorer, `MatchResult`.
 
-A policy is a function `policy(states, key) -> actions` over a batch of States [B]
-(it may close over parameters; `azjax.players` builds them). `play_match` plays
-`num_games` games on device in one `lax.while_loop` over plies; `play_match_host`
-drives the same games from a host loop, for players that cannot be traced
-(alpha-beta). Policy A takes player 0 in the first `num_games // 2` games and player 1
-in the others. Games `i` and `i + ceil(num_games / 2)` are a pair: the same initial
-state and the same `opening_plies` random opening moves, with the seats swapped (with
-an odd count, one game has no partner). Each game's result is for A: +1 win, 0 draw
-(or unfinished at the ply cap), -1 loss.
+`play_match` is the only way azjax plays one player against another: the arena, the
+training-time evaluations (against random play and chosen baselines), gating, the league
+and the baseline table all call it. Player A takes player 0 in the first
+`num_games // 2` games and player 1 in the others. Games `i` and `i + ceil(num_games /
+2)` are a pair: the same initial state and the same `opening_plies` uniformly random
+opening moves, with the seats swapped (with an odd count, one game has no partner), so
+deterministic players do not replay one game and neither side gets the better openings.
+
+Two jittable players play the whole match as one compiled `lax.while_loop` over plies,
+compiled once per pair of policies and reused for any parameters; with a host player
+(alpha-beta) a host loop drives the games ply by ply and the host player sees only the
+games where it is to move.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable
 
 import chex
@@ -20,14 +25,112 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from azjax.players import Player, Policy, compiled
+from azjax.ratings import score_to_elo
+from azjax.stats import wilson_interval
 from envs import Env, State
 
-Policy = Callable[[State, chex.PRNGKey], chex.Array]
+MAX_PLIES = 10_000
 
 
-def seats(num_games: int) -> chex.Array:
+@dataclasses.dataclass(frozen=True)
+class MatchResult:
+    """The games of A against B.
+
+    Attributes:
+      name_a, name_b: the players' names.
+      results: int8 [N] A's result per game: +1 win, 0 draw (or unfinished), -1 loss.
+      a_seat: int [N] A's player id per game (0 moves first).
+    """
+
+    name_a: str
+    name_b: str
+    results: np.ndarray
+    a_seat: np.ndarray
+
+    @classmethod
+    def from_results(cls, results, name_a: str = "A", name_b: str = "B") -> "MatchResult":
+        """A result from A's per-game results [N], seats as `play_match` assigns them."""
+        results = np.rint(np.asarray(jax.device_get(results))).astype(np.int8)
+        return cls(name_a, name_b, results, seats(len(results)))
+
+    @property
+    def num_games(self) -> int:
+        """N, the games played."""
+        return len(self.results)
+
+    @property
+    def wins(self) -> int:
+        """Games A won."""
+        return int((self.results > 0).sum())
+
+    @property
+    def draws(self) -> int:
+        """Games drawn (or unfinished)."""
+        return int((self.results == 0).sum())
+
+    @property
+    def losses(self) -> int:
+        """Games A lost."""
+        return int((self.results < 0).sum())
+
+    @property
+    def points(self) -> float:
+        """A's points: wins + draws / 2."""
+        return self.wins + 0.5 * self.draws
+
+    @property
+    def score(self) -> float:
+        """A's score share: points / games."""
+        return self.points / max(self.num_games, 1)
+
+    def score_interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Wilson interval of the score share (draws as half a point)."""
+        return wilson_interval(self.score, self.num_games, level)
+
+    @property
+    def elo_diff(self) -> float:
+        """Elo difference A - B implied by the score (clipped at +-800)."""
+        return score_to_elo(self.score)
+
+    def seat(self, player_id: int) -> "MatchResult":
+        """The games where A was player `player_id` (0 moves first in every game here)."""
+        keep = self.a_seat == player_id
+        return dataclasses.replace(self, results=self.results[keep], a_seat=self.a_seat[keep])
+
+    def as_dict(self) -> dict:
+        """Counts, score with its 95% interval, Elo difference, and the split by seat."""
+        low, high = self.score_interval()
+        out = {"a": self.name_a, "b": self.name_b, "games": self.num_games, "wins": self.wins,
+               "draws": self.draws, "losses": self.losses, "score": self.score,
+               "score_low": low, "score_high": high, "elo_diff": self.elo_diff}
+        for seat in (0, 1):
+            part = self.seat(seat)
+            out[f"as_player{seat}"] = {"games": part.num_games, "wins": part.wins,
+                                       "draws": part.draws, "losses": part.losses,
+                                       "score": part.score}
+        return out
+
+    def summary(self) -> str:
+        """A few lines: W/D/L, score with its 95% interval, Elo difference, per seat."""
+        low, high = self.score_interval()
+        lines = [
+            f"{self.name_a} vs {self.name_b}: {self.num_games} games",
+            f"  {self.name_a}: {self.wins} wins, {self.draws} draws, {self.losses} losses; "
+            f"score {100 * self.score:.1f}% (95% CI {100 * low:.1f}-{100 * high:.1f}%), "
+            f"Elo difference {self.elo_diff + 0.0:+.0f}",
+        ]
+        for seat, label in ((0, "as player 0 (moves first)"), (1, "as player 1")):
+            part = self.seat(seat)
+            if part.num_games:
+                lines.append(f"  {label}: {part.wins} W / {part.draws} D / {part.losses} L, "
+                             f"score {100 * part.score:.1f}%")
+        return "\n".join(lines)
+
+
+def seats(num_games: int) -> np.ndarray:
     """Player id of A in each game [num_games]: 0 in the first half, 1 in the rest."""
-    return jnp.where(jnp.arange(num_games) < num_games // 2, 0, 1).astype(jnp.int32)
+    return np.where(np.arange(num_games) < num_games // 2, 0, 1).astype(np.int32)
 
 
 def opening_states(env: Env, key: chex.PRNGKey, num_games: int, opening_plies: int = 0
@@ -36,7 +139,7 @@ def opening_states(env: Env, key: chex.PRNGKey, num_games: int, opening_plies: i
     rewards [num_games, 2] paid during the opening (non-zero only if it ended a game).
 
     Game i plays the same opening as game `i % ceil(num_games / 2)`, so the two halves
-    (which swap seats) see the same openings.
+    (which swap seats) see the same openings. Traceable; the key is consumed.
     """
     chex.assert_scalar_positive(num_games)
     distinct = num_games - num_games // 2
@@ -62,19 +165,13 @@ def _for_a(rewards: chex.Array, a_seat: chex.Array) -> chex.Array:
     return jnp.take_along_axis(rewards, a_seat[:, None], axis=1)[:, 0]
 
 
-def play_match(
-    env: Env,
-    policy_a: Policy,
-    policy_b: Policy,
-    key: chex.PRNGKey,
-    num_games: int,
-    max_plies: int = 10_000,
-    opening_plies: int = 0,
-) -> chex.Array:
-    """Results for A [num_games] (+1/0/-1), on device (traceable, jit it)."""
+def _device_results(env: Env, policy_a: Policy, policy_b: Policy, num_games: int,
+                    opening_plies: int, max_plies: int, params_a, params_b,
+                    key: chex.PRNGKey) -> chex.Array:
+    """A's results [num_games] of a match played in one `lax.while_loop` (traceable)."""
     open_key, key = jax.random.split(key)
     states, opening_rewards = opening_states(env, open_key, num_games, opening_plies)
-    a_seat = seats(num_games)
+    a_seat = jnp.asarray(seats(num_games))
 
     def live(carry):
         states, _, _, ply = carry
@@ -83,61 +180,56 @@ def play_match(
     def one_ply(carry):
         states, result, key, ply = carry
         key, key_a, key_b = jax.random.split(key, 3)
-        actions = jnp.where(
-            states.current_player == a_seat, policy_a(states, key_a), policy_b(states, key_b)
-        )
+        actions = jnp.where(states.current_player == a_seat,
+                            policy_a(params_a, states, key_a), policy_b(params_b, states, key_b))
         states = jax.vmap(env.step)(states, actions)
         return states, result + _for_a(states.rewards, a_seat), key, ply + 1
 
     carry = (states, _for_a(opening_rewards, a_seat), key, jnp.int32(0))
-    _, result, _, _ = jax.lax.while_loop(live, one_ply, carry)
-    return result
+    return jax.lax.while_loop(live, one_ply, carry)[1]
 
 
-def play_match_host(
-    env: Env,
-    policy_a: Policy,
-    policy_b: Policy,
-    key: chex.PRNGKey,
-    num_games: int,
-    max_plies: int = 10_000,
-    opening_plies: int = 0,
-    traced: tuple[bool, bool] = (False, False),
-    progress: Callable[[int], None] | None = None,
-) -> np.ndarray:
-    """Results for A [num_games] (+1/0/-1), one host step per ply.
+@functools.lru_cache(maxsize=64)
+def _compiled_match(env: Env, policy_a: Policy, policy_b: Policy, num_games: int,
+                    opening_plies: int, max_plies: int):
+    return jax.jit(functools.partial(_device_results, env, policy_a, policy_b, num_games,
+                                     opening_plies, max_plies))
 
-    `progress(finished_games)` is called after every ply.
 
-    A policy marked `traced` is called on the whole batch (fixed shapes: pass it already
-    jitted); the others only on the sub-batch of live games where they are to move.
-    """
+@functools.lru_cache(maxsize=16)
+def _compiled_rules(env: Env):
+    return (jax.jit(opening_states, static_argnums=(0, 2, 3)), jax.jit(jax.vmap(env.step)))
+
+
+def _host_results(env: Env, players: tuple[Player, Player], key: chex.PRNGKey,
+                  num_games: int, opening_plies: int, max_plies: int,
+                  progress: Callable[[int], None] | None) -> np.ndarray:
+    """A's results [num_games], one host step per ply. A jittable player is called
+    compiled on the whole batch (fixed shapes), a host player only on the sub-batch of
+    live games where it is to move; `progress(finished_games)` after every ply."""
+    openings, step = _compiled_rules(env)
     open_key, key = jax.random.split(key)
-    states, opening_rewards = jax.jit(opening_states, static_argnums=(0, 2, 3))(
-        env, open_key, num_games, opening_plies
-    )
-    a_seat = np.asarray(seats(num_games))
+    states, opening_rewards = openings(env, open_key, num_games, opening_plies)
+    a_seat = seats(num_games)
     result = np.asarray(_for_a(opening_rewards, jnp.asarray(a_seat)))
-    step = jax.jit(jax.vmap(env.step))
-    policies = (policy_a, policy_b)
     for _ in range(max_plies):
         terminated = np.asarray(states.terminated)
         if terminated.all():
             break
         mover = np.asarray(states.current_player)
         actions = np.zeros(num_games, np.int32)
-        for seat_is_a, policy, is_traced in ((True, policies[0], traced[0]),
-                                             (False, policies[1], traced[1])):
+        for seat_is_a, player in ((True, players[0]), (False, players[1])):
             turn = ~terminated & ((mover == a_seat) == seat_is_a)
             if not turn.any():
                 continue
             key, policy_key = jax.random.split(key)
-            if is_traced:
-                actions[turn] = np.asarray(policy(states, policy_key))[turn]
+            if player.jittable:
+                chosen = compiled(player.policy)(player.params, states, policy_key)
+                actions[turn] = np.asarray(chosen)[turn]
             else:
                 index = np.flatnonzero(turn)
                 sub = jax.tree.map(lambda x: np.asarray(x)[index], states)
-                actions[index] = np.asarray(policy(sub, policy_key))
+                actions[index] = np.asarray(player.act(sub, policy_key))
         states = step(states, jnp.asarray(actions))
         result = result + np.asarray(_for_a(states.rewards, jnp.asarray(a_seat)))
         if progress is not None:
@@ -145,10 +237,33 @@ def play_match_host(
     return result
 
 
-def score(results: chex.Array) -> dict[str, float]:
-    """Win/draw/loss shares and the score (wins + draws / 2) of a results vector."""
-    results = jax.device_get(results)
-    n = max(len(results), 1)
-    wins, losses = float((results > 0).sum()) / n, float((results < 0).sum()) / n
-    return {"win": wins, "draw": 1.0 - wins - losses, "loss": losses,
-            "score": wins + 0.5 * (1.0 - wins - losses)}
+def play_match(env: Env, player_a: Player, player_b: Player, key: chex.PRNGKey,
+               num_games: int = 100, opening_plies: int = 0, max_plies: int = MAX_PLIES,
+               progress: Callable[[int], None] | None = None) -> MatchResult:
+    """Plays `num_games` games of A against B, seats swapped for half of them.
+
+    Args:
+      env: the game.
+      player_a, player_b: the players (`azjax.players.Player`).
+      key: consumed.
+      num_games: N >= 1.
+      opening_plies: uniformly random plies before the players take over (paired across
+        seats).
+      max_plies: a game still running after this many plies counts as a draw.
+      progress: `progress(finished_games)` after every ply of a host-driven match.
+
+    Returns:
+      A `MatchResult` with A's result in each game.
+    """
+    if num_games < 1:
+        raise ValueError(f"num_games must be >= 1, got {num_games}")
+    if opening_plies < 0:
+        raise ValueError(f"opening_plies must be >= 0, got {opening_plies}")
+    if player_a.jittable and player_b.jittable:
+        play = _compiled_match(env, player_a.policy, player_b.policy, num_games,
+                               opening_plies, max_plies)
+        results = play(player_a.params, player_b.params, key)
+    else:
+        results = _host_results(env, (player_a, player_b), key, num_games, opening_plies,
+                                max_plies, progress)
+    return MatchResult.from_results(results, player_a.name, player_b.name)

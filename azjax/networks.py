@@ -12,7 +12,10 @@ import dataclasses
 
 import chex
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
+
+from envs import Env
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,3 +129,25 @@ class PolicyValueNet(nn.Module):
         v = nn.relu(nn.Dense(cfg.value_hidden)(v.reshape(batch, -1)))
         value = jnp.tanh(nn.Dense(1)(v))[:, 0]
         return logits, value
+
+
+def make_network(env: Env, config: NetworkConfig) -> PolicyValueNet:
+    """The policy-value network for `env`'s actions, sized by `config`."""
+    return PolicyValueNet(num_actions=env.num_actions, config=config)
+
+
+def observation_dtype(env: Env):
+    """The dtype of `env`'s observations (bool planes for our games; wrapped pgx games
+    may observe float32)."""
+    return jax.eval_shape(env.init, jax.random.key(0)).observation.dtype
+
+
+def init_params(env: Env, config: NetworkConfig, key: chex.PRNGKey) -> chex.ArrayTree:
+    """Fresh parameters of `make_network(env, config)`; the key is consumed."""
+    dummy = jnp.zeros((1, *env.observation_shape), observation_dtype(env))
+    return make_network(env, config).init(key, dummy)
+
+
+def abstract_params(env: Env, config: NetworkConfig) -> chex.ArrayTree:
+    """Shapes and dtypes (`jax.ShapeDtypeStruct`) of those parameters; nothing is built."""
+    return jax.eval_shape(lambda key: init_params(env, config, key), jax.random.key(0))

@@ -22,7 +22,6 @@ import numpy as np
 
 import envs
 from azjax.agent import Agent
-from azjax.search import deterministic, greedy_action, make_search_fn, root_value, visit_counts
 from envs import Env, State
 
 SIDES = ("first", "second", "random")
@@ -54,20 +53,6 @@ class RootSearch(NamedTuple):
 
 
 @functools.lru_cache(maxsize=8)
-def _compiled_search(agent: Agent):
-    config = agent.search_config
-    search = make_search_fn(agent.env, agent._net_apply, config)
-    search_params = deterministic(config)
-
-    def run(params, states: State, key: chex.PRNGKey):
-        output = search(params, search_params, key, states)
-        _, network_value = agent._net_apply(params, states.observation)
-        return greedy_action(config, output), visit_counts(output), root_value(output), network_value
-
-    return jax.jit(run)
-
-
-@functools.lru_cache(maxsize=8)
 def _compiled_rules(env: Env):
     return jax.jit(env.init), jax.jit(env.step)
 
@@ -76,9 +61,7 @@ def search_root(agent: Agent, state: State, key: chex.PRNGKey) -> RootSearch:
     """The agent's greedy search (root noise off, as `agent.act`) on one unbatched live
     state: its move, the root visit counts and the search and network values."""
     batched = jax.tree.map(lambda x: x[None], state)
-    action, visits, value, network_value = jax.device_get(
-        _compiled_search(agent)(agent.params, batched, key)
-    )
+    action, visits, value, network_value = jax.device_get(agent.analyse(batched, key))
     return RootSearch(int(action[0]), np.asarray(visits[0]).astype(np.int64), float(value[0]),
                       float(network_value[0]))
 

@@ -17,45 +17,14 @@ DIR is a training run directory; S picks one of its checkpoints (newest by defau
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
+from azjax import checkpoint as ckpt
+from azjax.agent import Agent
+from azjax.alphabeta import alphabeta_player, line_count_eval, zero_eval
 from azjax.players import Player, random_player, rollout_mcts_player, solver_player
+from azjax.specs import RUN_KINDS, PlayerSpec, parse_spec
 from envs import Env
-
-KINDS = ("random", "solver", "mcts", "alphabeta", "network", "alphazero", "alphago")
-RUN_KINDS = ("network", "alphazero", "alphago")
-
-
-@dataclasses.dataclass(frozen=True)
-class PlayerSpec:
-    """A parsed player spec."""
-
-    kind: str
-    arg: str | None
-    options: dict[str, str]
-    text: str
-
-
-def parse_spec(text: str) -> PlayerSpec:
-    """Splits a spec string (ValueError naming the problem for a malformed one)."""
-    head, *rest = [part.strip() for part in text.strip().split(",")]
-    kind, _, arg = head.partition(":")
-    if kind not in KINDS:
-        raise ValueError(f"unknown player {text!r}: the kind must be one of {', '.join(KINDS)}")
-    options = {}
-    for part in rest:
-        key, eq, value = part.partition("=")
-        if not eq or not key or not value:
-            raise ValueError(f"player {text!r}: expected key=value after the comma, got {part!r}")
-        if key in options:
-            raise ValueError(f"player {text!r}: option {key!r} given twice")
-        options[key] = value
-    if kind in RUN_KINDS + ("mcts", "alphabeta") and not arg:
-        raise ValueError(f"player {text!r}: '{kind}' needs an argument ('{kind}:...')")
-    if kind in ("random", "solver") and arg:
-        raise ValueError(f"player {text!r}: '{kind}' takes no argument")
-    return PlayerSpec(kind, arg or None, options, text.strip())
 
 
 def _number(spec: PlayerSpec, value: str, cast, what: str):
@@ -82,8 +51,6 @@ def run_dir_of(text: str) -> Path | None:
 
 def game_of(texts: list[str]) -> Env | None:
     """The game of the first spec naming a run directory (None if none does)."""
-    from azjax import checkpoint as ckpt
-
     for text in texts:
         run_dir = run_dir_of(text)
         if run_dir is not None:
@@ -92,8 +59,6 @@ def game_of(texts: list[str]) -> Env | None:
 
 
 def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
-    from azjax.agent import Agent
-
     allowed = {"network": ("step", "greedy"), "alphazero": ("sims", "step", "policy", "greedy"),
                "alphago": ("lambda", "sims", "step", "policy", "greedy")}[spec.kind]
     _check_options(spec, allowed)
@@ -138,8 +103,6 @@ def make_player(text: str, env: Env, name: str | None = None) -> Player:
         c = _number(spec, spec.options.get("c", "1.4142135623730951"), float, "c")
         return rollout_mcts_player(env, sims, c, name)
     if spec.kind == "alphabeta":
-        from azjax.alphabeta import alphabeta_player, line_count_eval, zero_eval
-
         _check_options(spec, ("eval",))
         depth = _number(spec, spec.arg, int, "the depth")
         evals = {"lines": lambda: line_count_eval(env), "zero": lambda: zero_eval}

@@ -1,16 +1,21 @@
-"""Players: batched move choosers with one interface, `act(states, key) -> actions [B]`.
+"""Players: batched move choosers with one interface.
 
-A `Player` wraps any way of choosing moves (random, the network alone, network + search,
-pure rollout MCTS, AlphaGo-style mixed leaves, alpha-beta, exact solvers) so the arena,
-the league and training-time evaluation treat them alike. `jittable` players run inside
-one on-device `lax.while_loop` match; the others (alpha-beta on the host) are driven by a
-host loop over plies.
+A `Player` is a name, a pure `policy(params, states [B], key) -> actions [B]` and the
+`params` it plays with. Everything that chooses moves (random, the network alone, network
++ search, pure rollout MCTS, AlphaGo-style mixed leaves, alpha-beta, exact solvers) is
+one, so matches, evaluators, gating and the league treat them alike. Keeping the
+parameters apart from the policy lets a compiled match or evaluation be reused when only
+the parameters change (`with_params`): the latest network at every evaluation, or each
+experiment of a vmapped sweep group. `jittable` players run inside one on-device match;
+the others (alpha-beta on the host) are driven by a host loop over plies.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import chex
 import jax
@@ -20,6 +25,7 @@ import numpy as np
 from azjax.rollout_mcts import UCTConfig, uct_actions
 from azjax.rollouts import uniform_choice, uniform_legal_actions
 from azjax.search import (
+    ApplyFn,
     SearchConfig,
     deterministic,
     greedy_action,
@@ -29,51 +35,107 @@ from azjax.search import (
 from azjax.solvers import tictactoe as ttt_solver
 from envs import Env, State, coin_split
 
-ActFn = Callable[[State, chex.PRNGKey], chex.Array]
+Policy = Callable[[Any, State, chex.PRNGKey], chex.Array]
+ValueFn = Callable[[Any, State], chex.Array]
 
 
 @dataclasses.dataclass(frozen=True)
 class Player:
-    """A named batched policy: `act(states [B], key) -> int32 actions [B]`.
+    """A named batched policy with its parameters.
 
-    `act` must return a legal action for every live state; what it returns for a
-    finished game is ignored. `jittable=False` marks host-side players.
+    Attributes:
+      name: how results and tables call it.
+      policy: `policy(params, states [B], key) -> int32 actions [B]`; it must return a
+        legal action for every live state (what it returns for a finished game is
+        ignored) and consume the key.
+      params: what `policy` plays with (network weights, ...; None for fixed players).
+      jittable: False for host-side players (their policy gets NumPy states).
+      value: optional `value(params, states [B]) -> [B]`, the player's own estimate of
+        each position for the player to move (the network's value head).
     """
 
     name: str
-    act: ActFn
+    policy: Policy
+    params: Any = None
     jittable: bool = True
+    value: ValueFn | None = None
+
+    def act(self, states: State, key: chex.PRNGKey) -> chex.Array:
+        """Actions [B] for a batch of live states [B]."""
+        return self.policy(self.params, states, key)
+
+    def with_params(self, params: Any, name: str | None = None) -> "Player":
+        """The same policy playing with other parameters (and optionally another name)."""
+        return dataclasses.replace(self, params=params, name=name or self.name)
+
+
+@functools.lru_cache(maxsize=128)
+def compiled(fn: Callable) -> Callable:
+    """`jax.jit(fn)`, made once per function object: a player's policy or value compiles
+    once and serves any parameters."""
+    return jax.jit(fn)
+
+
+class AgentParams(NamedTuple):
+    """The parameters of a search player: network weights and the search's traced
+    settings (a `SearchConfig`; its compiled-in settings must be the player's)."""
+
+    network: chex.ArrayTree
+    search: SearchConfig
+
+
+def _random_policy(params, states: State, key: chex.PRNGKey) -> chex.Array:
+    del params
+    return uniform_legal_actions(states, key)
 
 
 def random_player(name: str = "random") -> Player:
     """Uniform over legal moves."""
-    return Player(name, uniform_legal_actions)
+    return Player(name, _random_policy)
 
 
-def network_player(apply_fn, params, name: str = "network", greedy: bool = True) -> Player:
-    """The policy head alone: its argmax over legal moves, or a sample from it."""
+def _value_fn(apply_fn: ApplyFn) -> ValueFn:
+    def value(params, states: State) -> chex.Array:
+        network = params.network if isinstance(params, AgentParams) else params
+        return apply_fn(network, states.observation)[1]
 
-    def act(states: State, key: chex.PRNGKey) -> chex.Array:
+    return value
+
+
+def network_player(apply_fn: ApplyFn, params: Any = None, name: str = "network",
+                   greedy: bool = True) -> Player:
+    """The policy head alone: its argmax over legal moves, or a sample from it.
+
+    `params` are the network's (`apply_fn(params, obs [B, ...]) -> (logits [B, A],
+    value [B])`).
+    """
+
+    def policy(params, states: State, key: chex.PRNGKey) -> chex.Array:
         logits, _ = apply_fn(params, states.observation)
         logits = masked_logits(logits, states.legal_action_mask)
         if greedy:
             return jnp.argmax(logits, axis=-1).astype(jnp.int32)
         return jax.random.categorical(key, logits).astype(jnp.int32)
 
-    return Player(name, act)
+    return Player(name, policy, params, value=_value_fn(apply_fn))
 
 
-def search_player(env: Env, apply_fn, params, search: SearchConfig, name: str = "alphazero",
-                  greedy: bool = True) -> Player:
+def search_player(env: Env, apply_fn: ApplyFn, params: Any, search: SearchConfig,
+                  name: str = "alphazero", greedy: bool = True) -> Player:
     """Network + mctx search (PUCT or Gumbel, any budget; AlphaGo leaf mix when the
     config's `rollout_lambda > 0`). Greedy: root noise off and the search's own choice;
-    otherwise a sample from the search policy, noise on."""
-    search_fn = make_search_fn(env, apply_fn, search)
-    search_params = deterministic(search) if greedy else search.params()
+    otherwise a sample from the search policy, noise on.
 
-    def act(states: State, key: chex.PRNGKey) -> chex.Array:
+    The player's params are `AgentParams(network params, search.as_arrays())`; another
+    search config with the same compiled-in settings can be swapped in with
+    `with_params` without compiling again.
+    """
+    search_fn = make_search_fn(env, apply_fn, search)
+
+    def policy(params: AgentParams, states: State, key: chex.PRNGKey) -> chex.Array:
+        settings = deterministic(params.search) if greedy else params.search
         search_key, sample_key = jax.random.split(key)
-        output = search_fn(params, search_params, search_key, states)
+        output = search_fn(params.network, settings, search_key, states)
         if greedy:
             return greedy_action(search, output)
         pi = output.action_weights
@@ -81,7 +143,8 @@ def search_player(env: Env, apply_fn, params, search: SearchConfig, name: str = 
             jnp.int32
         )
 
-    return Player(name, act)
+    return Player(name, policy, AgentParams(params, search.as_arrays()),
+                  value=_value_fn(apply_fn))
 
 
 def rollout_mcts_player(env: Env, num_simulations: int = 1000,
@@ -89,29 +152,37 @@ def rollout_mcts_player(env: Env, num_simulations: int = 1000,
                         ) -> Player:
     """Pure MCTS with random rollouts (UCT), no network."""
     config = UCTConfig(num_simulations=num_simulations, exploration=exploration)
-    return Player(name or f"mcts:{num_simulations}", uct_actions(env, config))
+    act = uct_actions(env, config)
+
+    def policy(params, states: State, key: chex.PRNGKey) -> chex.Array:
+        del params
+        return act(states, key)
+
+    return Player(name or f"mcts:{num_simulations}", policy)
 
 
-def _tictactoe_solver(env: Env) -> ActFn:
+def _tictactoe_solver(env: Env) -> Policy:
     solution = ttt_solver.solution()
     codes = (solution.boards.astype(np.int64) + 1) @ (3 ** np.arange(9))
     table = np.zeros((3**9, 9), bool)
     table[codes] = solution.optimal
     table, powers = jnp.asarray(table), jnp.asarray(3 ** np.arange(9), jnp.int32)
 
-    def act(states: State, key: chex.PRNGKey) -> chex.Array:
+    def policy(params, states: State, key: chex.PRNGKey) -> chex.Array:
+        del params
         codes = (states.board.astype(jnp.int32) + 1) @ powers
         return uniform_choice(table[codes] & states.legal_action_mask, key)
 
-    return act
+    return policy
 
 
-def _coin_split_solver(env: Env) -> ActFn:
+def _coin_split_solver(env: Env) -> Policy:
     grundy = jnp.asarray(coin_split.grundy_values(env.max_coins), jnp.int32)
     table = coin_split.split_table(env.max_coins)
     size, small = jnp.asarray(table[:, 0]), jnp.asarray(table[:, 1])
 
-    def act(states: State, key: chex.PRNGKey) -> chex.Array:
+    def policy(params, states: State, key: chex.PRNGKey) -> chex.Array:
+        del params
         odd = (states.counts.astype(jnp.int32) % 2) == 1
         terms = jnp.where(odd, grundy[None, :], 0)
         position = jax.lax.reduce(terms, jnp.int32(0), jax.lax.bitwise_xor, (1,))
@@ -121,18 +192,18 @@ def _coin_split_solver(env: Env) -> ActFn:
         choice = jnp.where(jnp.any(winning, -1, keepdims=True), winning, legal)
         return uniform_choice(choice, key)
 
-    return act
+    return policy
 
 
-SOLVERS = {"tictactoe": _tictactoe_solver, "coin_split": _coin_split_solver}
+_SOLVERS = {"tictactoe": _tictactoe_solver, "coin_split": _coin_split_solver}
 
 
 def solver_player(env: Env, name: str = "solver") -> Player:
     """Perfect play from the exact solution (tic-tac-toe, coin splitting), with random
     choice among the optimal moves (a random legal move in a lost coin-split position)."""
-    if env.name not in SOLVERS:
+    if env.name not in _SOLVERS:
         raise ValueError(
-            f"no exact solver for {env.name!r}; solvers exist for {sorted(SOLVERS)} "
+            f"no exact solver for {env.name!r}; solvers exist for {sorted(_SOLVERS)} "
             "(Connect Four is scored on the solver benchmark positions instead)"
         )
-    return Player(name, SOLVERS[env.name](env))
+    return Player(name, _SOLVERS[env.name](env))

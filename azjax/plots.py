@@ -10,8 +10,7 @@ from typing import Any
 # inline backend alone.
 from matplotlib.figure import Figure
 
-from azjax.evaluation import METRIC_LABELS
-from azjax.evaluators.opponents import PREFIX as OPPONENT_PREFIX
+from azjax.evaluation import METRIC_LABELS, OPPONENT_PREFIX
 
 PLOT_FILE = "training.png"
 LOSS_KEYS = ("loss", "value_loss", "policy_loss")

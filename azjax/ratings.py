@@ -20,9 +20,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
 
 import numpy as np
+
+from azjax.stats import normal_quantile
 
 ELO_SCALE = 400.0
 # Natural-log slope: p = sigmoid(_C * (R_i - R_j)).
@@ -85,13 +86,6 @@ class Ratings:
             }
             for p, name in enumerate(self.names)
         }
-
-
-def normal_quantile(level: float) -> float:
-    """z such that a standard normal lies in [-z, z] with probability `level` (0.95 -> 1.96)."""
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"confidence level must be in (0, 1), got {level}")
-    return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
 def expected_score(elo_diff: float) -> float:

@@ -1,14 +1,15 @@
 """The measured training recipes of the experiment scripts, as importable configs.
 
 `recipe("tictactoe")` is what `python experiments/tictactoe.py` trains with; notebooks and
-sweeps start from the same configs (`dataclasses.replace` them to change a setting).
+sweeps start from the same configs (`.replace(...)` them to change a setting: any field of
+either half by its name, e.g. `recipe("tictactoe").replace(seed=3, iterations=50)`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from azjax.config import TrainConfig
+from azjax.config import ProgramConfig, RunConfig, TrainConfig
 from azjax.learner import LearnerConfig
 from azjax.networks import NetworkConfig
 from azjax.search import SearchConfig
@@ -17,30 +18,34 @@ from azjax.selfplay import SelfPlayConfig
 # 15x15, five in a row, a small residual network, Gumbel search with 16 simulations,
 # 20 minutes of training.
 _GOMOKU = TrainConfig(
-    game="gomoku",
-    game_options={"size": 15, "k": 5},
-    network=NetworkConfig(
-        channels=32, num_blocks=2, policy_filters=2, value_filters=1, value_hidden=64
+    program=ProgramConfig(
+        game="gomoku",
+        game_options={"size": 15, "k": 5},
+        network=NetworkConfig(
+            channels=32, num_blocks=2, policy_filters=2, value_filters=1, value_hidden=64
+        ),
+        search=SearchConfig(policy="gumbel", num_simulations=16, max_num_considered_actions=16),
+        selfplay=SelfPlayConfig(
+            num_games=128,
+            steps_per_iteration=8,
+            temperature_moves=4,
+            random_move_prob=0.0,
+            random_opening_moves=2,
+        ),
+        learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-4, batch_size=128),
+        replay_capacity=32 * 128 * 8,
+        augment="sample",
+        gradient_steps=16,
+        value_target_mix=0.5,
     ),
-    search=SearchConfig(policy="gumbel", num_simulations=16, max_num_considered_actions=16),
-    selfplay=SelfPlayConfig(
-        num_games=128,
-        steps_per_iteration=8,
-        temperature_moves=4,
-        random_move_prob=0.0,
-        random_opening_moves=2,
+    run=RunConfig(
+        iterations=100_000,
+        max_minutes=20.0,
+        eval_every=10,
+        eval_search_every=4,
+        checkpoint_every=50,
+        stop_when_perfect=False,
     ),
-    learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-4, batch_size=128),
-    replay_capacity=32 * 128 * 8,
-    augment="sample",
-    gradient_steps=16,
-    value_target_mix=0.5,
-    iterations=100_000,
-    max_minutes=20.0,
-    eval_every=10,
-    eval_search_every=4,
-    checkpoint_every=50,
-    stop_when_perfect=False,
 )
 
 RECIPES: dict[str, TrainConfig] = {
@@ -48,84 +53,99 @@ RECIPES: dict[str, TrainConfig] = {
     # play, half the search value in the value target, a replay of the last 8 iterations and
     # 256 gradient steps each: perfect play in about a minute on a 2-core CPU.
     "tictactoe": TrainConfig(
-        game="tictactoe",
-        network=NetworkConfig(channels=128, policy_filters=32, value_filters=4, value_hidden=64),
-        search=SearchConfig(policy="gumbel", num_simulations=32, max_num_considered_actions=16),
-        selfplay=SelfPlayConfig(
-            num_games=256,
-            steps_per_iteration=9,
-            temperature_moves=2,
-            random_move_prob=0.05,
-            random_opening_moves=6,
+        program=ProgramConfig(
+            game="tictactoe",
+            network=NetworkConfig(
+                channels=128, policy_filters=32, value_filters=4, value_hidden=64
+            ),
+            search=SearchConfig(
+                policy="gumbel", num_simulations=32, max_num_considered_actions=16
+            ),
+            selfplay=SelfPlayConfig(
+                num_games=256,
+                steps_per_iteration=9,
+                temperature_moves=2,
+                random_move_prob=0.05,
+                random_opening_moves=6,
+            ),
+            learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-5, batch_size=256),
+            replay_capacity=8 * 256 * 9,
+            augment="sample",
+            gradient_steps=256,
+            value_target_mix=0.5,
         ),
-        learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-5, batch_size=256),
-        replay_capacity=8 * 256 * 9,
-        augment="sample",
-        gradient_steps=256,
-        value_target_mix=0.5,
-        iterations=300,
-        eval_every=2,
-        eval_search_every=5,
-        checkpoint_every=20,
+        run=RunConfig(
+            iterations=300,
+            eval_every=2,
+            eval_search_every=5,
+            checkpoint_every=20,
+        ),
     ),
     # Fits a 2-core CPU: a small residual network (the search is bound by the network on
     # CPU), Gumbel search with 32 simulations, 60 minutes of training.
     "connect_four": TrainConfig(
-        game="connect_four",
-        network=NetworkConfig(
-            channels=32, num_blocks=3, policy_filters=4, value_filters=2, value_hidden=64
+        program=ProgramConfig(
+            game="connect_four",
+            network=NetworkConfig(
+                channels=32, num_blocks=3, policy_filters=4, value_filters=2, value_hidden=64
+            ),
+            search=SearchConfig(policy="gumbel", num_simulations=32, max_num_considered_actions=8),
+            selfplay=SelfPlayConfig(
+                num_games=256,
+                steps_per_iteration=8,
+                temperature_moves=6,
+                random_move_prob=0.02,
+                random_opening_moves=4,
+            ),
+            learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-4, batch_size=256),
+            replay_capacity=64 * 256 * 8,
+            augment="sample",
+            gradient_steps=32,
+            value_target_mix=0.5,
         ),
-        search=SearchConfig(policy="gumbel", num_simulations=32, max_num_considered_actions=8),
-        selfplay=SelfPlayConfig(
-            num_games=256,
-            steps_per_iteration=8,
-            temperature_moves=6,
-            random_move_prob=0.02,
-            random_opening_moves=4,
+        run=RunConfig(
+            iterations=100_000,
+            max_minutes=60.0,
+            eval_every=10,
+            eval_search_every=3,
+            checkpoint_every=50,
+            stop_when_perfect=False,
         ),
-        learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-4, batch_size=256),
-        replay_capacity=64 * 256 * 8,
-        augment="sample",
-        gradient_steps=32,
-        value_target_mix=0.5,
-        iterations=100_000,
-        max_minutes=60.0,
-        eval_every=10,
-        eval_search_every=3,
-        checkpoint_every=50,
-        stop_when_perfect=False,
     ),
     # Every reachable position is solved exactly; stops once the network alone is perfect.
     "coin_split": TrainConfig(
-        game="coin_split",
-        game_options={"coins": 20},
-        network=NetworkConfig(channels=64, policy_filters=8, value_filters=4, value_hidden=64),
-        search=SearchConfig(policy="gumbel", num_simulations=16, max_num_considered_actions=16),
-        selfplay=SelfPlayConfig(
-            num_games=256,
-            steps_per_iteration=8,
-            temperature_moves=2,
-            random_move_prob=0.05,
-            random_opening_moves=4,
+        program=ProgramConfig(
+            game="coin_split",
+            game_options={"coins": 20},
+            network=NetworkConfig(channels=64, policy_filters=8, value_filters=4, value_hidden=64),
+            search=SearchConfig(policy="gumbel", num_simulations=16, max_num_considered_actions=16),
+            selfplay=SelfPlayConfig(
+                num_games=256,
+                steps_per_iteration=8,
+                temperature_moves=2,
+                random_move_prob=0.05,
+                random_opening_moves=4,
+            ),
+            learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-5, batch_size=256),
+            replay_capacity=16 * 256 * 8,
+            augment="none",
+            gradient_steps=64,
+            value_target_mix=0.5,
         ),
-        learner=LearnerConfig(learning_rate=1e-3, weight_decay=1e-5, batch_size=256),
-        replay_capacity=16 * 256 * 8,
-        augment="none",
-        gradient_steps=64,
-        value_target_mix=0.5,
-        iterations=300,
-        eval_every=2,
-        eval_search_every=5,
-        checkpoint_every=20,
+        run=RunConfig(
+            iterations=300,
+            eval_every=2,
+            eval_search_every=5,
+            checkpoint_every=20,
+        ),
     ),
     "gomoku": _GOMOKU,
     # The Gomoku recipe on 9x9 Go: 4 positions of history (AlphaGo Zero used 8), twice as
     # many opening plies sampled from the search policy, a replay twice as long.
-    "go9x9": dataclasses.replace(
-        _GOMOKU,
+    "go9x9": _GOMOKU.replace(
         game="go",
         game_options={"size": 9, "komi": 7.5, "history": 4},
-        selfplay=dataclasses.replace(_GOMOKU.selfplay, temperature_moves=8),
+        selfplay=dataclasses.replace(_GOMOKU.program.selfplay, temperature_moves=8),
         replay_capacity=64 * 128 * 8,
     ),
 }

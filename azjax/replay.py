@@ -38,6 +38,7 @@ class ReplayState:
 
     @property
     def capacity(self) -> int:
+        """Positions the ring holds."""
         return self.data.player.shape[0]
 
 

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import mctx
 
 from azjax.rollouts import random_playout
+from azjax.search import make_recurrent_fn
 from envs import Env, State
 
 
@@ -60,28 +61,22 @@ def uct_action_selection(rng_key, tree: mctx.Tree, node_index, depth, *, explora
     return jnp.argmax(score).astype(jnp.int32)
 
 
-def _recurrent_fn(env: Env):
-    def recurrent_fn(params, rng_key, action, state: State):
-        del params
-        mover = state.current_player
-        next_state = jax.vmap(env.step)(state, action)
-        reward = jnp.take_along_axis(next_state.rewards, mover[:, None], axis=1)[:, 0]
-        ended = next_state.terminated
-        output = mctx.RecurrentFnOutput(
-            reward=reward,
-            discount=jnp.where(ended, 0.0, -1.0),
-            prior_logits=jnp.zeros(next_state.legal_action_mask.shape, jnp.float32),
-            value=random_playout(env, next_state, rng_key),
-        )
-        return output, next_state
+def _playout_leaf(env: Env):
+    """Leaves of the rollout search: no prior, one random playout's result as the value."""
 
-    return recurrent_fn
+    def leaf(params, key, states: State):
+        del params
+        prior = jnp.zeros(states.legal_action_mask.shape, jnp.float32)
+        return prior, random_playout(env, states, key)
+
+    return leaf
 
 
 def make_uct_search(env: Env, config: UCTConfig):
     """Returns `search(key, states) -> mctx.Tree` for a batch of live States [B]."""
     config.validate()
-    recurrent_fn = _recurrent_fn(env)
+    leaf = _playout_leaf(env)
+    recurrent_fn = make_recurrent_fn(env, leaf)
 
     def select(rng_key, tree, node_index, depth=0):
         return uct_action_selection(
@@ -92,11 +87,8 @@ def make_uct_search(env: Env, config: UCTConfig):
         chex.assert_rank(states.legal_action_mask, 2)
         root_key, search_key = jax.random.split(key)
         legal = states.legal_action_mask
-        root = mctx.RootFnOutput(
-            prior_logits=jnp.zeros(legal.shape, jnp.float32),
-            value=random_playout(env, states, root_key),
-            embedding=states,
-        )
+        prior, value = leaf((), root_key, states)
+        root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=states)
         return mctx.search(
             params=(),
             rng_key=search_key,

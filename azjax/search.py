@@ -1,59 +1,65 @@
 """mctx search over any env with a policy-value network.
 
-The env itself is the model: `recurrent_fn` steps the real game. Illegal actions are
-masked at every node (mctx masks only the root), and the two-player sign convention is
-`discount = -1` (the next node's value is from the opponent's view) and 0 once the game
-has ended.
+The env itself is the model: `make_recurrent_fn` steps the real game and evaluates the new
+positions with a leaf function (the network here; random playouts in `azjax.rollout_mcts`).
+Illegal actions are masked at every node (mctx masks only the root), and the two-player
+sign convention is `discount = -1` (the next node's value is from the opponent's view) and
+0 once the game has ended.
 
 AlphaGo-style leaf evaluation: with `rollout_lambda > 0` a leaf's value is
 `(1 - lambda) * network value + lambda * z`, z the result of one uniformly random
 playout from the leaf, as AlphaGo mixed its value network with fast rollouts
-(lambda = 0 is AlphaZero, lambda = 1 leaves the network only the prior). The config's
-value decides whether the compiled search has playouts at all (0: none, and the search
-is exactly the AlphaZero one); the traced `SearchParams.rollout_lambda` sets the mix, so
-one compiled search can sweep it.
+(lambda = 0 is AlphaZero, lambda = 1 leaves the network only the prior). Whether the
+compiled search has playouts at all is decided by the config it is built from (0: none,
+and the search is exactly the AlphaZero one); the mix itself is a traced value, so one
+compiled search can sweep it.
+
+`SearchConfig` is a pytree (`azjax.fields.config_dataclass`): its traced settings are its
+leaves, so the compiled search takes them as arguments, and the rest is static.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable, Literal
 
 import chex
 import jax
 import jax.numpy as jnp
 import mctx
-from flax import struct
 
+from azjax.fields import config_dataclass, traced
 from azjax.rollouts import random_playout
 from envs import Env, State
 
 ApplyFn = Callable[[chex.ArrayTree, chex.Array], tuple[chex.Array, chex.Array]]
+LeafFn = Callable[[chex.ArrayTree, chex.PRNGKey, State], tuple[chex.Array, chex.Array]]
 POLICIES = ("puct", "gumbel")
 
 
-@dataclasses.dataclass(frozen=True)
+@config_dataclass
 class SearchConfig:
-    """Settings of the search; the float ones become traced `SearchParams`."""
+    """Settings of the search. The traced ones (floats) reach the compiled search as
+    arrays; `policy`, `num_simulations` and `max_num_considered_actions` are compiled in."""
 
     policy: Literal["puct", "gumbel"] = "gumbel"
     """'puct' (mctx.muzero_policy, Dirichlet noise at the root) or 'gumbel'."""
     num_simulations: int = 32
     """Simulations per move."""
-    c_puct: float = 1.25
+    c_puct: float = traced(1.25)
     """PUCT exploration constant (mctx pb_c_init)."""
-    pb_c_base: float = 19652.0
+    pb_c_base: float = traced(19652.0)
     """PUCT base constant (mctx pb_c_base)."""
-    dirichlet_alpha: float = 0.3
+    dirichlet_alpha: float = traced(0.3)
     """Dirichlet concentration of the root noise (PUCT)."""
-    dirichlet_fraction: float = 0.25
+    dirichlet_fraction: float = traced(0.25)
     """Share of Dirichlet noise in the root prior (PUCT)."""
-    gumbel_scale: float = 1.0
+    gumbel_scale: float = traced(1.0)
     """Scale of the Gumbel noise (Gumbel); 0 makes the search deterministic."""
     max_num_considered_actions: int = 16
     """Actions sampled at the root by Gumbel sequential halving."""
-    rollout_lambda: float = 0.0
-    """AlphaGo leaf mix: value = (1 - lambda) * network + lambda * random-playout result."""
+    rollout_lambda: float = traced(0.0, compiled_as=lambda value: value > 0)
+    """AlphaGo leaf mix: value = (1 - lambda) * network + lambda * random-playout result
+    (0 compiles no playouts)."""
 
     def validate(self) -> None:
         """Raises ValueError for settings mctx would reject or mis-handle."""
@@ -75,35 +81,16 @@ class SearchConfig:
         if not 0.0 <= self.rollout_lambda <= 1.0:
             raise ValueError(f"rollout_lambda must be in [0, 1], got {self.rollout_lambda}")
 
-    def params(self) -> "SearchParams":
-        """The traced (non-shape) settings."""
-        return SearchParams(
-            c_puct=jnp.float32(self.c_puct),
-            pb_c_base=jnp.float32(self.pb_c_base),
-            dirichlet_alpha=jnp.float32(self.dirichlet_alpha),
-            dirichlet_fraction=jnp.float32(self.dirichlet_fraction),
-            gumbel_scale=jnp.float32(self.gumbel_scale),
-            rollout_lambda=jnp.float32(self.rollout_lambda),
-        )
+    def as_arrays(self) -> "SearchConfig":
+        """The same settings with the traced ones as float32 arrays (what a `TrainState`
+        carries and a compiled search receives)."""
+        return jax.tree.map(jnp.float32, self)
 
 
-@struct.dataclass
-class SearchParams:
-    """Search settings that do not change a shape, passed as traced values."""
-
-    c_puct: chex.Array
-    pb_c_base: chex.Array
-    dirichlet_alpha: chex.Array
-    dirichlet_fraction: chex.Array
-    gumbel_scale: chex.Array
-    rollout_lambda: chex.Array
-
-
-def deterministic(search_config: SearchConfig) -> SearchParams:
-    """Search params with the root noise switched off (Dirichlet and Gumbel)."""
-    return search_config.params().replace(
-        dirichlet_fraction=jnp.float32(0.0), gumbel_scale=jnp.float32(0.0)
-    )
+def deterministic(search: SearchConfig) -> SearchConfig:
+    """`search` with the root noise switched off (Dirichlet and Gumbel); traceable."""
+    return search.replace(dirichlet_fraction=jnp.zeros_like(search.dirichlet_fraction),
+                          gumbel_scale=jnp.zeros_like(search.gumbel_scale))
 
 
 def masked_logits(logits: chex.Array, legal: chex.Array) -> chex.Array:
@@ -122,21 +109,18 @@ def mixed_value(env: Env, value: chex.Array, states: State, rollout_lambda: chex
     return (1.0 - rollout_lambda) * value + rollout_lambda * playout
 
 
-def make_recurrent_fn(env: Env, apply_fn: ApplyFn, rollouts: bool = False
-                      ) -> mctx.RecurrentFn:
-    """The mctx model: step the game, evaluate the new position with the network (mixed
-    with a random playout's result when `rollouts`).
+def make_recurrent_fn(env: Env, leaf_fn: LeafFn) -> mctx.RecurrentFn:
+    """The mctx model of `env`: step the game, evaluate the new positions with `leaf_fn`.
 
-    Its `params` are `(network params, SearchParams)` (the latter for the leaf mix).
+    `leaf_fn(params, key, states [B]) -> (prior logits [B, A], value [B])` sees the
+    search's `params` and a fresh key; priors are masked to the legal moves and a finished
+    game is worth 0 (its result was paid as the reward of the move that ended it).
     """
 
     def recurrent_fn(params, rng_key, action, state: State):
-        params, search_params = params
         mover = state.current_player
         next_state = jax.vmap(env.step)(state, action)
-        logits, value = apply_fn(params, next_state.observation)
-        if rollouts:
-            value = mixed_value(env, value, next_state, search_params.rollout_lambda, rng_key)
+        logits, value = leaf_fn(params, rng_key, next_state)
         reward = jnp.take_along_axis(next_state.rewards, mover[:, None], axis=1)[:, 0]
         ended = next_state.terminated
         output = mctx.RecurrentFnOutput(
@@ -151,50 +135,60 @@ def make_recurrent_fn(env: Env, apply_fn: ApplyFn, rollouts: bool = False
 
 
 def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
-    """Returns `search(params, search_params, key, states) -> mctx.PolicyOutput`.
+    """Returns `search(params, search, key, states) -> mctx.PolicyOutput`.
 
-    `states` is a batch of live States [B]; the key is consumed. With PUCT the root
-    prior gets Dirichlet noise (set `dirichlet_fraction=0` to switch it off).
+    `states` is a batch of live States [B]; `search` is a `SearchConfig` with the
+    compiled-in settings of `config` (its traced ones may be arrays); the key is
+    consumed. With PUCT the root prior gets Dirichlet noise (set `dirichlet_fraction=0`
+    to switch it off).
     """
     config.validate()
     rollouts = config.rollout_lambda > 0
-    recurrent_fn = make_recurrent_fn(env, apply_fn, rollouts)
 
-    def search(params, search_params: SearchParams, key: chex.PRNGKey, states: State):
+    def network_leaf(params, key, states: State):
+        params, search = params
+        logits, value = apply_fn(params, states.observation)
+        if rollouts:
+            value = mixed_value(env, value, states, search.rollout_lambda, key)
+        return logits, value
+
+    recurrent_fn = make_recurrent_fn(env, network_leaf)
+
+    def search_fn(params, search: SearchConfig, key: chex.PRNGKey, states: State):
         chex.assert_rank(states.legal_action_mask, 2)
         logits, value = apply_fn(params, states.observation)
         if rollouts:
             root_key, key = jax.random.split(key)
-            value = mixed_value(env, value, states, search_params.rollout_lambda, root_key)
+            value = mixed_value(env, value, states, search.rollout_lambda, root_key)
         legal = states.legal_action_mask
         root = mctx.RootFnOutput(
             prior_logits=masked_logits(logits, legal), value=value, embedding=states
         )
         if config.policy == "puct":
             return mctx.muzero_policy(
-                (params, search_params),
+                (params, search),
                 key,
                 root,
                 recurrent_fn,
                 num_simulations=config.num_simulations,
                 invalid_actions=~legal,
-                dirichlet_fraction=search_params.dirichlet_fraction,
-                dirichlet_alpha=search_params.dirichlet_alpha,
-                pb_c_init=search_params.c_puct,
-                pb_c_base=search_params.pb_c_base,
+                dirichlet_fraction=search.dirichlet_fraction,
+                dirichlet_alpha=search.dirichlet_alpha,
+                pb_c_init=search.c_puct,
+                pb_c_base=search.pb_c_base,
             )
         return mctx.gumbel_muzero_policy(
-            (params, search_params),
+            (params, search),
             key,
             root,
             recurrent_fn,
             num_simulations=config.num_simulations,
             invalid_actions=~legal,
             max_num_considered_actions=config.max_num_considered_actions,
-            gumbel_scale=search_params.gumbel_scale,
+            gumbel_scale=search.gumbel_scale,
         )
 
-    return search
+    return search_fn
 
 
 def root_value(output: mctx.PolicyOutput) -> chex.Array:

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from azjax import replay as replay_lib
-from azjax.search import SearchConfig, SearchParams, greedy_action, masked_logits, root_value
+from azjax.search import SearchConfig, greedy_action, masked_logits, root_value
 from envs import Env, State
 
 
@@ -93,20 +93,22 @@ def init_games(env: Env, key: chex.PRNGKey, config: SelfPlayConfig) -> Games:
 
 
 def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfPlayConfig):
-    """Returns `play(params, search_params, key, games) -> (games, Trajectory)`.
+    """Returns `play(params, search, key, games) -> (games, Trajectory)`.
 
-    `games` [B] are live; the returned ones are live too (ended games were replaced by
-    new ones). The key is consumed.
+    `search_fn` is `azjax.search.make_search_fn(env, apply_fn, search_config)` and
+    `search` the `SearchConfig` it is called with (traced settings as arrays). `games`
+    [B] are live; the returned ones are live too (ended games were replaced by new
+    ones). The key is consumed.
     """
     config.validate()
     num_games = config.num_games
     slots = jnp.arange(num_games, dtype=jnp.int32)
 
     def one_move(carry, key):
-        params, search_params, games = carry
+        params, search, games = carry
         states = games.state
         search_key, sample_key, random_key, coin_key, reset_key = jax.random.split(key, 5)
-        output = search_fn(params, search_params, search_key, states)
+        output = search_fn(params, search, search_key, states)
         pi = output.action_weights
         legal = states.legal_action_mask
         sampled = jax.random.categorical(sample_key, masked_logits(jnp.log(pi), pi > 0))
@@ -140,13 +142,11 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
         )
         fresh = init_games(env, reset_key, config)
         games = tree_select(ended, fresh, games.replace(state=next_states))
-        return (params, search_params, games), step
+        return (params, search, games), step
 
-    def play(params, search_params: SearchParams, key: chex.PRNGKey, games: Games):
+    def play(params, search: SearchConfig, key: chex.PRNGKey, games: Games):
         keys = jax.random.split(key, config.steps_per_iteration)
-        (_, _, games), trajectory = jax.lax.scan(
-            one_move, (params, search_params, games), keys
-        )
+        (_, _, games), trajectory = jax.lax.scan(one_move, (params, search, games), keys)
         return games, trajectory
 
     return play

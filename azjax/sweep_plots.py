@@ -9,7 +9,8 @@ from pathlib import Path
 # A Figure made without pyplot needs no backend (a notebook's stays as it is).
 from matplotlib.figure import Figure
 
-from azjax.sweep import REACHED, TIME_METRICS, mean_ci
+from azjax.stats import mean_ci
+from azjax.sweep_table import REACHED, TIME_METRICS
 
 
 def _numeric(values: Sequence[str]) -> list[float] | None:

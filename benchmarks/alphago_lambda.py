@@ -17,7 +17,7 @@ import time
 import jax
 
 from azjax import checkpoint as ckpt
-from azjax import evaluate
+from azjax.match import play_match
 from azjax.player_specs import make_player
 
 
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     for player in players:
         start = time.perf_counter()
         # The same key for every lambda: the same openings, so only the mix differs.
-        result = evaluate(env, player, opponent, jax.random.key(args.seed), args.games,
+        result = play_match(env, player, opponent, jax.random.key(args.seed), args.games,
                           args.openings)
         low, high = result.score_interval()
         print(f"| {player.name.split('=')[1]} | {result.wins} / {result.draws} / "

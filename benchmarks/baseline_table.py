@@ -19,8 +19,10 @@ from pathlib import Path
 
 import jax
 
-from azjax import Agent, evaluate
+from azjax import Agent
+from azjax.match import play_match
 from azjax.player_specs import make_player
+from azjax.specs import split_specs
 
 
 def row(result, seconds: float) -> str:
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         agent = Agent.load(args.run_dir)
         if args.simulations:
             agent = agent.with_search(num_simulations=args.simulations)
-        opponents = [make_player(spec, agent.env) for spec in args.opponents.split(",")]
+        opponents = [make_player(spec, agent.env) for spec in split_specs(args.opponents)]
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -65,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     print(HEADER)
     for i, opponent in enumerate(opponents):
         start = time.perf_counter()
-        result = evaluate(agent.env, player, opponent, jax.random.key(args.seed + i),
+        result = play_match(agent.env, player, opponent, jax.random.key(args.seed + i),
                           args.games, args.openings)
         lines.append(row(result, time.perf_counter() - start))
         results.append(result.as_dict())

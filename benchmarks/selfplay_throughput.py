@@ -2,7 +2,8 @@
 
 Measures (compilation excluded, `block_until_ready`, median of repeats):
   * self-play alone (search + env step + auto-reset, S moves x B games per call),
-  * the whole training iteration (self-play + replay + gradient steps),
+  * the whole training iteration (self-play + replay + gradient steps), alone and as the
+    driver runs it (`azjax.driver.group_step`: vmapped over a stack of one experiment),
 and, as the in-run reference, the same self-play with pgx's tic-tac-toe as the game
 (same mctx search, same network), when pgx is installed (`pip install -e ".[bench]"`).
 
@@ -28,7 +29,9 @@ sys.path.insert(0, str(ROOT / "experiments"))
 from tictactoe import DEFAULTS  # noqa: E402
 
 import envs  # noqa: E402
-from azjax.loop import init_train_state, make_iteration_fn, make_network  # noqa: E402
+from azjax.driver import group_step, stack  # noqa: E402
+from azjax.loop import init_train_state, make_iteration_fn  # noqa: E402
+from azjax.networks import make_network  # noqa: E402
 from azjax.search import make_search_fn  # noqa: E402
 from azjax.selfplay import init_games, make_play_fn  # noqa: E402
 
@@ -97,12 +100,12 @@ class PgxTicTacToe(envs.Env):
 
 
 def selfplay_rate(env, config, repeats):
-    net = make_network(env, config)
+    net = make_network(env, config.network)
     search_fn = make_search_fn(env, net.apply, config.search)
     play = jax.jit(make_play_fn(env, search_fn, config.search, config.selfplay))
     games = init_games(env, jax.random.key(0), config.selfplay)
     params = net.init(jax.random.key(1), games.state.observation[:1])
-    seconds = timed(play, (params, config.search.params(), jax.random.key(2), games), repeats)
+    seconds = timed(play, (params, config.search.as_arrays(), jax.random.key(2), games), repeats)
     positions = config.positions_per_iteration
     return positions / seconds, positions * config.search.num_simulations / seconds
 
@@ -111,7 +114,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    config = DEFAULTS
+    config = DEFAULTS.program
     env = envs.make("tictactoe")
     print(f"backend {jax.default_backend()}, devices {jax.devices()}")
     print(
@@ -138,6 +141,17 @@ def main() -> int:
         f"{config.positions_per_iteration / seconds:,.0f} positions/s "
         f"(self-play share {config.positions_per_iteration / pos / seconds:.0%})"
     )
+    # The driver's step donates its state: feed each call the state the last one returned.
+    step, active = group_step(env, config, 1), jnp.ones(1, bool)
+    carry = [stack([init_train_state(env, config, jax.random.key(0))])]
+
+    def driver_step():
+        carry[0], metrics = step(carry[0], active)
+        return metrics
+
+    driver = timed(driver_step, (), args.repeats)
+    print(f"driver step (E = 1, vmapped): {driver * 1000:.0f} ms, ratio to the plain "
+          f"iteration {driver / seconds:.2f}")
     return 0
 
 

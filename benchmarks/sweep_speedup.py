@@ -2,8 +2,9 @@
 
 Both ways run the same E experiments (seeds 0..E-1 of one config) for the same number of
 iterations in this process, compiled once each way before timing (compilation excluded,
-every timed run ends with block_until_ready). Sequential: one jitted iteration, each
-experiment run to the end in turn. Vmapped: `azjax.sweep.make_group_step`, all E at once.
+every timed run ends with block_until_ready), with the driver's own step
+(`azjax.driver.group_step`). Sequential: a stack of one, each experiment run to the end in
+turn (as `train` runs it). Vmapped: a stack of E, all at once (as a sweep group runs).
 It also prints the first call's time each way (compilation + one iteration), and the
 ratio when each experiment would run in a process of its own (E compilations).
 
@@ -13,7 +14,6 @@ ratio when each experiment would run in a process of its own (E compilations).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -31,50 +31,45 @@ def main() -> int:
     args, overrides = parser.parse_known_args()
 
     import jax
+    import numpy as np
     import tyro
     from _cli import Experiment
     from sweep import game_defaults
 
-    from azjax.loop import init_train_state, make_iteration_fn
-    from azjax.sweep import init_group_state, make_group_step
+    from azjax.driver import group_step, stack
+    from azjax.loop import init_train_state
 
     base = tyro.cli(Experiment, default=Experiment(config=game_defaults(args.game)),
                     args=overrides).config
-    configs = [dataclasses.replace(base, seed=s) for s in range(args.experiments)]
-    env = base.make_env()
+    seeds = range(args.experiments)
+    program, env = base.program, base.make_env()
 
-    single = jax.jit(make_iteration_fn(env, base), donate_argnums=0)
-    start = time.perf_counter()
-    warm, _ = single(init_train_state(env, configs[0], jax.random.key(0)))
-    jax.block_until_ready(warm)
-    compile_single = time.perf_counter() - start
-    sequential = 0.0
-    for config in configs:
-        state = init_train_state(env, config, jax.random.key(config.seed))
+    def states(seeds):
+        return stack([init_train_state(env, program, jax.random.key(s)) for s in seeds])
+
+    def run(seeds) -> tuple[float, float]:
+        """(first call: compilation + 1 iteration, then `args.iterations` iterations) s."""
+        step, active = group_step(env, program, len(seeds)), np.ones(len(seeds), bool)
+        start = time.perf_counter()
+        jax.block_until_ready(step(states(seeds), active))
+        first = time.perf_counter() - start
+        state = states(seeds)
         jax.block_until_ready(state)
         start = time.perf_counter()
         for _ in range(args.iterations):
-            state, metrics = single(state)
+            state, metrics = step(state, active)
         jax.block_until_ready((state, metrics))
-        sequential += time.perf_counter() - start
+        return first, time.perf_counter() - start
 
-    step = make_group_step(env, configs)
-    start = time.perf_counter()
-    warm, _ = step(init_group_state(env, configs))
-    jax.block_until_ready(warm)
-    compile_vmapped = time.perf_counter() - start
-    state = init_group_state(env, configs)
-    jax.block_until_ready(state)
-    start = time.perf_counter()
-    for _ in range(args.iterations):
-        state, metrics = step(state)
-    jax.block_until_ready((state, metrics))
-    vmapped = time.perf_counter() - start
+    compile_single, _ = run([0])
+    sequential = sum(run([s])[1] for s in seeds)
+    compile_vmapped, vmapped = run(list(seeds))
 
     device = jax.devices()[0]
     print(f"{args.game}, {args.experiments} experiments x {args.iterations} iterations "
-          f"({base.positions_per_iteration:,} positions, {base.gradient_steps} gradient steps "
-          f"of {base.learner.batch_size} each), {device.platform} ({device.device_kind})")
+          f"({program.positions_per_iteration:,} positions, {program.gradient_steps} gradient "
+          f"steps of {program.learner.batch_size} each), {device.platform} "
+          f"({device.device_kind})")
     print(f"E={args.experiments} sequential {sequential:.2f} s | vmapped {vmapped:.2f} s | "
           f"speed-up {sequential / vmapped:.2f}x (compilation excluded)")
     # One process per experiment compiles the program E times; the group compiles once.

@@ -10,7 +10,6 @@ here (it is exact and cheap: one batched network pass + an exhaustive game-tree 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 import subprocess
@@ -27,14 +26,13 @@ def one_seed(seed: int, overrides: list[str]) -> dict:
     from _cli import Experiment
     from tictactoe import DEFAULTS
 
-    from azjax.train import train
+    from azjax.driver import train
 
     experiment = tyro.cli(
         Experiment, default=Experiment(config=DEFAULTS), args=overrides
     )
-    config = dataclasses.replace(
-        experiment.config, seed=seed, eval_every=1, eval_search_every=0, log_every=1
-    )
+    config = experiment.config.replace(seed=seed, eval_every=1, eval_search_every=0,
+                                       log_every=1)
     start = time.perf_counter()
     result = train(config, run_dir=None, progress=None)
     total = time.perf_counter() - start

@@ -8,7 +8,9 @@ from typing import Annotated
 
 import tyro
 
+from azjax.checkpoint import RunDirError
 from azjax.config import TrainConfig
+from azjax.driver import summarize, train
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,14 +20,12 @@ class Experiment:
     config: Annotated[TrainConfig, tyro.conf.arg(name="")]
     run_dir: str = "runs/default"
     """Where config.json, checkpoints, metrics.jsonl and plots go; a run already there is
-    resumed (its config must match, except run-control options such as --iterations)."""
+    resumed (its program settings and seed must match; run options such as --iterations
+    may change)."""
 
 
 def main(defaults: TrainConfig, run_dir: str, argv: list[str] | None = None) -> int:
     """Parses options over `defaults`, trains, prints a summary; returns the exit code."""
-    from azjax.checkpoint import RunDirError
-    from azjax.train import summarize, train
-
     experiment = tyro.cli(
         Experiment,
         default=Experiment(config=defaults, run_dir=run_dir),

@@ -1,20 +1,22 @@
 """Ablation sweeps over search and training settings, seeds vmapped in one program.
 
     python experiments/sweep.py --game tictactoe \\
-        --param search.num_simulations=8,16,32,64 --param search.policy=puct,gumbel \\
+        --param num_simulations=8,16,32,64 --param policy=puct,gumbel \\
         --seeds 4 [--out DIR] [--shard I/N] [--merge] [any experiment option]
 
 The base config is the game's experiment recipe (`azjax.recipes`, the defaults of
-`experiments/<game>.py`) with the usual options on top (`--iterations`, `--max-minutes`
-per compile group, `--eval-every`, `--gradient-steps`, ...). `--param NAME=V1,V2,...` (repeatable) sweeps a setting: short
-names (num_simulations, policy, c_puct, dirichlet_alpha, dirichlet_fraction,
-temperature_moves, gumbel_scale, max_num_considered_actions, rollout_lambda,
-learning_rate, batch_size, replay_capacity) or any setting's path. Seeds, and settings
-that do not change the compiled program (c_puct, Dirichlet, Gumbel scale, lambda,
-learning rate), run as one vmapped program. Rerunning the same command resumes: finished
-groups are skipped and a running group continues from its last checkpoint
-(`--checkpoint-every`). `--shard I/N` runs the I-th of N disjoint parts; every run (or
-`--merge` alone) builds results.csv and sweep.png from all per-seed CSVs in the out dir.
+`experiments/<game>.py`) with the usual options on top (`--iterations`, `--max-minutes`,
+`--eval-every`, `--gradient-steps`, ...). `--param NAME=V1,V2,...` (repeatable) sweeps a
+setting, named by its name (num_simulations, policy, c_puct, dirichlet_alpha,
+dirichlet_fraction, temperature_moves, gumbel_scale, max_num_considered_actions,
+rollout_lambda, learning_rate, batch_size, replay_capacity, ...) or its path
+(learner.weight_decay). Every experiment writes a run directory of its own under
+`<out>/runs/`. Seeds, and settings that do not change the compiled program (c_puct,
+Dirichlet, Gumbel scale, lambda, learning rate, run options), run as one vmapped program.
+Rerunning the same command resumes: finished runs are left alone and the others continue
+from their last checkpoint (`--checkpoint-every`). `--shard I/N` runs the I-th of N
+disjoint parts; every run (or `--merge` alone) builds seeds.csv, results.csv and
+sweep.png from all finished runs in the out dir.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ import tyro
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from azjax.config import TrainConfig
-from azjax.recipes import RECIPES, recipe
+from azjax.config import ProgramConfig, TrainConfig  # noqa: E402
+from azjax.recipes import RECIPES, recipe  # noqa: E402
+from azjax.sweep import merge, parse_params, parse_shard, run_sweep  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +51,7 @@ class Sweep:
     shard: str = "1/1"
     """I/N: run only the I-th of N disjoint parts of the grid."""
     merge: bool = False
-    """Only build results.csv and sweep.png from the per-seed CSVs in --out."""
+    """Only build seeds.csv, results.csv and sweep.png from the runs in --out."""
 
 
 def game_defaults(game: str) -> TrainConfig:
@@ -56,7 +59,7 @@ def game_defaults(game: str) -> TrainConfig:
     a game without one."""
     if game in RECIPES:
         return recipe(game)
-    return TrainConfig(game=game)
+    return TrainConfig(program=ProgramConfig(game=game))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,11 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         args=argv,
         description=__doc__,
     )
-    from azjax.sweep import merge, parse_params, parse_shard, run_sweep
-
-    if game in RECIPES and args.config.game == game:  # a recipe name (go9x9) for its game
-        args = dataclasses.replace(
-            args, config=dataclasses.replace(args.config, game=RECIPES[game].game))
+    if game in RECIPES and args.config.program.game == game:  # a recipe name (go9x9)
+        recipe_game = RECIPES[game].program.game
+        args = dataclasses.replace(args, config=args.config.replace(game=recipe_game))
     try:
         if args.merge:
             result = merge(Path(args.out))

@@ -1,5 +1,5 @@
-"""The arena (`azjax/arena.py`): evaluate on players of known strength, host and device
-loops, paired openings (`azjax/match.py`), MatchResult statistics and the CLI."""
+"""Matches (`azjax/match.py`): play_match on players of known strength, host and device
+loops, paired openings, MatchResult statistics, and the arena's CLI (`azjax/arena.py`)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ from ttt_reference import random_play_odds, winner
 import azjax
 import envs
 from azjax import match
-from azjax.arena import MatchResult, evaluate, main, wilson_interval
+from azjax.arena import main
+from azjax.match import MatchResult, play_match
 from azjax.player_specs import make_player
 from azjax.players import Player, network_player, random_player, rollout_mcts_player, solver_player
 from azjax.solvers import tictactoe as ttt_solver
+from azjax.stats import wilson_interval
 
 # --------------------------------------------------------------------------------------
 # Plain-Python tic-tac-toe reference (independent of envs/ and azjax/)
@@ -46,11 +48,11 @@ def first_optimal_player(name="perfect"):
         table[code] = ttt_solver.optimal_moves(tuple(int(v) for v in sol.boards[i]))[0]
     table, powers = jnp.asarray(table), jnp.asarray(powers)
 
-    def act(states, key):
-        del key
+    def policy(params, states, key):
+        del params, key
         return table[(states.board.astype(jnp.int32) + 1) @ powers]
 
-    return Player(name, act)
+    return Player(name, policy)
 
 
 def stub_network_player():
@@ -65,18 +67,19 @@ def stub_network_player():
 
 def forfeiting_player():
     """Plays an out-of-range move, which forfeits the game whenever it is asked to move."""
-    return Player("forfeit", lambda states, key: jnp.full(states.terminated.shape, -1, jnp.int32))
+    return Player("forfeit",
+                  lambda params, states, key: jnp.full(states.terminated.shape, -1, jnp.int32))
 
 
 # --------------------------------------------------------------------------------------
-# evaluate on players of known strength
+# play_match on players of known strength
 # --------------------------------------------------------------------------------------
 
 
 def test_random_against_random_is_even_and_favours_the_first_mover(ttt):
     assert 0.58 < X_WINS < 0.59 and 0.12 < DRAW < 0.13  # the known random-play odds
     n = 2000
-    result = evaluate(ttt, random_player("a"), random_player("b"), jax.random.key(0), n)
+    result = play_match(ttt, random_player("a"), random_player("b"), jax.random.key(0), n)
     assert (result.name_a, result.name_b, result.num_games) == ("a", "b", n)
     assert result.wins + result.draws + result.losses == n
     assert abs(result.score - 0.5) < 0.05
@@ -91,36 +94,36 @@ def test_random_against_random_is_even_and_favours_the_first_mover(ttt):
 
 def test_solver_never_loses_and_draws_itself(ttt):
     solver = solver_player(ttt)
-    against_random = evaluate(ttt, solver, random_player(), jax.random.key(1), 400)
+    against_random = play_match(ttt, solver, random_player(), jax.random.key(1), 400)
     for seat in (0, 1):
         part = against_random.seat(seat)
         assert part.losses == 0 and part.wins > 0.7 * part.num_games
-    as_b = evaluate(ttt, random_player(), solver, jax.random.key(2), 200, opening_plies=1)
+    as_b = play_match(ttt, random_player(), solver, jax.random.key(2), 200, opening_plies=1)
     assert as_b.wins == 0 and as_b.losses > 0.7 * as_b.num_games
     other = solver_player(ttt, name="solver2")
-    itself = evaluate(ttt, solver, other, jax.random.key(3), 200)
+    itself = play_match(ttt, solver, other, jax.random.key(3), 200)
     assert itself.draws == 200 and itself.name_b == "solver2"
     # After two random plies a position can be decided; perfect play then gets its value
     # whoever holds the seat, so the two games of each pair have opposite results.
-    opened = evaluate(ttt, solver, other, jax.random.key(3), 200, opening_plies=2)
+    opened = play_match(ttt, solver, other, jax.random.key(3), 200, opening_plies=2)
     np.testing.assert_array_equal(opened.results[:100], -opened.results[100:])
     assert 0 < opened.draws < 200
 
 
 def test_rollout_mcts_cannot_beat_the_solver(ttt):
-    result = evaluate(ttt, rollout_mcts_player(ttt, 400), solver_player(ttt), jax.random.key(1),
+    result = play_match(ttt, rollout_mcts_player(ttt, 400), solver_player(ttt), jax.random.key(1),
                       40)
     assert result.wins == 0
     assert result.draws >= 0.75 * result.num_games
     assert result.seat(0).losses == 0
 
 
-def test_evaluate_is_azjax_evaluate_and_checks_its_arguments(ttt):
-    assert azjax.evaluate is evaluate
+def test_play_match_is_azjax_play_match_and_checks_its_arguments(ttt):
+    assert azjax.play_match is play_match and azjax.evaluate is play_match
     with pytest.raises(ValueError, match="num_games must be >= 1, got 0"):
-        evaluate(ttt, random_player(), random_player(), jax.random.key(0), 0)
+        play_match(ttt, random_player(), random_player(), jax.random.key(0), 0)
     with pytest.raises(ValueError, match="opening_plies must be >= 0, got -1"):
-        evaluate(ttt, random_player(), random_player(), jax.random.key(0), 4, opening_plies=-1)
+        play_match(ttt, random_player(), random_player(), jax.random.key(0), 4, opening_plies=-1)
 
 
 # --------------------------------------------------------------------------------------
@@ -129,7 +132,7 @@ def test_evaluate_is_azjax_evaluate_and_checks_its_arguments(ttt):
 
 
 def _host(player):
-    return Player(player.name, player.act, jittable=False)
+    return Player(player.name, player.policy, player.params, jittable=False)
 
 
 def test_host_and_device_loops_agree_on_deterministic_players(ttt):
@@ -137,35 +140,35 @@ def test_host_and_device_loops_agree_on_deterministic_players(ttt):
     key, n = jax.random.key(4), 40
     # one random ply first: every position is still a draw, so the perfect player
     # never loses, and the games differ
-    device = evaluate(ttt, perfect, stub, key, n, opening_plies=1)
+    device = play_match(ttt, perfect, stub, key, n, opening_plies=1)
     assert device.losses == 0
     assert set(device.results.tolist()) == {0, 1}
     for a, b in ((perfect, _host(stub)), (_host(perfect), stub), (_host(perfect), _host(stub))):
-        host = evaluate(ttt, a, b, key, n, opening_plies=1)
+        host = play_match(ttt, a, b, key, n, opening_plies=1)
         np.testing.assert_array_equal(host.results, device.results)
         np.testing.assert_array_equal(host.a_seat, device.a_seat)
-    traced = match.play_match_host(ttt, jax.jit(perfect.act), jax.jit(stub.act), key, n,
-                                   opening_plies=1, traced=(True, True))
+    # The host loop with both players compiled (what a host player's opponent gets).
+    traced = match._host_results(ttt, (perfect, stub), key, n, 1, match.MAX_PLIES, None)
     np.testing.assert_array_equal(traced, device.results)
 
 
 def test_alphabeta_on_the_host_loop_never_loses_to_random(ttt):
     alphabeta = make_player("alphabeta:9", ttt)
     assert not alphabeta.jittable
-    result = evaluate(ttt, alphabeta, random_player(), jax.random.key(5), 16, opening_plies=1)
+    result = play_match(ttt, alphabeta, random_player(), jax.random.key(5), 16, opening_plies=1)
     assert result.losses == 0 and result.wins >= 12
     assert result.seat(0).num_games == result.seat(1).num_games == 8
 
 
 def test_forfeits_and_games_decided_in_the_opening(ttt):
     # A player asked to move with an illegal action loses every game, from either seat.
-    lost = evaluate(ttt, forfeiting_player(), random_player(), jax.random.key(6), 20)
+    lost = play_match(ttt, forfeiting_player(), random_player(), jax.random.key(6), 20)
     assert lost.losses == 20
     # Nine random opening plies finish every tic-tac-toe game: nobody is asked to move,
     # so the forfeiting player loses nothing and the results are those of random play,
     # with the seats of each pair swapped.
     n = 2000
-    decided = evaluate(ttt, forfeiting_player(), random_player(), jax.random.key(7), n,
+    decided = play_match(ttt, forfeiting_player(), random_player(), jax.random.key(7), n,
                        opening_plies=9)
     np.testing.assert_array_equal(decided.results[: n // 2], -decided.results[n // 2:])
     first = decided.seat(0)
@@ -176,11 +179,11 @@ def test_forfeits_and_games_decided_in_the_opening(ttt):
 def test_games_unfinished_at_the_ply_cap_are_draws(ttt):
     # No tic-tac-toe game ends before its fifth ply.
     for a, b in ((random_player(), random_player()), (random_player(), _host(random_player()))):
-        capped = evaluate(ttt, a, b, jax.random.key(11), 20, max_plies=4)
+        capped = play_match(ttt, a, b, jax.random.key(11), 20, max_plies=4)
         assert capped.draws == 20
     # The cap counts the plies after the opening: two random opening plies and three
     # more reach the fifth ply of the game, which decides some games.
-    opened = evaluate(ttt, random_player(), random_player(), jax.random.key(12), 200,
+    opened = play_match(ttt, random_player(), random_player(), jax.random.key(12), 200,
                       max_plies=3, opening_plies=2)
     assert 0 < opened.draws < 200
 

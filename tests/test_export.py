@@ -14,14 +14,14 @@ from flax import serialization
 from test_training import ROOT, SMALL, leaves_equal
 
 from azjax import Agent, train
-from azjax.export import AgentFileError, write_agent_file
+from azjax.agent_file import AgentFileError, write_agent_file
 from azjax.networks import NetworkConfig
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("export") / "run"
-    train(dataclasses.replace(SMALL, iterations=2), path, progress=None)
+    train(SMALL.replace(iterations=2), path, progress=None)
     return path
 
 
@@ -32,7 +32,7 @@ def test_exported_agent_is_the_same_agent(run_dir, tmp_path):
     assert leaves_equal(loaded.params, agent.params)
     assert loaded.env.name == "tictactoe"
     assert loaded.search_config == agent.search_config
-    assert dataclasses.replace(loaded.config, search=SMALL.search) == agent.config
+    assert dataclasses.replace(loaded.program, search=SMALL.program.search) == agent.program
     env = agent.env
     states = jax.vmap(env.init)(jax.random.split(jax.random.key(3), 16))
     logits, values = agent.evaluate(states.observation)
@@ -43,7 +43,7 @@ def test_exported_agent_is_the_same_agent(run_dir, tmp_path):
     assert np.array_equal(np.asarray(agent.act(states, key, greedy=False)),
                           np.asarray(loaded.act(states, key, greedy=False)))
     # A search override at load time still applies to a file.
-    assert Agent.load(path, search=SMALL.search).search_config == SMALL.search
+    assert Agent.load(path, search=SMALL.program.search).search_config == SMALL.program.search
     assert not list(path.parent.glob("*.partial"))
 
 
@@ -81,7 +81,7 @@ def test_bad_agent_files_are_clear_errors(run_dir, tmp_path):
         Agent.load(tmp_path / "future.azjax")
 
     # Weights of one network under the config of a wider one.
-    wider = dataclasses.replace(agent.config, network=NetworkConfig(channels=48, policy_filters=8))
+    wider = dataclasses.replace(agent.program, network=NetworkConfig(channels=48, policy_filters=8))
     write_agent_file(tmp_path / "mismatch.azjax", wider, agent.params)
     with pytest.raises(AgentFileError, match="shape"):
         Agent.load(tmp_path / "mismatch.azjax")
@@ -93,3 +93,18 @@ def test_bad_agent_files_are_clear_errors(run_dir, tmp_path):
     (tmp_path / "chess.azjax").write_bytes(serialization.msgpack_serialize(payload))
     with pytest.raises(AgentFileError, match="unknown game"):
         Agent.load(tmp_path / "chess.azjax")
+
+
+def test_version_1_files_still_load(run_dir, tmp_path):
+    """Files written before the config had two halves hold a flat training config."""
+    agent = Agent.load(run_dir)
+    path = agent.export(tmp_path / "new.azjax")
+    payload = serialization.msgpack_restore(path.read_bytes())
+    program = json.loads(payload["config"])
+    flat = {**program, **dataclasses.asdict(SMALL.run), "seed": 0}
+    flat["eval_opponents"] = list(flat["eval_opponents"])
+    payload.update(version=1, config=json.dumps(flat))
+    (tmp_path / "v1.azjax").write_bytes(serialization.msgpack_serialize(payload))
+    old = Agent.load(tmp_path / "v1.azjax")
+    assert old.program == agent.program
+    assert leaves_equal(old.params, agent.params)

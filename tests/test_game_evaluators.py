@@ -1,4 +1,5 @@
-"""Evaluators against exact ground truth: Connect Four solver positions, coin-split Grundy values."""
+"""Evaluators against exact ground truth (`azjax.evaluation.PositionEvaluator`): Connect
+Four solver positions, coin-split Grundy values."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import numpy as np
 import pytest
 
 import envs
+from azjax.evaluation import PositionEvaluator, make_evaluator
 from azjax.evaluators import connect_four as c4_eval
-from azjax.evaluators.coin_split import CoinSplitEvaluator
+from azjax.players import network_player, search_player
 from azjax.search import SearchConfig
 from envs.connect_four import boards_from_moves
 
@@ -76,19 +78,19 @@ def test_connect_four_oracle_scores_full_marks_and_anti_oracle_none(c4_evaluator
     anti_logits = np.where(legal & ~moves.optimal, 1.0, 0.0)
     ones = np.ones(len(obs), np.float32)
 
-    oracle = c4_eval.ConnectFourEvaluator(
-        env, lookup_network(obs, oracle_logits, ones), SEARCH
-    )
-    metrics = oracle.network_metrics(None)
+    evaluator = make_evaluator(env)
+    assert isinstance(evaluator, PositionEvaluator) and not evaluator.can_be_perfect
+    metrics = evaluator.network_metrics(network_player(lookup_network(obs, oracle_logits, ones)))
     assert metrics["net_move_accuracy"] == 1.0 and metrics["net_move_accuracy_hard"] == 1.0
     # An always-positive value is right exactly on the positions the side to move wins.
     values = c4_eval.load_value_set().score
     assert metrics["net_value_accuracy"] == pytest.approx(np.mean(values[values != 0] > 0))
 
-    anti = c4_eval.ConnectFourEvaluator(env, lookup_network(obs, anti_logits, ones), SEARCH)
-    hard = anti.hard
+    assert metrics["perfect"] == 0.0  # a sample of positions cannot say "perfect"
+    hard = evaluator.truth.subsets["hard"]
     assert 0.3 < hard.mean() < 0.6  # about half the positions are non-trivial
-    assert anti.network_metrics(None)["net_move_accuracy_hard"] == 0.0
+    anti = network_player(lookup_network(obs, anti_logits, ones))
+    assert evaluator.network_metrics(anti)["net_move_accuracy_hard"] == 0.0
 
 
 # ----------------------------------------------------------------------------- coin split
@@ -97,25 +99,30 @@ def test_connect_four_oracle_scores_full_marks_and_anti_oracle_none(c4_evaluator
 @pytest.mark.parametrize("coins", [7, 12])
 def test_coin_split_oracle_is_perfect_and_a_loser_is_not(coins):
     env = envs.make("coin_split", coins=coins)
-    probe = CoinSplitEvaluator(env, lookup_network(np.zeros((1, *env.observation_shape)),
-                                                   np.zeros((1, env.num_actions)), np.zeros(1)),
-                               SEARCH)
-    obs = np.asarray(probe.states.observation)
-    legal = np.asarray(probe.states.legal_action_mask)
-    winning = probe.winning_actions
-    value = np.where(probe.wins, 1.0, -1.0)
+    evaluator = make_evaluator(env)
+    assert evaluator.can_be_perfect
+    truth = evaluator.truth
+    solved = envs.coin_split.all_positions(coins)
+    wins = solved.wins[~solved.terminal]
+    np.testing.assert_array_equal(truth.counted, wins)  # the share is over winning positions
+    obs = np.asarray(truth.states.observation)
+    legal = np.asarray(truth.states.legal_action_mask)
+    winning = truth.right_moves
+    value = np.where(wins, 1.0, -1.0)
 
-    oracle = CoinSplitEvaluator(env, lookup_network(obs, winning * 1.0, value), SEARCH)
-    metrics = oracle.network_metrics(None)
+    oracle = lookup_network(obs, winning * 1.0, value)
+    metrics = evaluator.network_metrics(network_player(oracle))
     assert metrics == {"net_winning_move_share": 1.0, "net_value_accuracy": 1.0, "perfect": 1.0}
     # The search (4 simulations) starting from a perfect prior and value keeps the win.
-    assert oracle.search_metrics(None, jax.random.key(0))["search_winning_move_share"] == 1.0
+    searching = search_player(env, oracle, None, SEARCH)
+    assert evaluator.search_metrics(searching, jax.random.key(0))[
+        "search_winning_move_share"] == 1.0
 
     blunder = np.where(legal & ~winning, 1.0, 0.0)
-    loser = CoinSplitEvaluator(env, lookup_network(obs, blunder, -value), SEARCH)
-    metrics = loser.network_metrics(None)
+    loser = network_player(lookup_network(obs, blunder, -value))
+    metrics = evaluator.network_metrics(loser)
     # The blunderer only keeps a win where every legal move wins (e.g. a lone pile of 3).
     forced = ~np.any(legal & ~winning, axis=1)
-    assert metrics["net_winning_move_share"] == pytest.approx(forced[probe.wins].mean())
+    assert metrics["net_winning_move_share"] == pytest.approx(forced[wins].mean())
     assert metrics["net_value_accuracy"] == 0.0
     assert metrics["perfect"] == 0.0

@@ -22,7 +22,7 @@ from envs.coin_split import split_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TINY = TrainConfig(
+TINY = TrainConfig().replace(
     network=NetworkConfig(channels=16, num_blocks=1, policy_filters=2, value_hidden=16),
     search=SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=4),
     selfplay=SelfPlayConfig(num_games=16, steps_per_iteration=6, random_opening_moves=2),
@@ -62,14 +62,13 @@ def occupied_actions(game: str, env, obs: np.ndarray) -> np.ndarray:
     ],
 )
 def test_one_iteration_writes_legal_search_targets(game, options, steps):
-    config = dataclasses.replace(
-        TINY, game=game, game_options=options,
-        selfplay=dataclasses.replace(TINY.selfplay, steps_per_iteration=steps),
+    config = TINY.replace(game=game, game_options=options,
+        selfplay=dataclasses.replace(TINY.program.selfplay, steps_per_iteration=steps),
     )
     env = config.make_env()
-    state = init_train_state(env, config, jax.random.key(0))
-    state, metrics = jax.jit(make_iteration_fn(env, config))(state)
-    written = config.positions_per_iteration
+    state = init_train_state(env, config.program, jax.random.key(0))
+    state, metrics = jax.jit(make_iteration_fn(env, config.program))(state)
+    written = config.program.positions_per_iteration
     assert int(state.replay.size) == written
     data = jax.tree.map(lambda x: np.asarray(x)[:written], state.replay.data)
     assert data.observation.shape == (written, *env.observation_shape)
@@ -83,9 +82,7 @@ def test_one_iteration_writes_legal_search_targets(game, options, steps):
 
 def test_coin_split_training_reaches_perfect_play():
     """The whole pipeline on a game that is not a board: exact Grundy ground truth."""
-    config = dataclasses.replace(
-        TINY,
-        game="coin_split",
+    config = TINY.replace(game="coin_split",
         game_options={"coins": 9},
         network=NetworkConfig(channels=32, policy_filters=4, value_filters=2, value_hidden=32),
         search=SearchConfig(policy="gumbel", num_simulations=8, max_num_considered_actions=8),
@@ -117,13 +114,13 @@ def test_coin_split_training_reaches_perfect_play():
     ],
 )
 def test_bad_game_or_options_is_a_clear_error(game, options, message):
-    config = dataclasses.replace(TINY, game=game, game_options=options)
+    config = TINY.replace(game=game, game_options=options)
     with pytest.raises(ValueError, match=message):
         train(config, run_dir=None, progress=None)
 
 
 def test_game_options_round_trip_through_config_json(tmp_path):
-    config = dataclasses.replace(TINY, game="go", game_options={"size": 7, "komi": 5.5})
+    config = TINY.replace(game="go", game_options={"size": 7, "komi": 5.5})
     config.save(tmp_path / "config.json")
     loaded = TrainConfig.load(tmp_path / "config.json")
     assert loaded == config
@@ -143,7 +140,7 @@ def test_experiment_script_takes_game_options_and_rejects_bad_ones(tmp_path):
 
 
 def test_max_minutes_stops_the_run_and_a_resume_says_so(tmp_path):
-    config = dataclasses.replace(TINY, game="tictactoe", iterations=50, max_minutes=1e-6)
+    config = TINY.replace(game="tictactoe", iterations=50, max_minutes=1e-6)
     messages: list[str] = []
     result = train(config, tmp_path, progress=messages.append)
     assert [r["iteration"] for r in result.records] == [1]
@@ -171,7 +168,7 @@ def test_patch_conv_is_a_same_padded_convolution(kernel_size):
 
 def test_a_wrapped_pgx_game_trains_and_keeps_its_observation_dtype():
     """animal_shogi observes float32 planes (counters): replay must not squash them to bool."""
-    config = dataclasses.replace(TINY, game="pgx:animal_shogi", iterations=2, eval_every=0)
+    config = TINY.replace(game="pgx:animal_shogi", iterations=2, eval_every=0)
     result = train(config, run_dir=None, progress=None)
     replay = result.train_state.replay.data.observation
     assert replay.dtype == jnp.float32

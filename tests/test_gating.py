@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,11 +13,12 @@ from azjax.checkpoint import read_metrics
 from azjax.gating import gate_decision
 from azjax.learner import LearnerConfig
 from azjax.loop import init_train_state, make_iteration_fn
+from azjax.match import MatchResult
 from azjax.networks import NetworkConfig
 from azjax.search import SearchConfig
 from azjax.selfplay import SelfPlayConfig
 
-SMALL = TrainConfig(
+SMALL = TrainConfig().replace(
     game="tictactoe",
     network=NetworkConfig(channels=16, policy_filters=4),
     search=SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=9),
@@ -34,8 +33,8 @@ SMALL = TrainConfig(
 )
 
 
-def results(wins: int, draws: int, losses: int) -> np.ndarray:
-    return np.array([1] * wins + [0] * draws + [-1] * losses)
+def results(wins: int, draws: int, losses: int) -> MatchResult:
+    return MatchResult.from_results(np.array([1] * wins + [0] * draws + [-1] * losses))
 
 
 def test_gate_counts_draws_as_half_points():
@@ -48,10 +47,10 @@ def test_gate_counts_draws_as_half_points():
 
 
 def test_gating_self_play_uses_the_best_network_not_the_latest():
-    config = dataclasses.replace(SMALL, regime="gating")
+    config = SMALL.replace(regime="gating")
     env = envs.make("tictactoe")
-    iteration = jax.jit(make_iteration_fn(env, config))
-    state = init_train_state(env, config, jax.random.key(0))
+    iteration = jax.jit(make_iteration_fn(env, config.program))
+    state = init_train_state(env, config.program, jax.random.key(0))
 
     def changed(params):
         return jax.tree.map(lambda x: x + 0.5 * jnp.sign(x + 0.1), params)
@@ -68,7 +67,7 @@ def test_gating_self_play_uses_the_best_network_not_the_latest():
     )
 
 
-GATED = dataclasses.replace(SMALL, regime="gating", gate_every=2, gate_games=32,
+GATED = SMALL.replace(regime="gating", gate_every=2, gate_games=32,
                             checkpoint_every=1, keep_every=2)
 
 
@@ -96,11 +95,11 @@ def test_gating_run_promotes_only_on_a_winning_arena(gated_run):
 
 
 def test_gate_that_cannot_be_passed_keeps_the_first_network(tmp_path):
-    config = dataclasses.replace(SMALL, regime="gating", gate_every=2, gate_games=16,
+    config = SMALL.replace(regime="gating", gate_every=2, gate_games=16,
                                  gate_threshold=1.0, gate_openings=0, iterations=4)
     result = train(config, tmp_path / "run", progress=None)
     env = envs.make("tictactoe")
-    initial = init_train_state(env, config, jax.random.key(config.seed)).params
+    initial = init_train_state(env, config.program, jax.random.key(config.seed)).params
     final = result.train_state
     assert all(r["promoted"] == float(r["gate_score"] == 1.0) for r in result.records
                if "gate_score" in r)
@@ -129,10 +128,9 @@ def test_gating_state_survives_a_resume(gated_run):
 
 
 def test_training_logs_scores_against_chosen_baselines(tmp_path):
-    config = dataclasses.replace(
-        SMALL, iterations=4, eval_every=2, eval_opponents=("random", "solver", "alphabeta:1"),
-        eval_games=16, eval_openings=0,
-    )
+    config = SMALL.replace(iterations=4, eval_every=2,
+                           eval_opponents=("random", "solver", "alphabeta:1"),
+                           eval_games=16, eval_openings=0)
     result = train(config, tmp_path / "run", progress=None)
     evaluated = [r for r in read_metrics(tmp_path / "run") if "vs random" in r]
     assert [r["iteration"] for r in evaluated] == [2, 4]
@@ -158,4 +156,4 @@ def test_training_logs_scores_against_chosen_baselines(tmp_path):
 )
 def test_bad_gating_and_opponent_options_are_clear_errors(options, message):
     with pytest.raises(ValueError, match=message):
-        dataclasses.replace(SMALL, **options).validate()
+        SMALL.replace(**options).validate()

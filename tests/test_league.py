@@ -13,10 +13,10 @@ import pytest
 import envs
 from azjax import TrainConfig, train
 from azjax.agent import Agent
-from azjax.arena import MatchResult
 from azjax.checkpoint import RunDirError, read_metrics
 from azjax.league import CSV_COLUMNS, fit_league, main, round_robin, run_league
 from azjax.learner import LearnerConfig
+from azjax.match import MatchResult
 from azjax.networks import NetworkConfig
 from azjax.player_specs import make_player
 from azjax.players import random_player, solver_player
@@ -24,7 +24,7 @@ from azjax.ratings import fit_elo
 from azjax.search import SearchConfig
 from azjax.selfplay import SelfPlayConfig
 
-TINY = TrainConfig(
+TINY = TrainConfig().replace(
     game="tictactoe",
     network=NetworkConfig(channels=8, policy_filters=2),
     search=SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=9),

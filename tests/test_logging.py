@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 import sys
 from pathlib import Path
@@ -33,7 +32,7 @@ def read_events(log_dir: Path) -> dict[str, dict[int, float]]:
 
 
 def test_tensorboard_gets_the_same_scalars_as_metrics_jsonl(tmp_path):
-    config = dataclasses.replace(SMALL, iterations=3, tensorboard=True,
+    config = SMALL.replace(iterations=3, tensorboard=True,
                                  eval_opponents=("random",), eval_games=4)
     run_dir = tmp_path / "run"
     train(config, run_dir, progress=None)
@@ -64,7 +63,7 @@ def test_progress_line_rate_eta_and_throttle():
 
 def test_training_status_line_shows_the_time_left(tmp_path):
     lines = []
-    train(dataclasses.replace(SMALL, iterations=3, eval_every=0), None, progress=lines.append)
+    train(SMALL.replace(iterations=3, eval_every=0), None, progress=lines.append)
     assert all("ETA" in line for line in lines[:-1])
     assert "ETA 0s" in lines[-1]
 
@@ -72,6 +71,6 @@ def test_training_status_line_shows_the_time_left(tmp_path):
 def test_tensorboard_without_tensorboardx_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorboardX", None)  # import fails as if missing
     with pytest.raises(ValueError, match=r"pip install 'azjax\[tensorboard\]'"):
-        train(dataclasses.replace(SMALL, iterations=1, tensorboard=True), tmp_path / "run",
+        train(SMALL.replace(iterations=1, tensorboard=True), tmp_path / "run",
               progress=None)
     assert not (tmp_path / "run").exists()

@@ -1,4 +1,4 @@
-"""Batched matches (`azjax.match`) on agents of known strength."""
+"""Batched matches (`azjax.match.play_match`) on players of known strength."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 import envs
-from azjax import match
-from azjax.players import network_player
-from azjax.rollouts import uniform_legal_actions
+from azjax.match import MatchResult, play_match
+from azjax.players import Player, network_player, random_player
 from azjax.solvers import tictactoe as solver
 
 
@@ -19,7 +18,7 @@ def ttt():
     return envs.make("tictactoe")
 
 
-def solver_policy():
+def solver_policy() -> Player:
     """A perfect tic-tac-toe player: a lookup table from the board (base 3) to an optimal move."""
     sol = solver.solution()
     table = np.zeros(3**9, np.int32)
@@ -30,48 +29,45 @@ def solver_policy():
     table = jnp.asarray(table)
     powers = jnp.asarray(powers)
 
-    def policy(states, key):
-        del key
+    def policy(params, states, key):
+        del params, key
         code = jnp.sum((states.board.astype(jnp.int32) + 1) * powers, axis=-1)
         return table[code]
 
-    return policy
+    return Player("solver", policy)
 
 
 def test_random_against_random_is_even(ttt):
-    results = jax.jit(
-        lambda key: match.play_match(ttt, uniform_legal_actions, uniform_legal_actions, key, 4000)
-    )(jax.random.key(0))
-    score = match.score(results)
-    assert abs(score["score"] - 0.5) < 0.03
+    result = play_match(ttt, random_player("a"), random_player("b"), jax.random.key(0), 4000)
+    assert abs(result.score - 0.5) < 0.03
     # Tic-tac-toe under random play: the first player wins ~58%, draws ~13%.
-    first = np.asarray(results[:2000])
-    assert 0.52 < float((first > 0).mean()) < 0.64
-    assert 0.08 < score["draw"] < 0.18
+    first = result.seat(0)
+    assert first.num_games == 2000
+    assert 0.52 < first.wins / 2000 < 0.64
+    assert 0.08 < result.draws / 4000 < 0.18
 
 
 def test_solver_never_loses_and_draws_itself(ttt):
     perfect = solver_policy()
-    play = jax.jit(lambda key, a, b: match.play_match(ttt, a, b, key, 1000), static_argnums=(1, 2))
-    against_random = match.score(play(jax.random.key(1), perfect, uniform_legal_actions))
-    assert against_random["loss"] == 0.0
-    assert against_random["win"] > 0.8
-    itself = match.score(play(jax.random.key(2), perfect, perfect))
-    assert itself["draw"] == 1.0
+    against_random = play_match(ttt, perfect, random_player(), jax.random.key(1), 1000)
+    assert against_random.losses == 0
+    assert against_random.wins > 800
+    itself = play_match(ttt, perfect, perfect, jax.random.key(2), 1000)
+    assert itself.draws == 1000
 
 
 def test_seats_are_split_and_results_are_from_a_points_of_view(ttt):
     """The same deterministic policy on both sides replays one game (X wins on 2-4-6), so
     A wins every game of the first half (A is X) and loses every game of the second."""
 
-    def first_legal(states, key):
-        del key
+    def first_legal(params, states, key):
+        del params, key
         return jnp.argmax(states.legal_action_mask, axis=-1).astype(jnp.int32)
 
-    results = jax.jit(lambda k: match.play_match(ttt, first_legal, first_legal, k, 10))(
-        jax.random.key(3)
-    )
-    assert results.tolist() == [1.0] * 5 + [-1.0] * 5
+    player = Player("first legal", first_legal)
+    result = play_match(ttt, player, player, jax.random.key(3), 10)
+    assert result.results.tolist() == [1] * 5 + [-1] * 5
+    assert result.a_seat.tolist() == [0] * 5 + [1] * 5
 
 
 def test_network_player_plays_the_argmax_of_legal_moves(ttt):
@@ -88,7 +84,8 @@ def test_network_player_plays_the_argmax_of_legal_moves(ttt):
     assert actions.tolist() == [8, 4]
 
 
-def test_score_counts_wins_draws_losses():
-    assert match.score(jnp.array([1.0, 0.0, -1.0, 1.0])) == {
-        "win": 0.5, "draw": 0.25, "loss": 0.25, "score": 0.625
-    }
+def test_match_result_counts_wins_draws_losses():
+    result = MatchResult.from_results(jnp.array([1.0, 0.0, -1.0, 1.0]))
+    assert (result.wins, result.draws, result.losses) == (2, 1, 1)
+    assert result.points == 2.5 and result.score == 0.625
+    assert result.seat(0).results.tolist() == [1, 0] and result.seat(1).results.tolist() == [-1, 1]

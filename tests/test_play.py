@@ -3,7 +3,6 @@ scripted human (bad input, commands, quit / end of input, play again, the CLI)."
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import io
 import subprocess
@@ -11,22 +10,19 @@ import sys
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from test_games_training import TINY
 
 import envs
 from azjax import Agent, play, train
-from azjax.loop import make_network
-from azjax.networks import NetworkConfig
+from azjax.networks import NetworkConfig, init_params
 from envs.connect_four import state_from_moves
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # The smallest network and one iteration: the play loop needs an agent, not a good one.
-CONFIG = dataclasses.replace(
-    TINY, network=NetworkConfig(channels=8, policy_filters=2, value_hidden=8), iterations=1
+CONFIG = TINY.replace(network=NetworkConfig(channels=8, policy_filters=2, value_hidden=8), iterations=1
 )
 GAMES = [
     ("tictactoe", {}),
@@ -54,13 +50,10 @@ def ttt_agent(run_dir) -> Agent:
 @functools.cache
 def untrained_agent(game: str, **options) -> Agent:
     """An agent with a freshly initialised network (the loop does not need a good one)."""
-    config = dataclasses.replace(CONFIG, game=game, game_options=options)
+    config = CONFIG.replace(game=game, game_options=options)
     env = config.make_env()
-    obs = jax.eval_shape(env.init, jax.random.key(0)).observation
-    params = make_network(env, config).init(
-        jax.random.key(0), jnp.zeros((1, *obs.shape), obs.dtype)
-    )
-    return Agent(env, config, params)
+    params = init_params(env, config.program.network, jax.random.key(0))
+    return Agent(env, config.program, params)
 
 
 class Human:
@@ -280,7 +273,7 @@ def test_search_root_is_the_agents_move(ttt_agent):
     root = play.search_root(ttt_agent, state, jax.random.key(1))
     batched = jax.tree.map(lambda x: x[None], state)
     assert root.action == int(ttt_agent.act(batched, jax.random.key(1))[0])
-    assert root.visits.shape == (9,) and root.visits.sum() == CONFIG.search.num_simulations
+    assert root.visits.shape == (9,) and root.visits.sum() == CONFIG.program.search.num_simulations
     assert -1.0 <= root.value <= 1.0 and -1.0 <= root.network_value <= 1.0
     _, value = ttt_agent.evaluate(batched.observation)
     assert root.network_value == pytest.approx(float(value[0]), abs=1e-5)

@@ -20,10 +20,11 @@ from ttt_reference import random_play_odds as absolute_random_play_odds
 import envs
 from azjax import TrainConfig
 from azjax import checkpoint as ckpt
-from azjax.arena import evaluate
+from azjax.checkpoint import prepare_run_dir
 from azjax.learner import LearnerConfig
-from azjax.loop import init_train_state, make_network
-from azjax.networks import NetworkConfig
+from azjax.loop import init_train_state
+from azjax.match import play_match
+from azjax.networks import NetworkConfig, make_network
 from azjax.player_specs import game_of, make_player, parse_spec
 from azjax.players import (
     Player,
@@ -37,7 +38,6 @@ from azjax.rollouts import random_playout, uniform_legal_actions
 from azjax.search import SearchConfig, make_search_fn, masked_logits, mixed_value
 from azjax.selfplay import SelfPlayConfig
 from azjax.solvers import tictactoe as ttt_solver
-from azjax.train import prepare_run_dir
 from envs import coin_split
 from envs.connect_four import state_from_moves
 from envs.tictactoe import state_from_board
@@ -292,7 +292,7 @@ def test_uct_config_validation(ttt):
 def test_rollout_mcts_strength_on_tictactoe(ttt):
     mcts = rollout_mcts_player(ttt, 200)
     assert mcts.name == "mcts:200" and mcts.jittable
-    against_random = evaluate(ttt, mcts, random_player(), jax.random.key(0), 100)
+    against_random = play_match(ttt, mcts, random_player(), jax.random.key(0), 100)
     assert against_random.score > 0.9
     assert against_random.losses <= 3
 
@@ -429,8 +429,8 @@ def mixed_search(ttt):
     search = jax.jit(make_search_fn(ttt, stub_apply, MIXED))
 
     def run(value, rollout_lambda, key, states):
-        params = MIXED.params().replace(rollout_lambda=jnp.float32(rollout_lambda))
-        return search((WEIGHTS, jnp.float32(value)), params, key, states)
+        settings = MIXED.as_arrays().replace(rollout_lambda=jnp.float32(rollout_lambda))
+        return search((WEIGHTS, jnp.float32(value)), settings, key, states)
 
     return run
 
@@ -451,7 +451,7 @@ def test_search_without_rollout_lambda_is_exactly_alphazero(ttt, search_states):
     # rollout_lambda = 0 in the config: no playouts compiled, and the key is not split.
     key = jax.random.key(11)
     params = (WEIGHTS, jnp.float32(0.3))
-    ours = jax.jit(make_search_fn(ttt, stub_apply, SEARCH))(params, SEARCH.params(), key,
+    ours = jax.jit(make_search_fn(ttt, stub_apply, SEARCH))(params, SEARCH.as_arrays(), key,
                                                             search_states)
     plain = jax.jit(functools.partial(reference_search, ttt, stub_apply, SEARCH,
                                       split_key=False))(params, key, search_states)
@@ -608,7 +608,7 @@ def test_network_player_is_the_masked_argmax_or_a_masked_sample(ttt, live_boards
 # Player specs
 # --------------------------------------------------------------------------------------
 
-TINY = TrainConfig(
+TINY = TrainConfig().replace(
     game="tictactoe",
     network=NetworkConfig(channels=8, policy_filters=2),
     search=SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=9),
@@ -635,7 +635,7 @@ def run(tmp_path_factory):
     manager = ckpt.checkpoint_manager(path)
     params = {}
     for step in (1, 2):
-        state = init_train_state(env, TINY, jax.random.key(step))
+        state = init_train_state(env, TINY.program, jax.random.key(step))
         ckpt.save(manager, step, state)
         params[step] = state.params
     manager.close()
@@ -713,7 +713,7 @@ def test_run_dir_specs(ttt, run, monkeypatch):
     legal_mask = np.asarray(states.legal_action_mask)
 
     # network:DIR is the greedy policy head of the newest checkpoint, step=S of step S
-    apply = make_network(ttt, TINY).apply
+    apply = make_network(ttt, TINY.program.network).apply
     greedy = {}
     for step in (1, 2):
         logits = np.asarray(apply(params[step], states.observation)[0])
@@ -744,8 +744,9 @@ def test_run_dir_specs(ttt, run, monkeypatch):
     alphago = make_player(f"alphago:{run_dir},lambda=0.5,sims=5", ttt)
     assert alphazero.name == "az" and alphago.name == f"alphago:{run_dir},lambda=0.5,sims=5"
     assert alphazero.jittable and alphago.jittable
-    assert configs == [dataclasses.replace(TINY.search, policy="puct", num_simulations=3),
-                       dataclasses.replace(TINY.search, num_simulations=5, rollout_lambda=0.5)]
+    search = TINY.program.search
+    assert configs == [dataclasses.replace(search, policy="puct", num_simulations=3),
+                       dataclasses.replace(search, num_simulations=5, rollout_lambda=0.5)]
     actions = np.asarray(jax.jit(alphago.act)(states, key))
     assert np.all(legal_mask[np.arange(len(SEARCH_BOARDS)), actions])
 
@@ -774,7 +775,7 @@ def test_run_dir_specs(ttt, run, monkeypatch):
 
 
 def test_player_is_a_frozen_record():
-    player = Player("p", lambda states, key: states.current_player)
+    player = Player("p", lambda params, states, key: states.current_player)
     assert player.jittable
     with pytest.raises(dataclasses.FrozenInstanceError):
         player.name = "q"

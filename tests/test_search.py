@@ -274,9 +274,15 @@ def test_recurrent_fn(env):
     boards = jnp.asarray(np.array([c[0] for c in cases], np.int8))
     actions = jnp.asarray([c[1] for c in cases], jnp.int32)
     states = jax.vmap(state_from_board)(boards)
-    recurrent_fn = jax.jit(make_recurrent_fn(env, const_apply))
-    params = ({}, SearchConfig().params())
-    out, next_states = recurrent_fn(params, jax.random.key(0), actions, states)
+    leaves = []
+
+    def leaf(params, key, states):
+        leaves.append(states)
+        return const_apply(params, states.observation)
+
+    recurrent_fn = jax.jit(make_recurrent_fn(env, leaf))
+    out, next_states = recurrent_fn({}, jax.random.key(0), actions, states)
+    assert len(leaves) == 1  # the leaf function evaluates the stepped states
     out = jax.device_get(out)
     np.testing.assert_array_equal(out.reward, [c[2] for c in cases])
     np.testing.assert_array_equal(out.discount, [c[3] for c in cases])
@@ -328,12 +334,13 @@ def test_search_config_validation(kwargs):
         SearchConfig(**kwargs).validate()
 
 
-def test_search_config_valid_and_params():
+def test_search_config_valid_and_traced_settings():
     SearchConfig().validate()
     SearchConfig(policy="puct", num_simulations=1, dirichlet_fraction=0.0).validate()
     config = SearchConfig(c_puct=2.0, gumbel_scale=0.5)
-    p = config.params()
+    p = config.as_arrays()
     assert float(p.c_puct) == 2.0 and float(p.gumbel_scale) == 0.5
+    assert p.c_puct.dtype == jnp.float32 and p.num_simulations == 32  # static stays int
     d = deterministic(config)
     assert float(d.gumbel_scale) == 0.0 and float(d.dirichlet_fraction) == 0.0
     assert float(d.c_puct) == 2.0

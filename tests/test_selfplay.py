@@ -154,7 +154,7 @@ def selfplay_run():
     play = jax.jit(make_play_fn(env, search_fn, search_config, config))
     games = init_games(env, jax.random.key(0), config)
     params = net.init(jax.random.key(1), games.state.observation)
-    new_games, traj = play(params, search_config.params(), jax.random.key(2), games)
+    new_games, traj = play(params, search_config.as_arrays(), jax.random.key(2), games)
     return jax.device_get((new_games.state, traj))
 
 

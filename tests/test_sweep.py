@@ -1,12 +1,12 @@
-"""Ablation sweeps: grid parsing, compile groups, vmapped = unbatched, statistics, CSVs,
-resume, shards and the command line."""
+"""Ablation sweeps: grid parsing, compile groups, vmapped = unbatched, statistics, run
+directories per experiment, resume, shards and the command line."""
 
 from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 import math
+import shutil
 import statistics
 import subprocess
 import sys
@@ -18,20 +18,22 @@ import pytest
 from test_gating import SMALL
 
 import azjax.sweep as sw
-from azjax import TrainConfig
-from azjax.evaluation import TicTacToeEvaluator
-from azjax.loop import init_train_state, make_iteration_fn
+from azjax import Agent, TrainConfig, train, train_group
+from azjax import checkpoint as ckpt
+from azjax.evaluation import make_evaluator
+from azjax.stats import mean_ci, t_quantile
+from azjax.sweep_table import markdown_table, results_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # The tiny tic-tac-toe run of the gating tests, for 2 iterations, evaluated and
 # checkpointed after each one.
-TINY = dataclasses.replace(SMALL, iterations=2, eval_every=1, checkpoint_every=1)
-# Two groups of four experiments (two learning rates x two seeds each). They differ in a
-# driver setting only, so they share one compiled program (compiled once per session).
-GRID = ("eval_every=1,2", "learning_rate=0.003,0.01")
+TINY = SMALL.replace(iterations=2, eval_every=1, checkpoint_every=1)
+# Two groups of four experiments (two learning rates x two seeds each): the number of
+# gradient steps changes the program, the learning rate does not.
+GRID = ("gradient_steps=2,4", "learning_rate=0.003,0.01")
 SEEDS = (0, 1)
-TIMING = ("seconds_to_perfect", "group_wall_s")  # wall times differ between runs
+TIMING = ("seconds_to_perfect", "wall_time", "positions_per_s")  # differ between runs
 
 
 def grid(base=TINY, specs=GRID, seeds=SEEDS):
@@ -50,21 +52,36 @@ def without_timing(rows):
 # ------------------------------------------------------------------ names and values
 
 
-def test_short_names_map_to_real_settings():
-    for short, path in sw.SHORT_NAMES.items():
+def test_setting_names_resolve_to_real_settings():
+    # The names the README lists, derived from the fields (no table of short names).
+    readme = {
+        "num_simulations": "search.num_simulations", "policy": "search.policy",
+        "c_puct": "search.c_puct", "dirichlet_alpha": "search.dirichlet_alpha",
+        "dirichlet_fraction": "search.dirichlet_fraction",
+        "gumbel_scale": "search.gumbel_scale",
+        "max_num_considered_actions": "search.max_num_considered_actions",
+        "rollout_lambda": "search.rollout_lambda",
+        "temperature_moves": "selfplay.temperature_moves",
+        "learning_rate": "learner.learning_rate", "batch_size": "learner.batch_size",
+        "replay_capacity": "replay_capacity",
+    }
+    for short, path in readme.items():
         assert sw.resolve_name(short) == path
-        sw.get_setting(TrainConfig(), path)  # the path exists
+        assert sw.short_names()[short] == path
+        TrainConfig().get(path)  # the path exists
     assert sw.resolve_name("search.c_puct") == "search.c_puct"
     assert sw.resolve_name("weight_decay") == "learner.weight_decay"  # unique field name
     assert sw.resolve_name("gradient-steps") == "gradient_steps"
+    assert sw.resolve_name("eval_every") == "eval_every"  # a run option
 
     p = sw.parse_param("num_simulations=8,16,64")
     assert (p.path, p.values) == ("search.num_simulations", (8, 16, 64))
     assert sw.parse_param("learning_rate=1e-3,0.01").values == (0.001, 0.01)
     assert sw.parse_param("policy=puct,gumbel").values == ("puct", "gumbel")
     assert sw.parse_param("stop_when_perfect=true,false").values == (True, False)
-    config = sw.with_setting(TINY, "learner.batch_size", 8)
-    assert config.learner.batch_size == 8 and config.learner.learning_rate == 3e-3
+    config = TINY.with_value("learner.batch_size", 8)
+    assert config.program.learner.batch_size == 8
+    assert config.program.learner.learning_rate == 3e-3
 
 
 @pytest.mark.parametrize(
@@ -80,6 +97,7 @@ def test_short_names_map_to_real_settings():
         ("num_simulations=8,,16", "empty value"),
         ("num_simulations=8,8", "repeated"),
         ("seed=1,2", "--seeds"),
+        ("game=go,gomoku", "one game"),
         ("channels=16,nope", "network.channels"),
     ],
 )
@@ -99,33 +117,38 @@ def test_a_setting_is_swept_once():
 def test_grid_is_the_product_times_seeds():
     experiments = grid(specs=("num_simulations=2,4", "c_puct=1.0,2.0", "learning_rate=0.01"))
     assert len(experiments) == 2 * 2 * 1 * len(SEEDS)
-    seen = {(e.config.search.num_simulations, e.config.search.c_puct,
-             e.config.learner.learning_rate, e.config.seed) for e in experiments}
+    seen = {(e.config.program.search.num_simulations, e.config.program.search.c_puct,
+             e.config.program.learner.learning_rate, e.config.seed) for e in experiments}
     assert len(seen) == len(experiments)
     assert {e.seed for e in experiments} == set(SEEDS)
-    assert all(e.config.network == TINY.network for e in experiments)
+    assert all(e.config.program.network == TINY.program.network for e in experiments)
+    names = {e.run_name for e in experiments}
+    assert len(names) == len(experiments)
+    assert "num_simulations=2,c_puct=1.0,learning_rate=0.01,seed=0" in names
 
 
-def test_only_traced_settings_and_seeds_share_a_group():
-    traced = grid(specs=("c_puct=1.0,2.0", "dirichlet_alpha=0.3,1.0", "dirichlet_fraction=0.0,0.25",
-                         "gumbel_scale=0.5,1.0", "learning_rate=0.001,0.01"))
-    assert [g.size for g in sw.group_experiments(traced)] == [len(traced)]
+def test_only_traced_settings_seeds_and_run_options_share_a_group():
+    shared = grid(specs=("c_puct=1.0,2.0", "dirichlet_alpha=0.3,1.0", "dirichlet_fraction=0.0,0.25",
+                         "gumbel_scale=0.5,1.0", "learning_rate=0.001,0.01",
+                         "eval_every=1,2", "iterations=2,3"))
+    assert [g.size for g in sw.group_experiments(shared)] == [len(shared)]
 
     for spec in ("num_simulations=2,4", "policy=puct,gumbel", "batch_size=16,32",
                  "replay_capacity=512,1024", "temperature_moves=0,2",
                  "max_num_considered_actions=4,9", "weight_decay=0.0,0.001",
-                 "gradient_steps=2,4"):
+                 "gradient_steps=2,4", "regime=alphazero,gating"):
         groups = sw.group_experiments(grid(specs=(spec, "c_puct=1.0,2.0")))
         assert [g.size for g in groups] == [4, 4], spec
-        for g in groups:  # one value of the shape setting per group, all seeds and c_puct
+        for g in groups:  # one value of the compiled setting per group, all seeds and c_puct
             path = sw.resolve_name(spec.split("=")[0])
-            assert len({sw.get_setting(e.config, path) for e in g.experiments}) == 1
-            assert {(e.seed, e.config.search.c_puct) for e in g.experiments} == {
+            assert len({e.config.get(path) for e in g.experiments}) == 1
+            assert {(e.seed, e.config.program.search.c_puct) for e in g.experiments} == {
                 (s, c) for s in SEEDS for c in (1.0, 2.0)}
 
     # Playouts are compiled in for lambda > 0 only: lambda 0 stays on its own.
     groups = sw.group_experiments(grid(specs=("rollout_lambda=0.0,0.5,1.0",)))
-    lambdas = [sorted({e.config.search.rollout_lambda for e in g.experiments}) for g in groups]
+    lambdas = [sorted({e.config.program.search.rollout_lambda for e in g.experiments})
+               for g in groups]
     assert lambdas == [[0.0], [0.5, 1.0]]
 
 
@@ -146,7 +169,7 @@ def test_shards_are_a_deterministic_partition_of_the_grid():
             assert min(sizes) > 0
         for s in shards:  # every unit still runs as one program
             for g in s:
-                assert len({sw.compile_key(e.config) for e in g.experiments}) == 1
+                assert len({e.config.program.compile_key() for e in g.experiments}) == 1
     assert sw.parse_shard("2/4") == (2, 4)
     for bad in ("0/4", "5/4", "1", "a/b", "1/0"):
         with pytest.raises(ValueError, match="--shard"):
@@ -161,18 +184,19 @@ def test_t_quantiles_match_the_tables():
     table = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 9: 2.262, 10: 2.228,
              30: 2.042}
     for df, value in table.items():
-        assert sw.t_quantile(0.975, df) == pytest.approx(value, abs=1e-3)
-    assert sw.t_quantile(0.995, 5) == pytest.approx(4.032, abs=1e-3)
-    assert sw.t_quantile(0.975, 1000) == pytest.approx(1.962, abs=1e-3)
+        assert t_quantile(0.975, df) == pytest.approx(value, abs=1e-3)
+    assert t_quantile(0.995, 5) == pytest.approx(4.032, abs=1e-3)
+    assert t_quantile(0.975, 1000) == pytest.approx(1.962, abs=1e-3)
 
 
 def test_mean_ci_is_the_t_interval():
     values = [3.0, 5.0, 4.0, 8.0, 6.0]
-    mean, low, high = sw.mean_ci(values)
+    mean, low, high = mean_ci(values)
     half = 2.776 * statistics.stdev(values) / math.sqrt(len(values))
     assert mean == pytest.approx(statistics.mean(values))
-    assert (low, high) == (pytest.approx(mean - half, abs=1e-3), pytest.approx(mean + half, abs=1e-3))
-    one = sw.mean_ci([2.5])
+    assert low == pytest.approx(mean - half, abs=1e-3)
+    assert high == pytest.approx(mean + half, abs=1e-3)
+    one = mean_ci([2.5])
     assert one[0] == 2.5 and math.isnan(one[1]) and math.isnan(one[2])
 
 
@@ -182,11 +206,11 @@ def test_table_marks_censored_times():
         {"config": "a", "x": "1", "seed": "1", "reached_perfect": "0", "games_to_perfect": "30"},
         {"config": "b", "x": "2", "seed": "0", "reached_perfect": "1", "games_to_perfect": "5"},
     ]
-    table = sw.results_table(rows, ["x"], ["games_to_perfect"])
+    table = results_table(rows, ["x"], ["games_to_perfect"])
     assert [r["seeds"] for r in table] == [2, 1]
     assert [r["reached_perfect"] for r in table] == [1, 1]
     assert table[0]["games_to_perfect_mean"] == 20.0
-    text = sw.markdown_table(table, ["x"], ["games_to_perfect"])
+    text = markdown_table(table, ["x"], ["games_to_perfect"])
     assert "| 1 | 2 | 1/2 | ≥ 20 ± " in text and "| 2 | 1 | 1/1 | 5 |" in text
 
 
@@ -201,80 +225,100 @@ def swept(tmp_path_factory):
     return out, result, lines
 
 
-def test_sweep_writes_per_seed_rows_table_and_plot(swept):
+def test_every_experiment_is_a_run_directory_and_the_sweep_a_table(swept):
     out, result, lines = swept
     assert len(result.groups_run) == 2 and result.experiments_run == 8
+    experiments = grid()
+    runs = sorted(p.name for p in (out / "runs").iterdir())
+    assert runs == sorted(e.run_name for e in experiments)
+    for e in experiments:
+        run_dir = out / "runs" / e.run_name
+        assert ckpt.load_config(run_dir) == e.config  # its own settings and seed
+        records = ckpt.read_metrics(run_dir)
+        assert [r["iteration"] for r in records] == [1, 2]
+        assert all("net_optimal_share" in r for r in records)  # evaluated every iteration
+        assert (run_dir / "training.png").read_bytes()[:4] == b"\x89PNG"
+        agent = Agent.load(run_dir)
+        assert agent.program == e.config.program
+        assert sw.run_finished(run_dir)
+
     rows = read_csv(out / "seeds.csv")
     assert sorted((r["config"], r["seed"]) for r in rows) == sorted(
-        (e.label, str(e.seed)) for e in grid())
+        (e.label, str(e.seed)) for e in experiments)
     for r in rows:
-        assert r["eval_every"] in ("1", "2")
+        assert r["gradient_steps"] in ("2", "4")
         assert r["learner.learning_rate"] in ("0.003", "0.01")
-        assert int(r["iterations"]) == TINY.iterations
-        assert 0.0 <= float(r["net_optimal_share"]) <= 1.0
-        assert int(r["games"]) > 0 and int(r["positions"]) == 2 * 16 * 9
+        assert int(r["iterations"]) == TINY.run.iterations
+        records = ckpt.read_metrics(out / "runs" / r["run_dir"])
+        assert float(r["net_optimal_share"]) == records[-1]["net_optimal_share"]
+        assert int(r["games"]) == records[-1]["games"] > 0
+        assert int(r["positions"]) == 2 * 16 * 9
         if r["reached_perfect"] == "0":  # censored at the budget
             assert r["games_to_perfect"] == r["games"]
-            assert int(r["iterations_to_perfect"]) == TINY.iterations
+            assert int(r["iterations_to_perfect"]) == TINY.run.iterations
     table = read_csv(out / "results.csv")
     assert len(table) == 4
     for t in table:
         members = [float(r["net_optimal_share"]) for r in rows if r["config"] == t["config"]]
         assert int(t["seeds"]) == 2
-        mean, low, high = sw.mean_ci(members)
-        assert float(t["net_optimal_share_mean"]) == pytest.approx(mean)
-        assert mean == pytest.approx(np.mean(members))
-        assert float(t["net_optimal_share_ci_low"]) == pytest.approx(low)
-        assert float(t["net_optimal_share_ci_high"]) == pytest.approx(high)
+        assert float(t["net_optimal_share_mean"]) == pytest.approx(np.mean(members))
+        half = t_quantile(0.975, 1) * np.std(members, ddof=1) / math.sqrt(2)
+        assert float(t["net_optimal_share_ci_high"]) == pytest.approx(np.mean(members) + half)
+        assert float(t["net_optimal_share_ci_low"]) == pytest.approx(np.mean(members) - half)
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
-    assert any("ETA" in line or "done" in line for line in lines if line.startswith("sweep:"))
-    assert "| eval_every | learning_rate | seeds | perfect |" in result.markdown
-    assert not list((out / "groups").iterdir())  # finished groups leave no checkpoints
+    assert any("ETA" in line or "done" in line for line in lines if line.startswith("group:"))
+    assert "| gradient_steps | learning_rate | seeds | perfect |" in result.markdown
 
 
-def test_rerun_skips_finished_groups_and_reruns_only_missing_rows(swept):
+def test_rerun_skips_finished_runs_and_reruns_only_missing_ones(swept):
     out, first, _ = swept
     again = sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, out, write=None)
     assert again.groups_run == [] and again.experiments_skipped == 8
     assert len(read_csv(out / "seeds.csv")) == 8
 
-    # Drop the rows of the first group (as if killed before writing them): only it reruns.
+    # Lose the first group's runs (as if never run): only that group runs again.
     rows = read_csv(out / "seeds.csv")
-    lost = [r for r in rows if r["eval_every"] == "1"]
-    sw.write_csv(out / "seeds.csv", [r for r in rows if r not in lost])
+    lost = [r for r in rows if r["gradient_steps"] == "2"]
+    records = {r["run_dir"]: ckpt.read_metrics(out / "runs" / r["run_dir"]) for r in lost}
+    for r in lost:
+        shutil.rmtree(out / "runs" / r["run_dir"])
     third = sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, out, write=None)
     assert third.experiments_run == 4 and third.experiments_skipped == 4
     assert third.groups_run == [first.groups_run[0]]
     rerun = read_csv(out / "seeds.csv")
     assert len(rerun) == 8
     # The rerun experiments reproduce their earlier results exactly.
-    assert without_timing(r for r in rerun if r["eval_every"] == "1") == (
+    assert without_timing(r for r in rerun if r["gradient_steps"] == "2") == (
         without_timing(lost))
+    for name, before in records.items():
+        assert without_timing(ckpt.read_metrics(out / "runs" / name)) == without_timing(before)
 
     with pytest.raises(ValueError, match="another base config"):
-        sw.run_sweep(dataclasses.replace(TINY, gradient_steps=3), sw.parse_params(GRID),
-                     SEEDS, out, write=None)
+        sw.run_sweep(TINY.replace(value_target_mix=0.5), sw.parse_params(GRID), SEEDS, out,
+                     write=None)
+    with pytest.raises(ValueError, match="sweep over"):
+        sw.run_sweep(TINY, sw.parse_params(["gradient_steps=2,4"]), SEEDS, out, write=None)
 
 
 class Killed(Exception):
     pass
 
 
-def test_interrupted_group_continues_from_its_checkpoint(swept, tmp_path):
+def test_interrupted_group_continues_from_its_checkpoints(swept, tmp_path):
     out, _, _ = swept
 
-    def kill_after_first(iteration, perfect, finished):
-        if iteration == 1:
+    def kill_after_first(iterations):
+        if min(iterations) >= 1:
             raise Killed
 
     with pytest.raises(Killed):
         sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, tmp_path, write=None,
                      on_iteration=kill_after_first)
-    (saved,) = (tmp_path / "groups").iterdir()
-    assert json.loads((saved / "progress.json").read_text())["iteration"] == 1
+    started = [p for p in (tmp_path / "runs").iterdir()]
+    assert len(started) == 4 and not any(sw.run_finished(p) for p in started)
     lines = []
     sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, tmp_path, write=lines.append)
-    assert any("resumed at iteration 1" in line for line in lines)
+    assert sum("resumed" in line and "at iteration 1" in line for line in lines) == 4
     assert without_timing(read_csv(tmp_path / "seeds.csv")) == without_timing(
         read_csv(out / "seeds.csv"))
 
@@ -285,78 +329,87 @@ def test_shards_merge_into_the_same_table(swept, tmp_path):
         result = sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, tmp_path, shard=(i, 2),
                               write=None)
         assert result.experiments_run == 4
-    assert sorted(p.name for p in tmp_path.glob("seeds*.csv")) == [
-        "seeds-shard-1-of-2.csv", "seeds-shard-2-of-2.csv"]
-    assert without_timing(sw.read_seed_rows(tmp_path)[1]) == without_timing(
+    assert without_timing(read_csv(tmp_path / "seeds.csv")) == without_timing(
         read_csv(out / "seeds.csv"))
     merged = sw.merge(tmp_path, write=None)
-    assert [r["config"] for r in merged.table] == [r["config"] for r in read_csv(out / "results.csv")]
+    expected = [r["config"] for r in read_csv(out / "results.csv")]
+    assert [r["config"] for r in merged.table] == expected
 
 
 class LenientEvaluator:
     """The real tic-tac-toe evaluation, with 'perfect' at a lower, reachable bar."""
 
+    can_be_perfect = True
+
     def __init__(self, bar: float):
-        self.real = sw.game_evaluator(TINY.make_env(), TINY)
-        assert isinstance(self.real, TicTacToeEvaluator)
+        self.real = make_evaluator(TINY.make_env())
+        self.summary_metrics = self.real.summary_metrics
         self.bar = bar
 
-    def network_metrics(self, params):
-        metrics = self.real.network_metrics(params)
+    def network_metrics(self, player):
+        metrics = self.real.network_metrics(player)
         return {**metrics, "perfect": float(metrics["net_optimal_share"] >= self.bar)}
 
+    def search_metrics(self, player, key):
+        return self.real.search_metrics(player, key)
 
-def test_time_to_perfect_and_stopping():
-    group = sw.group_experiments(grid())[0]
-    # Everyone passes at the first evaluation: the group stops there.
-    stopping = sw.Group(tuple(dataclasses.replace(e, config=dataclasses.replace(
-        e.config, stop_when_perfect=True)) for e in group.experiments))
-    rows = sw.run_group(stopping, write=None, evaluator=LenientEvaluator(0.0))
-    for r in rows:
-        assert r["iterations"] == 1 < TINY.iterations and r["reached_perfect"] == 1
+
+def test_time_to_perfect_and_stopping(tmp_path):
+    configs = [e.config for e in sw.group_experiments(grid())[0].experiments]
+    paths = [p.path for p in sw.parse_params(GRID)]
+
+    def rows(name, evaluator, stop):
+        dirs = [tmp_path / name / str(i) for i in range(len(configs))]
+        train_group([c.replace(stop_when_perfect=stop) for c in configs], dirs, progress=None,
+                    evaluator=evaluator)
+        return [sw.run_row(d, paths, can_be_perfect=True) for d in dirs]
+
+    # Everyone passes at the first evaluation: each run stops there.
+    for r in rows("stopping", LenientEvaluator(0.0), True):
+        assert r["iterations"] == 1 < TINY.run.iterations and r["reached_perfect"] == 1
         assert r["iterations_to_perfect"] == 1 and r["games_to_perfect"] == r["games"]
     # Without stopping, training goes on and only the first perfect point is kept.
-    rows = sw.run_group(group, write=None, evaluator=LenientEvaluator(0.0))
-    for r in rows:
+    for r in rows("going_on", LenientEvaluator(0.0), False):
         assert r["iterations"] == 2 and r["iterations_to_perfect"] == 1
         assert 0 < r["games_to_perfect"] < r["games"]
     # Nobody passes: censored at the budget.
-    rows = sw.run_group(group, write=None, evaluator=LenientEvaluator(1.01))
-    assert all(r["reached_perfect"] == 0 and r["games_to_perfect"] == r["games"] for r in rows)
+    assert all(r["reached_perfect"] == 0 and r["games_to_perfect"] == r["games"]
+               for r in rows("never", LenientEvaluator(1.01), True))
 
 
 # ---------------------------------------------------------------- one vmapped program
 
 
 def test_vmapped_group_matches_unbatched_runs():
-    """Each experiment of a vmapped group computes what its own run computes: `train`
-    runs `jit(make_iteration_fn(env, config))` from `init_train_state(env, config,
-    key(config.seed))`; the reference here is built from another experiment's config
-    (the learning rate lives in the optimizer state, not in the function)."""
+    """Each experiment of a vmapped group computes what its own run computes (to float
+    rounding: the batched program may order sums differently)."""
     group = sw.group_experiments(grid())[0]  # 2 learning rates x 2 seeds
     configs = [e.config for e in group.experiments]
-    assert {(c.seed, c.learner.learning_rate) for c in configs} == {
+    assert {(c.seed, c.program.learner.learning_rate) for c in configs} == {
         (s, lr) for s in SEEDS for lr in (0.003, 0.01)}
-    env = TINY.make_env()
-    step = sw.make_group_step(env, configs)
-    state = sw.init_group_state(env, configs)
-    for _ in range(2):
-        state, metrics = step(state)
-
-    single = jax.jit(make_iteration_fn(env, configs[-1]), donate_argnums=0)
-    for i, config in enumerate(configs):
-        alone = init_train_state(env, config, jax.random.key(config.seed))
-        for _ in range(2):
-            alone, alone_metrics = single(alone)
-        for a, b in zip(jax.tree.leaves(alone.params), jax.tree.leaves(sw.unstack(state.params, i))):
+    together = train_group(configs, progress=None)
+    for config, vmapped in zip(configs, together):
+        alone = train(config, progress=None)
+        for a, b in zip(jax.tree.leaves(alone.train_state.params),
+                        jax.tree.leaves(vmapped.train_state.params)):
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-6)
-        assert int(state.games[i]) == int(alone.games)
-        for key, value in alone_metrics.items():
-            assert float(metrics[key][i]) == pytest.approx(float(value), rel=1e-4, abs=1e-6), key
+        assert int(vmapped.train_state.games) == int(alone.train_state.games)
+        for ours, theirs in zip(vmapped.records, alone.records):
+            assert ours.keys() == theirs.keys()
+            for key, value in theirs.items():
+                if key not in TIMING:
+                    assert ours[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
     # Different seeds and learning rates did give different networks.
-    first = jax.tree.leaves(sw.unstack(state.params, 0))[0]
-    assert all(not np.allclose(first, jax.tree.leaves(sw.unstack(state.params, i))[0])
-               for i in range(1, len(configs)))
+    first = jax.tree.leaves(together[0].train_state.params)[0]
+    assert all(not np.allclose(first, jax.tree.leaves(r.train_state.params)[0])
+               for r in together[1:])
+
+
+def test_a_group_must_share_one_program():
+    with pytest.raises(ValueError, match="compile to one program"):
+        train_group([TINY, TINY.replace(gradient_steps=3)], progress=None)
+    with pytest.raises(ValueError, match="share a run directory"):
+        train_group([TINY, TINY.replace(seed=1)], ["same", "same"], progress=None)
 
 
 # ---------------------------------------------------------------------- command line
@@ -375,3 +428,14 @@ def test_cli_errors_are_one_line_and_exit_2(swept):
         assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
         assert proc.stderr.startswith("error: ") and message in proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_every_scalar_setting_is_sweepable():
+    """The sweep reads its settings from the config's own fields: a new field is sweepable
+    with no table to update."""
+    fields = sw.sweepable_fields()
+    for half in (TINY.program, TINY.run):
+        for field in dataclasses.fields(half):
+            if field.name not in sw.NOT_SWEPT and not dataclasses.is_dataclass(
+                    getattr(half, field.name)):
+                assert field.name in fields

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,17 +15,18 @@ import pytest
 
 import envs
 from azjax import Agent, TrainConfig, train
-from azjax.checkpoint import RunDirError, read_metrics
-from azjax.evaluation import TicTacToeEvaluator
+from azjax.checkpoint import RunDirError, load_config, read_metrics
+from azjax.evaluation import make_evaluator
 from azjax.learner import LearnerConfig
-from azjax.loop import init_train_state, make_iteration_fn, make_network
-from azjax.networks import NetworkConfig
+from azjax.loop import init_train_state, make_iteration_fn
+from azjax.networks import NetworkConfig, make_network
+from azjax.players import network_player
 from azjax.search import SearchConfig
 from azjax.selfplay import SelfPlayConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SMALL = TrainConfig(
+SMALL = TrainConfig().replace(
     game="tictactoe",
     network=NetworkConfig(channels=32, policy_filters=8),
     search=SearchConfig(policy="gumbel", num_simulations=8, max_num_considered_actions=9),
@@ -51,21 +52,21 @@ def leaves_equal(a, b) -> bool:
 def test_iteration_compiles_once_and_advances_counters():
     env = envs.make("tictactoe")
     traces = []
-    fn = make_iteration_fn(env, SMALL)
+    fn = make_iteration_fn(env, SMALL.program)
 
     def counted(state):
         traces.append(1)
         return fn(state)
 
     iteration = jax.jit(counted, donate_argnums=0)
-    state = init_train_state(env, SMALL, jax.random.key(0))
+    state = init_train_state(env, SMALL.program, jax.random.key(0))
     for _ in range(3):
         state, metrics = iteration(state)
     assert len(traces) == 1
     assert int(state.iteration) == 3
-    assert int(state.positions) == 3 * SMALL.positions_per_iteration
+    assert int(state.positions) == 3 * SMALL.program.positions_per_iteration
     # 27 plies per slot: every slot finished at least 3 games of at most 9 plies.
-    assert int(state.games) >= 3 * SMALL.selfplay.num_games
+    assert int(state.games) >= 3 * SMALL.program.selfplay.num_games
     assert float(metrics["first_player_win"] + metrics["draw"] + metrics["second_player_win"]) == (
         pytest.approx(1.0)
     )
@@ -74,17 +75,18 @@ def test_iteration_compiles_once_and_advances_counters():
 
 def test_two_seeds_give_different_parameters():
     env = envs.make("tictactoe")
-    iteration = jax.jit(make_iteration_fn(env, SMALL))
-    a, _ = iteration(init_train_state(env, SMALL, jax.random.key(1)))
-    b, _ = iteration(init_train_state(env, SMALL, jax.random.key(2)))
+    iteration = jax.jit(make_iteration_fn(env, SMALL.program))
+    a, _ = iteration(init_train_state(env, SMALL.program, jax.random.key(1)))
+    b, _ = iteration(init_train_state(env, SMALL.program, jax.random.key(2)))
     assert not leaves_equal(a.params, b.params)
 
 
 def test_short_training_improves_optimal_move_share():
-    config = dataclasses.replace(SMALL, iterations=40, eval_every=40, gradient_steps=16)
+    config = SMALL.replace(iterations=40, eval_every=40, gradient_steps=16)
     env = envs.make("tictactoe")
-    evaluator = TicTacToeEvaluator(env, make_network(env, config).apply, config.search)
-    before = evaluator(init_train_state(env, config, jax.random.key(config.seed)).params)
+    network = network_player(make_network(env, config.program.network).apply)
+    params = init_train_state(env, config.program, jax.random.key(config.seed)).params
+    before = make_evaluator(env).network_metrics(network.with_params(params))
     result = train(config, run_dir=None, progress=None)
     after = result.records[-1]
     assert after["net_optimal_share"] > before["net_optimal_share"] + 0.1
@@ -95,7 +97,7 @@ def test_checkpoint_round_trip_and_exact_resume(tmp_path):
     straight = train(SMALL, run_dir=None, progress=None).train_state
 
     run_dir = tmp_path / "run"
-    first = train(dataclasses.replace(SMALL, iterations=2), run_dir, progress=None)
+    first = train(SMALL.replace(iterations=2), run_dir, progress=None)
     agent = Agent.load(run_dir)
     assert leaves_equal(agent.params, first.train_state.params)
     assert agent.env.name == "tictactoe"
@@ -107,17 +109,17 @@ def test_checkpoint_round_trip_and_exact_resume(tmp_path):
     assert leaves_equal(resumed.train_state.params, straight.params)
     assert leaves_equal(resumed.train_state.replay, straight.replay)
     assert [r["iteration"] for r in read_metrics(run_dir)] == [1, 2, 3, 4]
-    assert json.loads((run_dir / "config.json").read_text())["iterations"] == 4
+    assert json.loads((run_dir / "config.json").read_text())["run"]["iterations"] == 4
     assert (run_dir / "training.png").stat().st_size > 0
 
 
 def test_resume_drops_metrics_after_the_last_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
-    train(dataclasses.replace(SMALL, iterations=2), run_dir, progress=None)
+    train(SMALL.replace(iterations=2), run_dir, progress=None)
     with open(run_dir / "metrics.jsonl", "a") as f:
         f.write(json.dumps({"iteration": 3, "games": 0}) + "\n")
         f.write('{"iteration": 4, "gam')  # torn line of a killed process
-    train(dataclasses.replace(SMALL, iterations=3), run_dir, progress=None)
+    train(SMALL.replace(iterations=3), run_dir, progress=None)
     records = read_metrics(run_dir)
     assert [r["iteration"] for r in records] == [1, 2, 3]
     assert "loss" in records[-1]
@@ -125,15 +127,15 @@ def test_resume_drops_metrics_after_the_last_checkpoint(tmp_path):
 
 def test_resume_with_a_different_config_is_refused(tmp_path):
     run_dir = tmp_path / "run"
-    train(dataclasses.replace(SMALL, iterations=1), run_dir, progress=None)
-    other = dataclasses.replace(SMALL, learner=LearnerConfig(batch_size=32))
+    train(SMALL.replace(iterations=1), run_dir, progress=None)
+    other = SMALL.replace(learner=LearnerConfig(batch_size=32))
     with pytest.raises(RunDirError, match="batch_size"):
         train(other, run_dir, progress=None)
 
 
 def test_agent_acts_legally_and_wins_in_one(tmp_path):
     run_dir = tmp_path / "run"
-    train(dataclasses.replace(SMALL, iterations=1), run_dir, progress=None)
+    train(SMALL.replace(iterations=1), run_dir, progress=None)
     agent = Agent.load(run_dir, search=SearchConfig(policy="puct", num_simulations=256))
     from envs.tictactoe import state_from_board
 
@@ -170,7 +172,7 @@ def test_agent_load_errors(tmp_path):
 )
 def test_bad_config_is_a_clear_error(options, message):
     with pytest.raises(ValueError, match=message):
-        train(dataclasses.replace(SMALL, **options), run_dir=None, progress=None)
+        train(SMALL.replace(**options), run_dir=None, progress=None)
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess:
@@ -206,13 +208,13 @@ def test_experiment_bad_options_fail_cleanly(tmp_path, args, message):
 
 def test_resuming_a_perfect_run_trains_no_further(tmp_path):
     run_dir = tmp_path / "run"
-    train(dataclasses.replace(SMALL, iterations=2), run_dir, progress=None)
+    train(SMALL.replace(iterations=2), run_dir, progress=None)
     records = read_metrics(run_dir)
     records[-1]["perfect"] = 1.0  # as if the evaluation had found perfect play at iteration 2
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     messages = []
     result = train(
-        dataclasses.replace(SMALL, stop_when_perfect=True), run_dir, progress=messages.append
+        SMALL.replace(stop_when_perfect=True), run_dir, progress=messages.append
     )
     assert int(result.train_state.iteration) == 2
     assert result.perfect_at["iteration"] == 2
@@ -220,3 +222,29 @@ def test_resuming_a_perfect_run_trains_no_further(tmp_path):
     # With stop_when_perfect off, the same run goes on training.
     result = train(SMALL, run_dir, progress=None)
     assert int(result.train_state.iteration) == 4
+
+
+OLD_RUN = ROOT / "tests" / "data" / "run_v1"
+
+
+def test_a_run_written_before_the_two_halves_loads_and_resumes(tmp_path):
+    """tests/data/run_v1 was written by azjax before the config had two halves: a flat
+    config.json and a checkpoint of iteration 2 (2 iterations of a tiny network)."""
+    flat = json.loads((OLD_RUN / "config.json").read_text())
+    assert "program" not in flat and flat["game"] == "tictactoe"
+    run_dir = tmp_path / "old"
+    shutil.copytree(OLD_RUN, run_dir)
+    config = load_config(run_dir)
+    assert config.program.network.channels == flat["network"]["channels"] == 4
+    assert config.run.iterations == flat["iterations"] and config.seed == flat["seed"]
+    agent = Agent.load(run_dir)
+    assert jax.tree.structure(agent.params) == jax.tree.structure(
+        init_train_state(agent.env, config.program, jax.random.key(0)).params)
+    messages = []
+    result = train(config.replace(iterations=3), run_dir, progress=messages.append)
+    assert any(f"resumed {run_dir} at iteration 2" in m for m in messages)
+    assert int(result.train_state.iteration) == 3
+    assert [r["iteration"] for r in read_metrics(run_dir)] == [1, 2, 3]
+    assert "program" in json.loads((run_dir / "config.json").read_text())
+    with pytest.raises(ValueError, match="unknown config field 'colour'"):
+        TrainConfig.from_dict({**flat, "colour": "red"})

@@ -1,9 +1,10 @@
 """Connect Four against the exact solver benchmark positions shipped in `azjax/data/connect4`.
 
-* Move accuracy: on the 1,000 `dev_set.jsonl` positions (random play, 4-36 plies, each
-  move's exact score), the share where the agent picks a move with the best score; also
-  on the non-trivial ones (no immediate win exists and at least one legal move is not
-  optimal), since random play makes about half of them easy.
+* Move accuracy (`move_accuracy`): on the 1,000 `dev_set.jsonl` positions (random play,
+  4-36 plies, each move's exact score), the share where the agent picks a move with the
+  best score; also on the non-trivial ones (no immediate win exists and at least one
+  legal move is not optimal: `move_accuracy_hard`), since random play makes about half
+  of them easy.
 * Value accuracy: on the 6,000 positions of the public `Test_L*_R*` sets, the share of
   decided positions (score != 0) where the sign of the network's value is right.
 """
@@ -14,13 +15,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.players import network_player, search_player
-from azjax.search import SearchConfig
+from azjax.evaluators.ground_truth import GroundTruth, GroundTruthSource
 from envs import Env
 from envs.connect_four import boards_from_moves
 
@@ -80,49 +79,23 @@ def immediate_wins(env: Env, states) -> np.ndarray:
     return np.asarray(jax.jit(jax.vmap(wins))(states))
 
 
-class ConnectFourEvaluator:
-    """Scores a Connect Four network (alone and with search) on solved positions."""
+def load(env: Env) -> GroundTruth:
+    """The solved `dev_set` positions (with the non-trivial subset `hard`) and the decided
+    positions of the public benchmark sets (for the value sign)."""
+    move_set = load_move_set()
+    move_states = boards_from_moves(move_set.moves)
+    legal = np.asarray(move_states.legal_action_mask)
+    can_win = immediate_wins(env, move_states).any(axis=1)
+    value_set = load_value_set()
+    decided = value_set.score != 0
+    return GroundTruth(
+        states=move_states,
+        right_moves=move_set.optimal,
+        counted=np.ones(len(move_set.moves), bool),
+        subsets={"hard": ~can_win & np.any(legal & ~move_set.optimal, axis=1)},
+        value_states=boards_from_moves([m for m, d in zip(value_set.moves, decided) if d]),
+        value_sign=np.sign(value_set.score[decided]),
+    )
 
-    def __init__(self, env: Env, apply_fn, search_config: SearchConfig):
-        move_set = load_move_set()
-        self.move_states = boards_from_moves(move_set.moves)
-        self.optimal = move_set.optimal
-        legal = np.asarray(self.move_states.legal_action_mask)
-        can_win = immediate_wins(env, self.move_states).any(axis=1)
-        self.hard = ~can_win & np.any(legal & ~self.optimal, axis=1)
 
-        value_set = load_value_set()
-        decided = value_set.score != 0
-        self.value_states = boards_from_moves([m for m, d in zip(value_set.moves, decided) if d])
-        self.value_sign = np.sign(value_set.score[decided])
-
-        self._network = jax.jit(
-            lambda params: network_player(apply_fn, params).act(self.move_states, None)
-        )
-        self._value = jax.jit(lambda params: apply_fn(params, self.value_states.observation)[1])
-        self._search = jax.jit(
-            lambda params, key: search_player(env, apply_fn, params, search_config).act(
-                self.move_states, key
-            )
-        )
-
-    def score(self, actions: np.ndarray, prefix: str) -> dict[str, float]:
-        """Share of positions (all, and the non-trivial ones) where `actions` are optimal."""
-        actions = np.asarray(actions)
-        right = self.optimal[np.arange(len(actions)), actions]
-        return {
-            f"{prefix}move_accuracy": float(right.mean()),
-            f"{prefix}move_accuracy_hard": float(right[self.hard].mean()),
-        }
-
-    def network_metrics(self, params) -> dict[str, float]:
-        """Move accuracy of the policy head's argmax and value-sign accuracy."""
-        metrics = self.score(jax.device_get(self._network(params)), "net_")
-        value = np.asarray(jax.device_get(self._value(params)))
-        metrics["net_value_accuracy"] = float(np.mean(np.sign(value) == self.value_sign))
-        metrics["perfect"] = 0.0
-        return metrics
-
-    def search_metrics(self, params, key: chex.PRNGKey) -> dict[str, float]:
-        """Move accuracy of network + search at the training budget, noise off."""
-        return self.score(jax.device_get(self._search(params, key)), "search_")
+SOURCE = GroundTruthSource(metric="move_accuracy", complete=False, load=load)

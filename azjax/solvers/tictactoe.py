@@ -31,16 +31,19 @@ def to_move(board: Board) -> int:
 
 
 def is_terminal(board: Board) -> bool:
+    """Someone has three in a row, or the board is full."""
     return winner(board) is not None or all(v != EMPTY for v in board)
 
 
 def legal_moves(board: Board) -> list[int]:
+    """The empty cells of a live board (none once the game is over)."""
     if is_terminal(board):
         return []
     return [i for i, v in enumerate(board) if v == EMPTY]
 
 
 def play(board: Board, move: int) -> Board:
+    """The board after the player to move takes cell `move`."""
     b = list(board)
     b[move] = to_move(board)
     return tuple(b)

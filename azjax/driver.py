@@ -1,0 +1,449 @@
+"""The one training driver: E experiments as one stacked, vmapped program.
+
+`train_group(configs, run_dirs)` trains E experiments whose configs compile to one program
+(the same `ProgramConfig` up to traced settings; seeds and run halves may differ): their
+training states are stacked along a leading axis and one `jax.jit(jax.vmap(iteration))`
+advances them together. A plain run is E = 1 (`train`); a sweep's compile group is E > 1.
+Between jitted iterations, on the host, each experiment is driven as a run of its own:
+status lines, `metrics.jsonl` records, evaluation against the game's ground truth (or
+random play) and chosen baselines, gating, checkpoints, TensorBoard and `training.png` in
+its own run directory, its own budget and stop-when-perfect. An experiment that has
+finished is frozen (the vmapped step leaves its state as it is) while the others go on.
+
+Every experiment computes what it would compute alone, and resumes exactly: evaluation
+keys are folded in by iteration, and a resumed group first advances the experiments whose
+newest checkpoint is older (a process killed between two experiments' saves) until all
+stand at the same iteration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from azjax import checkpoint as ckpt
+from azjax.config import ProgramConfig, TrainConfig
+from azjax.evaluation import METRIC_LABELS, OPPONENT_PREFIX, Evaluator, make_evaluator, versus
+from azjax.gating import Gate
+from azjax.loop import TrainState, init_train_state, make_iteration_fn
+from azjax.metrics_log import MetricsLog, check_tensorboard
+from azjax.networks import make_network
+from azjax.player_specs import make_player
+from azjax.players import AgentParams, Player, network_player, search_player
+from azjax.plots import PLOT_FILE, plot_run
+from azjax.progress import Progress, format_duration
+from azjax.selfplay import tree_select
+from azjax.specs import RUN_KINDS, parse_spec
+from envs import Env
+
+Say = Callable[[str], None]
+PLOT_EVERY_S = 30.0
+"""Seconds between redraws of a run's training.png at checkpoints (always at its end)."""
+STATUS_EVERY_S = 2.0
+"""Seconds between status lines of a group of several experiments."""
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a finished run returns: its final state, its metrics records, and the first
+    record where the evaluation said 'perfect' (None if never)."""
+
+    train_state: TrainState
+    records: list[dict[str, Any]]
+    perfect_at: dict[str, Any] | None
+
+
+def stack(trees: Sequence[Any]) -> Any:
+    """One pytree with a leading experiment axis [E, ...] from equally shaped pytrees."""
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+
+
+def unstack(tree: Any, index: int) -> Any:
+    """Experiment `index` of a stacked pytree."""
+    return jax.tree.map(lambda x: x[index], tree)
+
+
+_CACHE: dict[Any, Any] = {}
+_MAX_CACHED = 8
+
+
+def _cached(key: Any, make: Callable[[], Any]) -> Any:
+    if key not in _CACHE:
+        if len(_CACHE) >= _MAX_CACHED:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = make()
+    return _CACHE[key]
+
+
+def group_step(env: Env, program: ProgramConfig, num: int) -> Callable:
+    """`step(state [E], active bool [E]) -> (state, metrics [E])`: one jitted, vmapped
+    iteration of E experiments (the state is donated); experiments not `active` keep
+    their state. Cached by program, so another group of the same program reuses it."""
+
+    def make() -> Callable:
+        iteration = jax.vmap(make_iteration_fn(env, program))
+        if num == 1:
+            def step(state, active):
+                del active  # a run of one steps only while it is active
+                return iteration(state)
+        else:
+            def step(state, active):
+                new, metrics = iteration(state)
+                return tree_select(active, new, state), metrics
+        return jax.jit(step, donate_argnums=0)
+
+    return _cached(("step", program.compile_key(), num), make)
+
+
+def format_progress(record: dict[str, Any], eta: float | None = None) -> str:
+    """One status line for a metrics record (and the time left, when known)."""
+    parts = [
+        f"it {record['iteration']:>5}",
+        f"games {record['games']:>8,}",
+        f"{record['positions_per_s']:>8,.0f} pos/s",
+    ]
+    if "loss" in record:
+        parts.append(f"loss {record['loss']:.3f} (v {record['value_loss']:.3f} "
+                     f"p {record['policy_loss']:.3f})")
+        parts.append(f"H {record['policy_entropy']:.2f}")
+    for key, label in METRIC_LABELS.items():
+        if key in record:
+            value = record[key]
+            shown = ("yes" if value else "no") if "unbeatable" in key else f"{100 * value:.1f}%"
+            parts.append(f"{label} {shown}")
+    for key, value in record.items():
+        if key.startswith(OPPONENT_PREFIX):
+            parts.append(f"{key} {100 * value:.1f}%")
+    if "gate_score" in record:
+        verdict = "promoted" if record["promoted"] else "kept best"
+        parts.append(f"gate {100 * record['gate_score']:.1f}% {verdict} "
+                     f"(best it {record['best_iteration']})")
+    parts.append(f"{record['wall_time']:.1f}s")
+    if eta is not None:
+        parts.append(f"ETA {format_duration(eta)}")
+    return " | ".join(parts)
+
+
+def summarize(result: TrainResult) -> str:
+    """A closing summary of a run."""
+    if result.perfect_at is None:
+        last = result.records[-1] if result.records else {}
+        evaluated = next((r for r in reversed(result.records) if "perfect" in r), {})
+        shown = [
+            f"{label} {100 * evaluated[key]:.1f}%"
+            for key, label in METRIC_LABELS.items()
+            if key in evaluated and "unbeatable" not in key
+        ]
+        tail = f"; last evaluation: {', '.join(shown)}" if shown else ""
+        return f"finished {last.get('iteration', 0)} iterations{tail}"
+    r = result.perfect_at
+    return (
+        f"perfect play (network alone: 100% optimal moves, unbeatable from both seats) after "
+        f"{r['games']:,} games, iteration {r['iteration']}, {r['wall_time']:.1f}s"
+    )
+
+
+class _Players:
+    """The players and evaluator of one program, compiled once and bound to each
+    experiment's parameters (cached by program: a later run of the same program in this
+    process reuses the compilations)."""
+
+    def __init__(self, env: Env, program: ProgramConfig):
+        self.env = env
+        self.evaluator = make_evaluator(env)
+        self.apply = make_network(env, program.network).apply
+        self.search = program.search
+        self.network = network_player(self.apply)
+        self.agent = search_player(env, self.apply, None, program.search)
+        self._gates: dict[int, Player] = {}
+        self._opponents: dict[str, Player] = {}
+
+    def gate(self, simulations: int) -> Player:
+        """The search player of gating arenas (`simulations` 0: the training budget)."""
+        if simulations not in self._gates:
+            search = self.search
+            if simulations:
+                search = dataclasses.replace(search, num_simulations=simulations)
+            self._gates[simulations] = search_player(self.env, self.apply, None, search)
+        return self._gates[simulations]
+
+    def opponents(self, specs: Sequence[str]) -> list[Player]:
+        """The baseline players named by `specs`, made once each (a player loaded from a
+        run directory is made anew by each `train_group` call: the run may have moved)."""
+        for spec in specs:
+            if spec not in self._opponents:
+                self._opponents[spec] = make_player(spec, self.env)
+        return [self._opponents[spec] for spec in specs]
+
+    def forget_loaded(self) -> None:
+        """Drops the players loaded from run directories."""
+        for spec in [s for s in self._opponents if parse_spec(s).kind in RUN_KINDS]:
+            del self._opponents[spec]
+
+
+class _Run:
+    """The host side of one experiment: its records, run directory, budget and clock."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path | None, name: str, say: Say):
+        self.config, self.run = config, config.run
+        self.run_dir, self.name, self.say = run_dir, name, say
+        self.records: list[dict[str, Any]] = []
+        self.manager = self.log = None
+        self.eval_key = jax.random.key(config.seed + 1)
+        self.arena_key = jax.random.key(config.seed + 2)
+        self.last_plot = -float("inf")
+
+    def start(self, env: Env, clock_start: float) -> TrainState:
+        """The run's state: fresh, or restored from its newest checkpoint."""
+        state = init_train_state(env, self.config.program, jax.random.key(self.config.seed))
+        step = None
+        if self.run_dir is not None:
+            ckpt.prepare_run_dir(self.run_dir, self.config)
+            self.manager = ckpt.checkpoint_manager(self.run_dir,
+                                                   keep_period=self.run.keep_every or None)
+            self.log = MetricsLog(self.run_dir, tensorboard=self.run.tensorboard)
+            step = self.manager.latest_step()
+            if step is not None:
+                state = ckpt.restore(self.manager, state, step)
+                self.say(f"resumed {self.run_dir} at iteration {step}")
+            self.records = self.log.resume_from(step)
+        self.iteration = self.saved_at = int(state.iteration)
+        self.clock_start = clock_start
+        self.time_offset = self.records[-1]["wall_time"] if self.records else 0.0
+        self.last_log_time, self.last_log_positions = time.perf_counter(), int(state.positions)
+        self.evals_done = sum(1 for r in self.records if "perfect" in r)
+        self.perfect_at = next((r for r in self.records if r.get("perfect")), None)
+        self.eta = Progress(self.run.iterations, initial=self.iteration, write=None)
+        self.done = self.iteration >= self.run.iterations
+        if self.perfect_at is not None and self.run.stop_when_perfect:
+            self.done = True
+            self.say(f"this run already reached perfect play at iteration "
+                     f"{self.perfect_at['iteration']}")
+        elif self.run.max_minutes > 0 and self.time_offset >= 60 * self.run.max_minutes:
+            self.done = True
+            self.say(f"this run already used its {self.run.max_minutes:g} minutes "
+                     "(raise --max-minutes)")
+        return state
+
+    def wall_time(self) -> float:
+        return self.time_offset + time.perf_counter() - self.clock_start
+
+    def after_iteration(self, index: int, state: TrainState, metrics: Callable[[], dict],
+                        evaluator: Evaluator, players: _Players, lines: bool) -> TrainState:
+        """Logs, evaluates, gates and checkpoints after the experiment's iteration; returns
+        the stacked state (changed where a gate promoted its network)."""
+        run = self.run
+        self.iteration += 1
+        iteration = self.iteration
+        out_of_time = run.max_minutes > 0 and self.wall_time() >= 60 * run.max_minutes
+        last = iteration >= run.iterations or out_of_time
+        do_eval = run.eval_every > 0 and (iteration % run.eval_every == 0 or last)
+        do_gate = self.config.program.regime == "gating" and iteration % run.gate_every == 0
+        if not (do_eval or do_gate or last or iteration % run.log_every == 0):
+            return state
+
+        record: dict[str, Any] = {"iteration": iteration}
+        record.update({k: float(v[index]) for k, v in metrics().items()})
+        now = time.perf_counter()
+        positions = int(state.positions[index])
+        record["games"] = int(state.games[index])
+        record["positions"] = positions
+        record["positions_per_s"] = ((positions - self.last_log_positions)
+                                     / max(now - self.last_log_time, 1e-9))
+        if do_eval or do_gate:
+            params = unstack(state.params, index)
+            agent = players.agent.with_params(
+                AgentParams(params, unstack(state.search_params, index)))
+            if do_eval:
+                record.update(self._evaluate(iteration, last, params, agent, evaluator,
+                                             players))
+            if do_gate:
+                state = self._gate(index, state, agent, players, record)
+        record["wall_time"] = self.wall_time()
+        self.records.append(record)
+        if lines:
+            left = self.eta.eta(iteration)
+            if run.max_minutes > 0:
+                left = min(left or float("inf"), 60 * run.max_minutes - record["wall_time"])
+            self.say(format_progress(record, left))
+        self.last_log_time, self.last_log_positions = time.perf_counter(), positions
+
+        perfect = bool(record.get("perfect"))
+        if perfect and self.perfect_at is None:
+            self.perfect_at = record
+        stop = perfect and run.stop_when_perfect
+        self.done = last or stop
+        if self.run_dir is not None:
+            self.log.append(record)
+            if iteration % run.checkpoint_every == 0 or self.done:
+                self.save(index, state)
+        if stop:
+            self.say(f"perfect play reached at iteration {iteration}; stopping")
+        elif out_of_time:
+            self.say(f"time limit of {run.max_minutes:g} minutes reached at iteration "
+                     f"{iteration}")
+        return state
+
+    def _evaluate(self, iteration: int, last: bool, params, agent: Player,
+                  evaluator: Evaluator, players: _Players) -> dict[str, float]:
+        run = self.run
+        with_search = run.eval_search_every > 0 and (
+            (self.evals_done + 1) % run.eval_search_every == 0 or last
+        )
+        self.evals_done += 1
+        out = evaluator.network_metrics(players.network.with_params(params))
+        if with_search or (out["perfect"] and run.stop_when_perfect):
+            out.update(evaluator.search_metrics(agent, jax.random.fold_in(self.eval_key,
+                                                                          iteration)))
+        if run.eval_opponents:
+            key = jax.random.fold_in(jax.random.fold_in(self.arena_key, 0), iteration)
+            out.update(versus(players.env, agent, players.opponents(run.eval_opponents), key,
+                              run.eval_games, run.eval_openings))
+        return out
+
+    def _gate(self, index: int, state: TrainState, agent: Player, players: _Players,
+              record: dict[str, Any]) -> TrainState:
+        run = self.run
+        template = players.gate(run.gate_simulations)
+        best = AgentParams(unstack(state.best_params, index), agent.params.search)
+        gate = Gate(players.env, template.with_params(None, "latest"),
+                    template.with_params(None, "best"), run)
+        key = jax.random.fold_in(jax.random.fold_in(self.arena_key, 1), self.iteration)
+        record["gate_score"], promoted = gate(agent.params, best, key)
+        if promoted:
+            state = state.replace(
+                best_params=jax.tree.map(lambda b, p: b.at[index].set(p[index]),
+                                         state.best_params, state.params),
+                best_iteration=state.best_iteration.at[index].set(self.iteration),
+            )
+        record["promoted"] = float(promoted)
+        record["best_iteration"] = int(state.best_iteration[index])
+        return state
+
+    def save(self, index: int, state: TrainState) -> None:
+        """Checkpoints the experiment's state (and redraws its plot now and then)."""
+        ckpt.save(self.manager, self.iteration, unstack(state, index))
+        self.saved_at = self.iteration
+        if self.done or time.perf_counter() - self.last_plot >= PLOT_EVERY_S:
+            plot_run(self.records, self.run_dir / PLOT_FILE)
+            self.last_plot = time.perf_counter()
+
+    def close(self) -> None:
+        if self.manager is not None:
+            self.manager.close()
+            self.log.close()
+
+
+def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None]) -> Env:
+    if not configs:
+        raise ValueError("no experiments to train")
+    if len(run_dirs) != len(configs):
+        raise ValueError(f"{len(configs)} configs but {len(run_dirs)} run directories")
+    named = [d.resolve() for d in run_dirs if d is not None]
+    if len(set(named)) != len(named):
+        raise ValueError("two experiments of a group cannot share a run directory")
+    env = configs[0].make_env()
+    for config, run_dir in zip(configs, run_dirs):
+        config.validate()
+        config.program.check(env)
+        if config.program.compile_key() != configs[0].program.compile_key():
+            raise ValueError("the experiments of a group must compile to one program (they "
+                             "may differ in seeds, traced settings and run options only)")
+        if config.run.tensorboard and run_dir is not None:
+            check_tensorboard()
+    return env
+
+
+def train_group(
+    configs: Sequence[TrainConfig],
+    run_dirs: Sequence[Path | str | None] | None = None,
+    progress: Say | None = print,
+    evaluator: Evaluator | None = None,
+    on_iteration: Callable[[list[int]], None] | None = None,
+) -> list[TrainResult]:
+    """Trains (or resumes) E experiments as one vmapped program; one result each.
+
+    Args:
+      configs: E configs with one program (`ProgramConfig.compile_key`); seeds, traced
+        settings (c_puct, learning rate, ...) and run options may differ.
+      run_dirs: E run directories (None: nothing written for that experiment); an
+        experiment whose directory holds a run resumes it.
+      progress: receives status lines (one per record for E = 1, a throttled summary
+        line for E > 1) and notices.
+      evaluator: replaces the game's evaluator (`azjax.evaluation.make_evaluator`).
+      on_iteration: called with every experiment's iteration count after each step.
+
+    Raises ValueError (RunDirError for a run directory holding another run) with a clear
+    message before anything is compiled.
+    """
+    clock_start = time.perf_counter()
+    configs = list(configs)
+    run_dirs = [None if d is None else Path(d) for d in (run_dirs or [None] * len(configs))]
+    env = _check_group(configs, run_dirs)
+    program = configs[0].program
+    players = _cached(("players", program.compile_key()), lambda: _Players(env, program))
+    env = players.env
+    players.forget_loaded()
+    for config in configs:
+        players.opponents(config.run.eval_opponents)  # bad baselines fail before any write
+    num = len(configs)
+    say = progress or (lambda _: None)
+    runs = []
+    for i, (config, run_dir) in enumerate(zip(configs, run_dirs)):
+        name = run_dir.name if run_dir is not None else f"experiment {i}"
+        prefix = "" if num == 1 else f"[{name}] "
+        runs.append(_Run(config, run_dir, name, lambda line, p=prefix: say(p + line)))
+    try:
+        state = stack([run.start(env, clock_start) for run in runs])
+        evaluator = evaluator or players.evaluator
+        step = group_step(env, program, num)
+        status = Progress(sum(r.run.iterations for r in runs), "it", "group",
+                          initial=sum(r.iteration for r in runs), write=say,
+                          every=STATUS_EVERY_S)
+        while not all(run.done for run in runs):
+            lag = min(run.iteration for run in runs if not run.done)
+            active = [not run.done and run.iteration == lag for run in runs]
+            state, metrics = step(state, np.asarray(active))
+            fetched: dict[str, np.ndarray] = {}
+
+            def host_metrics() -> dict[str, np.ndarray]:
+                if not fetched:
+                    fetched.update(jax.device_get(metrics))
+                return fetched
+
+            for i, run in enumerate(runs):
+                if active[i]:
+                    state = run.after_iteration(i, state, host_metrics, evaluator, players,
+                                                lines=num == 1)
+            if num > 1:
+                done = sum(r.run.iterations if r.done else r.iteration for r in runs)
+                perfect = sum(r.perfect_at is not None for r in runs)
+                status.update(done, f"it {lag + 1} | perfect {perfect}/{num}")
+            if on_iteration is not None:
+                on_iteration([run.iteration for run in runs])
+        for i, run in enumerate(runs):
+            if run.run_dir is not None and run.saved_at != run.iteration:
+                run.save(i, state)
+    finally:
+        for run in runs:
+            run.close()
+    return [TrainResult(unstack(state, i), run.records, run.perfect_at)
+            for i, run in enumerate(runs)]
+
+
+def train(config: TrainConfig, run_dir: Path | str | None = None,
+          progress: Say | None = print) -> TrainResult:
+    """Trains (or resumes, when `run_dir` holds a run) up to `config.run.iterations`.
+
+    A run of one experiment of `train_group`. Without `run_dir` nothing is written to
+    disk. Raises ValueError (or RunDirError) with a clear message for a bad config or a
+    run directory holding another run.
+    """
+    return train_group([config], [run_dir], progress)[0]

@@ -1,0 +1,53 @@
+"""The data an exact evaluator scores a player on: positions with their right moves."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+from envs import Env, State
+
+
+@dataclasses.dataclass(frozen=True)
+class GroundTruth:
+    """Positions of one game whose right moves (and values) are known.
+
+    Attributes:
+      states: State [N], live positions to choose a move in.
+      right_moves: bool [N, A], the moves that keep the position's game value.
+      counted: bool [N], the positions the share of right moves is taken over (e.g. only
+        the winning ones, where a wrong move loses something).
+      subsets: name -> bool [N] (within `counted`): extra shares, reported as
+        `<metric>_<name>` (e.g. the non-trivial positions).
+      value_states: State [M] positions with a known winner, or None.
+      value_sign: int [M], +1 where the player to move wins, -1 where it loses.
+      check_actions: optional `check(actions [N]) -> {name: 0.0 or 1.0}`, further
+        verdicts on a whole table of chosen moves (e.g. unbeatable from either seat).
+    """
+
+    states: State
+    right_moves: np.ndarray
+    counted: np.ndarray
+    subsets: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    value_states: State | None = None
+    value_sign: np.ndarray | None = None
+    check_actions: Callable[[np.ndarray], dict[str, float]] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GroundTruthSource:
+    """A game's ground truth before it is loaded.
+
+    Attributes:
+      metric: name of the share of right moves ('optimal_share', ...), reported as
+        `net_<metric>` and `search_<metric>`.
+      complete: the positions are every reachable one, so choosing a right move in all of
+        them is perfect play.
+      load: `load(env) -> GroundTruth` (may take seconds: called on first use).
+    """
+
+    metric: str
+    complete: bool
+    load: Callable[[Env], GroundTruth]

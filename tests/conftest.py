@@ -1,0 +1,14 @@
+"""Session set-up: one persistent XLA compilation cache for the whole test session.
+
+Many tests train, evaluate or start an experiment script in a subprocess, and compile
+the same programs again and again; JAX's persistent cache (in a fresh temporary
+directory per session, so nothing carries over between sessions) compiles each once.
+Set before JAX is imported; subprocesses and notebook kernels inherit it.
+"""
+
+import os
+import tempfile
+
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="azjax-xla-"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
