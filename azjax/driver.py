@@ -341,6 +341,17 @@ class _Run:
             self.log.close()
 
 
+def _names(run_dirs: Sequence[Path | None]) -> list[str]:
+    """Short names of a group's experiments for its messages: the fewest trailing parts
+    of their run directories that tell them apart."""
+    parts = [d.parts if d is not None else (f"experiment {i}",) for i, d in enumerate(run_dirs)]
+    for k in range(1, max(len(p) for p in parts) + 1):
+        names = ["/".join(p[-k:]) for p in parts]
+        if len(set(names)) == len(names):
+            return names
+    return ["/".join(p) for p in parts]
+
+
 def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None]) -> Env:
     if not configs:
         raise ValueError("no experiments to train")
@@ -396,8 +407,7 @@ def train_group(
     num = len(configs)
     say = progress or (lambda _: None)
     runs = []
-    for i, (config, run_dir) in enumerate(zip(configs, run_dirs)):
-        name = run_dir.name if run_dir is not None else f"experiment {i}"
+    for config, run_dir, name in zip(configs, run_dirs, _names(run_dirs)):
         prefix = "" if num == 1 else f"[{name}] "
         runs.append(_Run(config, run_dir, name, lambda line, p=prefix: say(p + line)))
     try:

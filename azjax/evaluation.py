@@ -72,17 +72,24 @@ class PositionEvaluator:
         self.env = env
         self.source = source
         self.can_be_perfect = source.complete
+        # What a sweep's table shows: with complete ground truth, the share of right moves
+        # (next to the time to perfect play); else every share the evaluation makes.
         metric = source.metric
-        if source.complete:
-            self.summary_metrics: tuple[str, ...] = (f"net_{metric}",)
-        else:
-            self.summary_metrics = (f"net_{metric}", f"net_{metric}_hard",
-                                    "net_value_accuracy", f"search_{metric}")
+        self.summary_metrics: tuple[str, ...] = (f"net_{metric}",)
+        if not source.complete:
+            self.summary_metrics += (*(f"net_{metric}_{name}" for name in source.subsets),
+                                     *(("net_value_accuracy",) if source.values else ()),
+                                     f"search_{metric}")
 
     @functools.cached_property
     def truth(self) -> GroundTruth:
-        """The ground truth (loaded now if not yet)."""
-        return self.source.load(self.env)
+        """The ground truth (loaded now if not yet; it must be what its source says)."""
+        truth = self.source.load(self.env)
+        if (tuple(truth.subsets) != self.source.subsets
+                or (truth.value_states is not None) != self.source.values):
+            raise ValueError(f"the ground truth of {self.env.name!r} does not match its "
+                             "source's subsets and values")
+        return truth
 
     def actions(self, player: Player, key: chex.PRNGKey = _NO_KEY) -> np.ndarray:
         """The player's move [N] in every ground-truth position."""

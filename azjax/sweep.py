@@ -2,7 +2,7 @@
 
 Every configuration of the grid (the product of the swept values) runs once per seed, and
 every such experiment is a normal run with a run directory of its own,
-`<out>/runs/<setting>=<value>,...,seed=<s>/`, that `Agent.load`, `python -m azjax.play`,
+`<out>/runs/<setting>=<value>/.../seed=<s>/`, that `Agent.load`, `python -m azjax.play`,
 `azjax.league` and `azjax.export` open like any other. Experiments whose programs differ
 only in traced settings (`azjax.fields`: c_puct, Dirichlet noise, the Gumbel scale,
 `rollout_lambda` among values > 0, the learning rate), seeds and run options form one
@@ -197,12 +197,13 @@ class Experiment:
 
     @property
     def run_name(self) -> str:
-        """Its run directory's name: 'policy=puct,c_puct=1.0,seed=0'."""
+        """Its run directory, relative to the sweep's `runs/`: one level per setting,
+        'policy=puct/c_puct=1.0/seed=0' (no commas, so a player spec can name it)."""
         names = [path.split(".")[-1] for path, _ in self.assignment]
         if len(set(names)) < len(names):
             names = [path for path, _ in self.assignment]
         parts = [f"{n}={format_value(v)}" for n, (_, v) in zip(names, self.assignment)]
-        return ",".join([*parts, f"seed={self.seed}"])
+        return "/".join([*parts, f"seed={self.seed}"])
 
 
 def config_label(assignment: Sequence[tuple[str, Any]]) -> str:
@@ -310,9 +311,23 @@ def run_finished(run_dir: Path) -> bool:
     return perfect or out_of_time or last["iteration"] >= run.iterations
 
 
-def run_row(run_dir: Path, paths: Sequence[str], can_be_perfect: bool) -> dict[str, Any]:
+def find_runs(root: Path) -> list[Path]:
+    """The run directories (holding a config.json) below `root`, sorted. It does not look
+    inside a run, where another process (a shard) may be writing a checkpoint."""
+    if (root / ckpt.CONFIG_FILE).is_file():
+        return [root]
+    try:
+        children = sorted(p for p in root.iterdir() if p.is_dir())
+    except FileNotFoundError:
+        return []
+    return [run for child in children for run in find_runs(child)]
+
+
+def run_row(run_dir: Path, paths: Sequence[str], can_be_perfect: bool,
+            name: str | None = None) -> dict[str, Any]:
     """One finished run as a row: the swept settings, seed, budget used, the first point
-    of perfect play (censored at the end when never reached) and the last evaluation."""
+    of perfect play (censored at the end when never reached), the last evaluation and
+    `name` (default: the run directory)."""
     config = ckpt.load_config(run_dir)
     records = ckpt.read_metrics(run_dir)
     last = records[-1]
@@ -331,7 +346,7 @@ def run_row(run_dir: Path, paths: Sequence[str], can_be_perfect: bool) -> dict[s
     evaluated = next((r for r in reversed(records) if "perfect" in r), {})
     row.update({k: v for k, v in evaluated.items()
                 if k.startswith(("net_", "search_", "vs ")) and k != "perfect"})
-    row["run_dir"] = Path(run_dir).name
+    row["run_dir"] = name or str(run_dir)
     return row
 
 
@@ -381,8 +396,9 @@ def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> S
     saved = json.loads(path.read_text())
     base, paths = TrainConfig.from_dict(saved["base"]), saved["params"]
     evaluator = make_evaluator(envs.make(base.program.game, **base.program.game_options))
-    run_dirs = sorted(p for p in (out_dir / RUNS_DIR).glob("*") if run_finished(p))
-    rows = [run_row(d, paths, evaluator.can_be_perfect) for d in run_dirs]
+    runs = out_dir / RUNS_DIR
+    rows = [run_row(d, paths, evaluator.can_be_perfect, str(d.relative_to(runs)))
+            for d in find_runs(runs) if run_finished(d)]
     if not rows:
         return SweepResult([], 0, 0, [], "(no finished experiments yet)")
     header = list(dict.fromkeys(k for r in rows for k in r))

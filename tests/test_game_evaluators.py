@@ -126,3 +126,36 @@ def test_coin_split_oracle_is_perfect_and_a_loser_is_not(coins):
     assert metrics["net_winning_move_share"] == pytest.approx(forced[wins].mean())
     assert metrics["net_value_accuracy"] == 0.0
     assert metrics["perfect"] == 0.0
+
+
+# ------------------------------------------------------------------------------ tic-tac-toe
+
+
+def test_tictactoe_oracle_is_perfect_and_one_wrong_move_is_not():
+    env = envs.make("tictactoe")
+    evaluator = make_evaluator(env)
+    assert evaluator.can_be_perfect
+    truth = evaluator.truth
+    obs = np.asarray(truth.states.observation)
+    optimal = truth.right_moves
+    assert optimal.shape == (4520, 9) and truth.counted.all()
+    zeros = np.zeros(len(obs), np.float32)
+
+    oracle = network_player(lookup_network(obs, optimal * 1.0, zeros))
+    metrics = evaluator.network_metrics(oracle)
+    assert metrics == {"net_optimal_share": 1.0, "net_unbeatable_first": 1.0,
+                       "net_unbeatable_second": 1.0, "net_unbeatable": 1.0, "perfect": 1.0}
+
+    # One blunder in a position the first player reaches: O answers a corner with an
+    # edge, a known loss; the table is no longer optimal everywhere, nor perfect.
+    legal = np.asarray(truth.states.legal_action_mask)
+    board = np.asarray(truth.states.board)
+    corner_then_o = np.flatnonzero((board == -1).sum(1) == 8)
+    blunders = [i for i in corner_then_o if board[i, 0] == 0 and not optimal[i, 1] and legal[i, 1]]
+    assert blunders, "X in a corner, O to move: the adjacent edge loses"
+    wrong = optimal * 1.0
+    wrong[blunders[0]] = np.eye(9)[1]
+    metrics = evaluator.network_metrics(network_player(lookup_network(obs, wrong, zeros)))
+    assert metrics["net_optimal_share"] == pytest.approx(1 - 1 / 4520)
+    assert metrics["net_unbeatable_first"] == 1.0 and metrics["net_unbeatable_second"] == 0.0
+    assert metrics["perfect"] == 0.0

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import envs
-from azjax import TrainConfig, train
+from azjax import Agent, TrainConfig, train, train_group
 from azjax.checkpoint import read_metrics
 from azjax.gating import gate_decision
 from azjax.learner import LearnerConfig
@@ -68,7 +68,7 @@ def test_gating_self_play_uses_the_best_network_not_the_latest():
 
 
 GATED = SMALL.replace(regime="gating", gate_every=2, gate_games=32,
-                            checkpoint_every=1, keep_every=2)
+                      checkpoint_every=1, keep_every=2)
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +157,33 @@ def test_training_logs_scores_against_chosen_baselines(tmp_path):
 def test_bad_gating_and_opponent_options_are_clear_errors(options, message):
     with pytest.raises(ValueError, match=message):
         SMALL.replace(**options).validate()
+
+
+def test_a_gated_group_gates_each_experiment_as_its_own_run(gated_run, tmp_path):
+    """In a vmapped group every experiment has its own best network and gates: the
+    group's first experiment is the single gated run (to float rounding), and the second
+    (another seed, under a bar it cannot pass) keeps its initial network."""
+    _, alone = gated_run
+    strict = GATED.replace(seed=1, gate_threshold=1.0, gate_openings=0)
+    group = train_group([GATED, strict], [tmp_path / "a", tmp_path / "b"], progress=None)
+    first, second = group
+    gates = [r for r in first.records if "gate_score" in r]
+    expected = [r for r in alone.records if "gate_score" in r]
+    assert [(r["iteration"], r["promoted"], r["best_iteration"]) for r in gates] == [
+        (r["iteration"], r["promoted"], r["best_iteration"]) for r in expected]
+    for a, b in zip(jax.tree.leaves(alone.train_state.best_params),
+                    jax.tree.leaves(first.train_state.best_params)):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-6)
+    env = envs.make("tictactoe")
+    initial = init_train_state(env, strict.program, jax.random.key(strict.seed)).params
+    strict_gates = [r for r in second.records if "gate_score" in r]
+    assert [r["iteration"] for r in strict_gates] == [2, 4, 6]
+    for record in strict_gates:
+        assert record["promoted"] == float(record["gate_score"] == 1.0)
+    # Its best network is the initial one, or the latest of the iteration that promoted.
+    best = int(second.train_state.best_iteration)
+    assert best == max([0] + [r["iteration"] for r in strict_gates if r["promoted"]])
+    expected = initial if best == 0 else Agent.load(tmp_path / "b", step=best).params
+    for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(second.train_state.best_params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert read_metrics(tmp_path / "b") == second.records

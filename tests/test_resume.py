@@ -147,7 +147,9 @@ def start(kind: str, out: Path) -> subprocess.Popen:
 def checkpoint_dirs(kind: str, out: Path) -> list[Path]:
     if kind == "run":
         return [out / "checkpoints"]
-    return sorted((out / "runs").glob("*/checkpoints"))
+    # <out>/runs/learning_rate=<v>/seed=0/checkpoints (not a recursive walk: orbax
+    # renames directories inside checkpoints/ while it saves)
+    return sorted((out / "runs").glob("*/*/checkpoints"))
 
 
 def kill_during_a_save(process: subprocess.Popen, kind: str, out: Path, after_step: int
@@ -203,7 +205,7 @@ def test_a_process_killed_during_a_save_resumes_and_loses_nothing_complete(tmp_p
     reference = tmp_path / "straight"
     run_sweep(base, parse_params(SWEPT[1:2]), [0], reference, write=None)
     for run_dir in run_dirs:
-        twin = reference / "runs" / run_dir.name
+        twin = reference / run_dir.relative_to(out)
         assert without_timing(ckpt.read_metrics(run_dir)) == without_timing(
             ckpt.read_metrics(twin))
         config = ckpt.load_config(run_dir)

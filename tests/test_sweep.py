@@ -18,7 +18,7 @@ import pytest
 from test_gating import SMALL
 
 import azjax.sweep as sw
-from azjax import Agent, TrainConfig, train, train_group
+from azjax import Agent, TrainConfig, make_player, train, train_group
 from azjax import checkpoint as ckpt
 from azjax.evaluation import make_evaluator
 from azjax.stats import mean_ci, t_quantile
@@ -124,7 +124,7 @@ def test_grid_is_the_product_times_seeds():
     assert all(e.config.program.network == TINY.program.network for e in experiments)
     names = {e.run_name for e in experiments}
     assert len(names) == len(experiments)
-    assert "num_simulations=2,c_puct=1.0,learning_rate=0.01,seed=0" in names
+    assert "num_simulations=2/c_puct=1.0/learning_rate=0.01/seed=0" in names
 
 
 def test_only_traced_settings_seeds_and_run_options_share_a_group():
@@ -229,7 +229,7 @@ def test_every_experiment_is_a_run_directory_and_the_sweep_a_table(swept):
     out, result, lines = swept
     assert len(result.groups_run) == 2 and result.experiments_run == 8
     experiments = grid()
-    runs = sorted(p.name for p in (out / "runs").iterdir())
+    runs = sorted(str(p.relative_to(out / "runs")) for p in sw.find_runs(out / "runs"))
     assert runs == sorted(e.run_name for e in experiments)
     for e in experiments:
         run_dir = out / "runs" / e.run_name
@@ -241,6 +241,9 @@ def test_every_experiment_is_a_run_directory_and_the_sweep_a_table(swept):
         agent = Agent.load(run_dir)
         assert agent.program == e.config.program
         assert sw.run_finished(run_dir)
+        # A player spec can name it (its path holds no comma, which would split the spec).
+        player = make_player(f"alphazero:{run_dir},sims=2", agent.env)
+        assert player.name == f"alphazero:{run_dir},sims=2" and player.jittable
 
     rows = read_csv(out / "seeds.csv")
     assert sorted((r["config"], r["seed"]) for r in rows) == sorted(
@@ -314,7 +317,7 @@ def test_interrupted_group_continues_from_its_checkpoints(swept, tmp_path):
     with pytest.raises(Killed):
         sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, tmp_path, write=None,
                      on_iteration=kill_after_first)
-    started = [p for p in (tmp_path / "runs").iterdir()]
+    started = sw.find_runs(tmp_path / "runs")
     assert len(started) == 4 and not any(sw.run_finished(p) for p in started)
     lines = []
     sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, tmp_path, write=lines.append)

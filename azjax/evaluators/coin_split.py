@@ -32,4 +32,5 @@ def load(env: Env) -> GroundTruth:
     )
 
 
-SOURCE = GroundTruthSource(metric="winning_move_share", complete=True, load=load)
+SOURCE = GroundTruthSource(metric="winning_move_share", complete=True, load=load,
+                           values=True)

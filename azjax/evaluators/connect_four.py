@@ -98,4 +98,5 @@ def load(env: Env) -> GroundTruth:
     )
 
 
-SOURCE = GroundTruthSource(metric="move_accuracy", complete=False, load=load)
+SOURCE = GroundTruthSource(metric="move_accuracy", complete=False, load=load,
+                           subsets=("hard",), values=True)

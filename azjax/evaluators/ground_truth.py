@@ -46,8 +46,12 @@ class GroundTruthSource:
       complete: the positions are every reachable one, so choosing a right move in all of
         them is perfect play.
       load: `load(env) -> GroundTruth` (may take seconds: called on first use).
+      subsets: the names of its subsets.
+      values: whether it knows winners (`value_states`).
     """
 
     metric: str
     complete: bool
     load: Callable[[Env], GroundTruth]
+    subsets: tuple[str, ...] = ()
+    values: bool = False
