@@ -74,21 +74,25 @@ def restore_params(manager: ocp.CheckpointManager, abstract_params: Any,
     return manager.restore(step, args=args)["params"]
 
 
-def prepare_run_dir(run_dir: Path, config: TrainConfig) -> None:
-    """Creates `run_dir` with config.json, or checks that the run in it is the same run:
-    the same program half and seed (RunDirError listing the differences otherwise). The
-    run half may change; config.json is rewritten with it."""
+def check_run_dir(run_dir: Path, config: TrainConfig) -> None:
+    """RunDirError, listing the differences, when `run_dir` holds a run of another
+    program or seed (the run half may change on resume); nothing is written."""
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / CONFIG_FILE
-    if path.exists():
+    if (run_dir / CONFIG_FILE).exists():
         differences = load_config(run_dir).program_differences(config)
         if differences:
             raise RunDirError(
                 f"{run_dir} holds a run with a different config; use another --run-dir "
                 "or the same options. Differences: " + "; ".join(differences)
             )
-    config.save(path)
+
+
+def prepare_run_dir(run_dir: Path, config: TrainConfig) -> None:
+    """Creates `run_dir` with config.json, or checks (`check_run_dir`) that the run in it
+    is the same run and rewrites its config.json with the new run half."""
+    check_run_dir(run_dir, config)
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    config.save(Path(run_dir) / CONFIG_FILE)
 
 
 def load_config(run_dir: Path) -> TrainConfig:

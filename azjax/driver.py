@@ -367,8 +367,10 @@ def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None]
         if config.program.compile_key() != configs[0].program.compile_key():
             raise ValueError("the experiments of a group must compile to one program (they "
                              "may differ in seeds, traced settings and run options only)")
-        if config.run.tensorboard and run_dir is not None:
-            check_tensorboard()
+        if run_dir is not None:
+            ckpt.check_run_dir(run_dir, config)  # every run is checked before any is written
+            if config.run.tensorboard:
+                check_tensorboard()
     return env
 
 

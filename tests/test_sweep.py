@@ -408,11 +408,18 @@ def test_vmapped_group_matches_unbatched_runs():
                for r in together[1:])
 
 
-def test_a_group_must_share_one_program():
+def test_a_group_must_share_one_program(tmp_path):
     with pytest.raises(ValueError, match="compile to one program"):
         train_group([TINY, TINY.replace(gradient_steps=3)], progress=None)
     with pytest.raises(ValueError, match="share a run directory"):
         train_group([TINY, TINY.replace(seed=1)], ["same", "same"], progress=None)
+    # A directory holding another run stops the whole group before anything is written.
+    (tmp_path / "b").mkdir()
+    TINY.replace(seed=5).save(tmp_path / "b" / "config.json")
+    with pytest.raises(ckpt.RunDirError, match="seed: saved 5, given 1"):
+        train_group([TINY, TINY.replace(seed=1)], [tmp_path / "a", tmp_path / "b"],
+                    progress=None)
+    assert not (tmp_path / "a").exists()
 
 
 # ---------------------------------------------------------------------- command line
