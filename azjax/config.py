@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -248,10 +249,8 @@ class TrainConfig:
         if unknown:
             raise ValueError(f"unknown config field(s) {unknown}")
         program = dict(data.get("program", {}))
-        nested = {"network": NetworkConfig, "search": SearchConfig, "selfplay": SelfPlayConfig,
-                  "learner": LearnerConfig}
-        for key, kind in nested.items():
-            if key in program:
+        for key, kind in typing.get_type_hints(ProgramConfig).items():
+            if dataclasses.is_dataclass(kind) and key in program:
                 program[key] = _build(kind, program[key], key)
         run = dict(data.get("run", {}))
         if "eval_opponents" in run:

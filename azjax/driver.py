@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax import checkpoint as ckpt
-from azjax.config import ProgramConfig, TrainConfig
+from azjax.config import ProgramConfig, RunConfig, TrainConfig
 from azjax.evaluation import METRIC_LABELS, OPPONENT_PREFIX, Evaluator, make_evaluator, versus
 from azjax.gating import Gate
 from azjax.loop import TrainState, init_train_state, make_iteration_fn
@@ -150,6 +150,19 @@ def summarize(result: TrainResult) -> str:
     )
 
 
+def finished(run: RunConfig, records: Sequence[dict[str, Any]], iteration: int) -> str | None:
+    """Why a run that stands at `iteration` with these metrics records is over: 'perfect'
+    (perfect play reached and `stop_when_perfect`), 'time' (its `max_minutes` used),
+    'iterations' (its budget done); None while it is not."""
+    if run.stop_when_perfect and any(r.get("perfect") for r in records):
+        return "perfect"
+    if run.max_minutes > 0 and records and records[-1]["wall_time"] >= 60 * run.max_minutes:
+        return "time"
+    if iteration >= run.iterations:
+        return "iterations"
+    return None
+
+
 class _Players:
     """The players and evaluator of one program, compiled once and bound to each
     experiment's parameters (cached by program: a later run of the same program in this
@@ -221,13 +234,12 @@ class _Run:
         self.evals_done = sum(1 for r in self.records if "perfect" in r)
         self.perfect_at = next((r for r in self.records if r.get("perfect")), None)
         self.eta = Progress(self.run.iterations, initial=self.iteration, write=None)
-        self.done = self.iteration >= self.run.iterations
-        if self.perfect_at is not None and self.run.stop_when_perfect:
-            self.done = True
+        reason = finished(self.run, self.records, self.iteration)
+        self.done = reason is not None
+        if reason == "perfect":
             self.say(f"this run already reached perfect play at iteration "
                      f"{self.perfect_at['iteration']}")
-        elif self.run.max_minutes > 0 and self.time_offset >= 60 * self.run.max_minutes:
-            self.done = True
+        elif reason == "time":
             self.say(f"this run already used its {self.run.max_minutes:g} minutes "
                      "(raise --max-minutes)")
         return state

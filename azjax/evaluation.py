@@ -56,8 +56,6 @@ GROUND_TRUTH: dict[str, GroundTruthSource] = {
 }
 """Games with exact ground truth, by `env.name`."""
 
-_NO_KEY = jax.random.key(0)
-
 
 class PositionEvaluator:
     """Scores players on a game's ground truth (`GroundTruthSource`), loaded on first use.
@@ -91,8 +89,10 @@ class PositionEvaluator:
                              "source's subsets and values")
         return truth
 
-    def actions(self, player: Player, key: chex.PRNGKey = _NO_KEY) -> np.ndarray:
-        """The player's move [N] in every ground-truth position."""
+    def actions(self, player: Player, key: chex.PRNGKey | None = None) -> np.ndarray:
+        """The player's move [N] in every ground-truth position (a greedy network player
+        needs no key)."""
+        key = jax.random.key(0) if key is None else key
         act = compiled(player.policy)(player.params, self.truth.states, key)
         return np.asarray(jax.device_get(act))
 
@@ -141,10 +141,11 @@ class RandomOpponentEvaluator:
         self.env, self.net_games, self.search_games = env, net_games, search_games
         self.opponent = random_player()
 
-    def network_metrics(self, player: Player, key: chex.PRNGKey = _NO_KEY
+    def network_metrics(self, player: Player, key: chex.PRNGKey | None = None
                         ) -> dict[str, float]:
         """The network alone against random play (by default the same random opponent
         every time, so that a change between evaluations is the network's)."""
+        key = jax.random.key(0) if key is None else key
         result = play_match(self.env, player, self.opponent, key, self.net_games)
         return {"net_vs_random": result.score, "perfect": 0.0}
 

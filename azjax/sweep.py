@@ -29,14 +29,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import envs
 from azjax import checkpoint as ckpt
 from azjax.config import TrainConfig, setting_paths
-from azjax.driver import train_group
+from azjax.driver import finished, train_group
 from azjax.evaluation import make_evaluator
 from azjax.sweep_plots import plot_sweep
 from azjax.sweep_table import (
     REACHED,
+    TIME_METRICS,
     markdown_table,
     param_columns,
     results_table,
@@ -293,22 +293,26 @@ def split_shards(groups: Sequence[Group], n: int) -> list[list[Group]]:
 # ------------------------------------------------------------------------- runs on disk
 
 
+def _read_run(run_dir: Path) -> tuple[TrainConfig, list[dict[str, Any]]] | None:
+    """The config and records of a finished run: over by its own config (`finished`)
+    with its final state checkpointed; None for a missing or cut-off run."""
+    try:
+        config = ckpt.load_config(run_dir)
+    except ckpt.RunDirError:
+        return None
+    records = ckpt.read_metrics(run_dir)
+    if not records:
+        return None
+    last = records[-1]["iteration"]
+    if not (Path(run_dir) / ckpt.CHECKPOINT_DIR / str(last)).is_dir():
+        return None
+    return (config, records) if finished(config.run, records, last) else None
+
+
 def run_finished(run_dir: Path) -> bool:
     """Whether the run in `run_dir` is over by its own config (iterations, time, perfect
     play) with its final state checkpointed; False for a missing or cut-off run."""
-    try:
-        run = ckpt.load_config(run_dir).run
-    except ckpt.RunDirError:
-        return False
-    records = ckpt.read_metrics(run_dir)
-    if not records:
-        return False
-    last = records[-1]
-    if not (Path(run_dir) / ckpt.CHECKPOINT_DIR / str(last["iteration"])).is_dir():
-        return False
-    perfect = any(r.get("perfect") for r in records) and run.stop_when_perfect
-    out_of_time = run.max_minutes > 0 and last["wall_time"] >= 60 * run.max_minutes
-    return perfect or out_of_time or last["iteration"] >= run.iterations
+    return _read_run(run_dir) is not None
 
 
 def find_runs(root: Path) -> list[Path]:
@@ -328,8 +332,12 @@ def run_row(run_dir: Path, paths: Sequence[str], can_be_perfect: bool,
     """One finished run as a row: the swept settings, seed, budget used, the first point
     of perfect play (censored at the end when never reached), the last evaluation and
     `name` (default: the run directory)."""
-    config = ckpt.load_config(run_dir)
-    records = ckpt.read_metrics(run_dir)
+    return _row(ckpt.load_config(run_dir), ckpt.read_metrics(run_dir), paths,
+                can_be_perfect, name or str(run_dir))
+
+
+def _row(config: TrainConfig, records: Sequence[dict[str, Any]], paths: Sequence[str],
+         can_be_perfect: bool, name: str) -> dict[str, Any]:
     last = records[-1]
     assignment = [(path, config.get(path)) for path in paths]
     row: dict[str, Any] = {"config": config_label(assignment)}
@@ -346,7 +354,7 @@ def run_row(run_dir: Path, paths: Sequence[str], can_be_perfect: bool,
     evaluated = next((r for r in reversed(records) if "perfect" in r), {})
     row.update({k: v for k, v in evaluated.items()
                 if k.startswith(("net_", "search_", "vs ")) and k != "perfect"})
-    row["run_dir"] = name or str(run_dir)
+    row["run_dir"] = name
     return row
 
 
@@ -395,17 +403,17 @@ def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> S
         raise ValueError(f"{out_dir} holds no sweep (no {SWEEP_FILE})")
     saved = json.loads(path.read_text())
     base, paths = TrainConfig.from_dict(saved["base"]), saved["params"]
-    evaluator = make_evaluator(envs.make(base.program.game, **base.program.game_options))
+    evaluator = make_evaluator(base.make_env())
     runs = out_dir / RUNS_DIR
-    rows = [run_row(d, paths, evaluator.can_be_perfect, str(d.relative_to(runs)))
-            for d in find_runs(runs) if run_finished(d)]
+    read = [(d, _read_run(d)) for d in find_runs(runs)]
+    rows = [_row(*run, paths, evaluator.can_be_perfect, str(d.relative_to(runs)))
+            for d, run in read if run is not None]
     if not rows:
         return SweepResult([], 0, 0, [], "(no finished experiments yet)")
     header = list(dict.fromkeys(k for r in rows for k in r))
     write_csv(out_dir / SEEDS_FILE, [{k: r.get(k, "") for k in header} for r in rows])
     params = param_columns(header)
-    metrics = [m for m in (*(("games_to_perfect", "iterations_to_perfect")
-                             if evaluator.can_be_perfect else ()),
+    metrics = [m for m in (*(TIME_METRICS if evaluator.can_be_perfect else ()),
                            *evaluator.summary_metrics) if m in header]
     text_rows = [{k: str(v) for k, v in r.items()} for r in rows]
     table = results_table(text_rows, params, metrics)
