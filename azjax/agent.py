@@ -35,10 +35,6 @@ class Analysis(NamedTuple):
     network_value: chex.Array  # [B] the network's value of the position
 
 
-def _params_shapes(config: ProgramConfig) -> chex.ArrayTree:
-    return abstract_params(config.make_env(), config.network)
-
-
 class Agent:
     """A policy-value network and the search that uses it.
 
@@ -61,29 +57,38 @@ class Agent:
 
     @classmethod
     def load(cls, path: str | Path, step: int | None = None,
-             search: SearchConfig | None = None) -> "Agent":
+             search: SearchConfig | None = None, env: Env | None = None) -> "Agent":
         """The agent of a run directory's newest (or `step`) checkpoint, or of a file
         written by `export`.
 
         Only the network parameters are read, into shapes built from the network config
-        alone. Raises RunDirError when the directory is missing or holds no run or
-        checkpoint, and AgentFileError for a file that is not an exported agent.
+        alone. The game is the one the config names (`envs.make`), or `env` when given
+        (a game that no import path reaches, e.g. one defined in a script's `__main__`).
+        Raises RunDirError when the directory is missing or holds no run or checkpoint,
+        and AgentFileError for a file that is not an exported agent.
         """
         path = Path(path)
+        games: dict[str, Env] = {}
+
+        def params_shapes(program: ProgramConfig) -> chex.ArrayTree:
+            games["env"] = env if env is not None else program.make_env()
+            return abstract_params(games["env"], program.network)
+
         if path.is_file():
             if step is not None:
                 raise AgentFileError(f"{str(path)!r} is an agent file: it has no steps")
-            program, params = read_agent_file(path, _params_shapes)
-            return cls(program.make_env(), program, params, search)
+            program, params = read_agent_file(path, params_shapes)
+            return cls(games["env"], program, params, search)
         program = ckpt.load_config(path).program
+        shapes = params_shapes(program)
         manager = ckpt.checkpoint_manager(path)
         try:
             if manager.latest_step() is None:
                 raise ckpt.RunDirError(f"{str(path)!r} holds no checkpoint yet")
-            params = ckpt.restore_params(manager, _params_shapes(program), step)
+            params = ckpt.restore_params(manager, shapes, step)
         finally:
             manager.close()
-        return cls(program.make_env(), program, params, search)
+        return cls(games["env"], program, params, search)
 
     def export(self, path: str | Path) -> Path:
         """Writes this agent (program config with its search settings, and weights) to one

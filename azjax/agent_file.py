@@ -86,10 +86,9 @@ def read_agent_file(path: str | Path, abstract_params_of: Callable[[ProgramConfi
         data = json.loads(payload["config"])
         config = TrainConfig.from_dict(data if version == 1 else {"program": data}).program
         config.validate()
-        config.make_env()
+        abstract = abstract_params_of(config)  # builds the game: ValueError if unknown
     except (ValueError, TypeError) as err:
         raise AgentFileError(f"{str(path)!r} holds an invalid config: {err}") from None
-    abstract = abstract_params_of(config)
     try:
         params = serialization.from_state_dict(abstract, payload["params"])
     except (ValueError, KeyError, TypeError):

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax.players import Player
-from envs import Env, State
+from envs import Env, State, lines
 
 EvalFn = Callable[[chex.Array], chex.Array]
 
@@ -41,10 +41,6 @@ WIN_DECAY = 0.01
 # Root moves within TIE_TOL of the best value count as equally good (float32 heuristics
 # of mirror-image positions can differ in the last bit).
 TIE_TOL = 1e-6
-# A k-in-a-row heuristic squashes its raw window score x to EVAL_LIMIT * tanh(x / scale).
-EVAL_LIMIT = 0.49
-LINE_SCALE = 2.0
-LINE_DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
 
 
 class SearchResult(NamedTuple):
@@ -72,75 +68,21 @@ def zero_eval(observation: chex.Array) -> chex.Array:
     return jnp.zeros((), jnp.float32)
 
 
-def _line_length(env: Env) -> int:
-    """The k of a k-in-a-row game (ValueError for a game without a line heuristic)."""
-    if env.name == "tictactoe":
-        return 3
-    if env.name == "connect_four":
-        return 4
-    if env.name == "gomoku":
-        return env.k
-    raise ValueError(
-        f"no line-count heuristic for game {env.name!r}; it exists for tictactoe, "
-        "connect_four and gomoku (use zero_eval or your own eval_fn)"
-    )
-
-
-def _windows(height: int, width: int, k: int) -> list[list[tuple[slice, slice]]]:
-    """Per direction, the k slices whose i-th picks cell i of every length-k window."""
-    windows = []
-    for dr, dc in LINE_DIRECTIONS:
-        rows = height - dr * (k - 1)
-        cols = width - abs(dc) * (k - 1)
-        if rows <= 0 or cols <= 0:
-            continue
-        col0 = k - 1 if dc < 0 else 0
-        windows.append(
-            [
-                (slice(i * dr, i * dr + rows), slice(col0 + i * dc, col0 + i * dc + cols))
-                for i in range(k)
-            ]
-        )
-    return windows
-
-
-@functools.cache
 def line_count_eval(env: Env) -> EvalFn:
-    """Open-line heuristic for k-in-a-row games (tictactoe, connect_four, gomoku).
-
-    Every length-k window (horizontal, vertical, both diagonals) holding n >= 1 of the
-    mover's stones and none of the opponent's adds 4**(n - k + 1); one holding only the
-    opponent's stones subtracts the same. The sum x is squashed to
-    `0.49 * tanh(x / 2)`, inside (-0.5, 0.5). Cached per env, so it is one function.
-
-    Raises:
-      ValueError: for a game without lines.
-    """
-    k = _line_length(env)
+    """The open-line heuristic (`envs.lines.line_count_eval`) of a k-in-a-row game, for
+    a game that states its `line_length` (ValueError for any other)."""
+    if env.line_length is None:
+        raise ValueError(
+            f"no line-count heuristic for game {env.name!r}: it states no line_length "
+            "(use zero_eval, the game's own heuristic or your own eval_fn)"
+        )
     height, width = env.observation_shape[:2]
-    windows = _windows(height, width, k)
-    weights = jnp.asarray([0.0] + [4.0 ** (n - k + 1) for n in range(1, k + 1)], jnp.float32)
-
-    def evaluate(observation: chex.Array) -> chex.Array:
-        own = observation[..., 0].astype(jnp.int32)
-        opp = observation[..., 1].astype(jnp.int32)
-        score = jnp.zeros((), jnp.float32)
-        for cells in windows:
-            n_own = sum(own[cell] for cell in cells)
-            n_opp = sum(opp[cell] for cell in cells)
-            mine = jnp.where(n_opp == 0, weights[n_own], 0.0)
-            theirs = jnp.where(n_own == 0, weights[n_opp], 0.0)
-            score = score + jnp.sum(mine - theirs)
-        return EVAL_LIMIT * jnp.tanh(score / LINE_SCALE)
-
-    return evaluate
+    return lines.line_count_eval(height, width, env.line_length)
 
 
 def default_eval(env: Env) -> EvalFn:
-    """`line_count_eval` for connect_four and gomoku, `zero_eval` for other games."""
-    if env.name in ("connect_four", "gomoku"):
-        return line_count_eval(env)
-    return zero_eval
+    """The game's own heuristic (`Env.heuristic`), else `zero_eval`."""
+    return env.heuristic() or zero_eval
 
 
 # --------------------------------------------------------------------------------------

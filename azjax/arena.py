@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("player_a", help="player spec, e.g. alphazero:runs/tictactoe")
     parser.add_argument("player_b", help="player spec, e.g. mcts:1000")
-    parser.add_argument("--game", help="game name (default: the game of a run named by A or B)")
+    parser.add_argument("--game", help="a game name, pgx:<id> or the import path module:Class "
+                        "of a game of your own (default: the game of a run named by A or B)")
     parser.add_argument("--game-option", action="append", default=[], metavar="KEY=VALUE",
                         help="game option, e.g. size=9 (repeatable)")
     parser.add_argument("--games", type=int, default=100, help="games to play (default 100)")

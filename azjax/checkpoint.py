@@ -71,7 +71,20 @@ def restore_params(manager: ocp.CheckpointManager, abstract_params: Any,
         restore_args=ocp.checkpoint_utils.construct_restore_args(item),
         partial_restore=True,
     )
-    return manager.restore(step, args=args)["params"]
+    params = manager.restore(step, args=args)["params"]
+    wrong = [
+        f"{jax.tree_util.keystr(path)}: stored {tuple(x.shape)}, expected {tuple(a.shape)}"
+        for path, x, a in zip(
+            [p for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]],
+            jax.tree.leaves(params), jax.tree.leaves(abstract_params))
+        if tuple(x.shape) != tuple(a.shape)
+    ]
+    if wrong or jax.tree.structure(params) != jax.tree.structure(abstract_params):
+        raise RunDirError(
+            f"the weights of {manager.directory} (step {step}) do not fit the network of "
+            f"the game being loaded ({'; '.join(wrong[:3]) or 'other layers'}); was the run "
+            "trained on other game options or another game?")
+    return params
 
 
 def check_run_dir(run_dir: Path, config: TrainConfig) -> None:

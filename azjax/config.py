@@ -39,7 +39,8 @@ class ProgramConfig:
     """What the compiled training iteration is built from (a resumed run keeps it)."""
 
     game: str = "tictactoe"
-    """Game to train on (a name accepted by `envs.make`)."""
+    """Game to train on: a registered name, pgx:<id>, or the import path of a game of
+    your own (my_module:MyGame); anything `envs.make` takes."""
     game_options: dict[str, Union[int, float]] = dataclasses.field(default_factory=dict)
     """Keyword options of the game (e.g. size=9, komi=7.5 for go), passed to `envs.make`."""
     network: NetworkConfig = NetworkConfig()
@@ -316,3 +317,26 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[prefix + key] = value
     return out
+
+
+def game_settings(env: envs.Env) -> dict[str, Any]:
+    """`{"game": ..., "game_options": ...}` that make a config name `env` so that
+    `envs.make` builds it again (`envs.spec_of`).
+
+    Raises:
+      ValueError: where the recorded name would build another game (say, an env changed
+        after it was built).
+    """
+    game, options = envs.spec_of(env)
+    try:
+        rebuilt = envs.make(game, **options)
+    except ValueError:
+        rebuilt = None  # a game that only this process can build: load it with env=
+    if rebuilt is not None and (rebuilt.name, rebuilt.num_actions, rebuilt.observation_shape
+                                ) != (env.name, env.num_actions, env.observation_shape):
+        raise ValueError(
+            f"envs.make({game!r}, **{options}) builds another game than the env given "
+            f"({rebuilt.name}, {rebuilt.num_actions} actions, observations "
+            f"{rebuilt.observation_shape} instead of {env.name}, {env.num_actions}, "
+            f"{env.observation_shape}); build the env with envs.make")
+    return {"game": game, "game_options": options}

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax import checkpoint as ckpt
-from azjax.config import ProgramConfig, RunConfig, TrainConfig
+from azjax.config import ProgramConfig, RunConfig, TrainConfig, game_settings
 from azjax.evaluation import METRIC_LABELS, OPPONENT_PREFIX, Evaluator, make_evaluator, versus
 from azjax.gating import Gate
 from azjax.loop import TrainState, init_train_state, make_iteration_fn
@@ -99,7 +99,7 @@ def group_step(env: Env, program: ProgramConfig, num: int) -> Callable:
                 return tree_select(active, new, state), metrics
         return jax.jit(step, donate_argnums=0)
 
-    return _cached(("step", program.compile_key(), num), make)
+    return _cached(("step", id(env), program.compile_key(), num), make)
 
 
 def format_progress(record: dict[str, Any], eta: float | None = None) -> str:
@@ -364,7 +364,22 @@ def _names(run_dirs: Sequence[Path | None]) -> list[str]:
     return ["/".join(p) for p in parts]
 
 
-def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None]) -> Env:
+def _game(configs: Sequence[TrainConfig], env: Env | None) -> tuple[list[TrainConfig], Env]:
+    """The group's configs naming the game as `envs.make` builds it again, and the env:
+    `env` when given, else the configs' game (one object per game and options, so that
+    compiled steps are reused)."""
+    if env is None:
+        program = configs[0].program
+        options = tuple(sorted(program.game_options.items()))
+        return list(configs), _cached(("env", program.game, options), program.make_env)
+    if not isinstance(env, Env):
+        raise ValueError(f"env must be an envs.Env, got {type(env).__name__}")
+    game = game_settings(env)
+    return [c.replace(**game) for c in configs], env
+
+
+def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None],
+                 env: Env) -> None:
     if not configs:
         raise ValueError("no experiments to train")
     if len(run_dirs) != len(configs):
@@ -372,7 +387,6 @@ def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None]
     named = [d.resolve() for d in run_dirs if d is not None]
     if len(set(named)) != len(named):
         raise ValueError("two experiments of a group cannot share a run directory")
-    env = configs[0].make_env()
     for config, run_dir in zip(configs, run_dirs):
         config.validate()
         config.program.check(env)
@@ -383,7 +397,6 @@ def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None]
             ckpt.check_run_dir(run_dir, config)  # every run is checked before any is written
             if config.run.tensorboard:
                 check_tensorboard()
-    return env
 
 
 def train_group(
@@ -392,6 +405,7 @@ def train_group(
     progress: Say | None = print,
     evaluator: Evaluator | None = None,
     on_iteration: Callable[[list[int]], None] | None = None,
+    env: Env | None = None,
 ) -> list[TrainResult]:
     """Trains (or resumes) E experiments as one vmapped program; one result each.
 
@@ -404,6 +418,10 @@ def train_group(
         line for E > 1) and notices.
       evaluator: replaces the game's evaluator (`azjax.evaluation.make_evaluator`).
       on_iteration: called with every experiment's iteration count after each step.
+      env: the game to train on (a game object of your own, say); the configs' `game`
+        and `game_options` are then replaced by how `envs.make` builds it again
+        (`envs.spec_of`), which is what their run directories record. Default: the
+        game the configs name.
 
     Raises ValueError (RunDirError for a run directory holding another run) with a clear
     message before anything is compiled.
@@ -411,9 +429,13 @@ def train_group(
     clock_start = time.perf_counter()
     configs = list(configs)
     run_dirs = [None if d is None else Path(d) for d in (run_dirs or [None] * len(configs))]
-    env = _check_group(configs, run_dirs)
+    if not configs:
+        raise ValueError("no experiments to train")
+    configs, env = _game(configs, env)
+    _check_group(configs, run_dirs, env)
     program = configs[0].program
-    players = _cached(("players", program.compile_key()), lambda: _Players(env, program))
+    players = _cached(("players", id(env), program.compile_key()),
+                      lambda: _Players(env, program))
     env = players.env
     players.forget_loaded()
     for config in configs:
@@ -463,11 +485,11 @@ def train_group(
 
 
 def train(config: TrainConfig, run_dir: Path | str | None = None,
-          progress: Say | None = print) -> TrainResult:
+          progress: Say | None = print, env: Env | None = None) -> TrainResult:
     """Trains (or resumes, when `run_dir` holds a run) up to `config.run.iterations`.
 
     A run of one experiment of `train_group`. Without `run_dir` nothing is written to
     disk. Raises ValueError (or RunDirError) with a clear message for a bad config or a
-    run directory holding another run.
+    run directory holding another run. `env`: as in `train_group`.
     """
-    return train_group([config], [run_dir], progress)[0]
+    return train_group([config], [run_dir], progress, env=env)[0]

@@ -5,11 +5,11 @@ network alone (cheap; includes `perfect`, which stops training when the game's g
 truth says the network plays perfectly) and `search_metrics(player, key)` for network +
 search (noise off; costlier, run less often). `make_evaluator(env)` picks the game's:
 
-* `PositionEvaluator`: the share of positions where the player picks a right move, on a
-  game's ground truth (`azjax.evaluators`: every reachable tic-tac-toe and coin-splitting
+* `PositionEvaluator`: the share of positions where the player picks a right move, on the
+  game's ground truth (`Env.ground_truth`: every reachable tic-tac-toe and coin-splitting
   position, Connect Four solver positions), and the value sign where winners are known;
 * `RandomOpponentEvaluator`: the score against a uniformly random player (`play_match`),
-  for every other game.
+  for a game without ground truth.
 
 `versus` plays a player against chosen baselines (a run's `eval_opponents`).
 """
@@ -23,11 +23,9 @@ import chex
 import jax
 import numpy as np
 
-from azjax.evaluators import coin_split, connect_four, tictactoe
-from azjax.evaluators.ground_truth import GroundTruth, GroundTruthSource
 from azjax.match import play_match
 from azjax.players import Player, compiled, random_player
-from envs import Env
+from envs import Env, GroundTruth, GroundTruthSource
 
 OPPONENT_PREFIX = "vs "
 """Metrics of games against a baseline are named `vs <spec>`."""
@@ -48,14 +46,6 @@ METRIC_LABELS = {
     "net_vs_random": "net vs random",
     "search_vs_random": "search vs random",
 }
-
-GROUND_TRUTH: dict[str, GroundTruthSource] = {
-    "tictactoe": tictactoe.SOURCE,
-    "connect_four": connect_four.SOURCE,
-    "coin_split": coin_split.SOURCE,
-}
-"""Games with exact ground truth, by `env.name`."""
-
 
 class PositionEvaluator:
     """Scores players on a game's ground truth (`GroundTruthSource`), loaded on first use.
@@ -159,11 +149,15 @@ Evaluator = PositionEvaluator | RandomOpponentEvaluator
 
 
 def make_evaluator(env: Env) -> Evaluator:
-    """The evaluator of `env`: exact ground truth where the game has one, else games
-    against random play."""
-    if env.name in GROUND_TRUTH:
-        return PositionEvaluator(env, GROUND_TRUTH[env.name])
-    return RandomOpponentEvaluator(env)
+    """The evaluator of `env`: its ground truth (`Env.ground_truth`) where the game has
+    one, else games against random play."""
+    source = env.ground_truth()
+    if source is None:
+        return RandomOpponentEvaluator(env)
+    if not isinstance(source, GroundTruthSource):
+        raise ValueError(f"{env.name}.ground_truth() returned {type(source).__name__}, "
+                         "not an envs.GroundTruthSource (or None)")
+    return PositionEvaluator(env, source)
 
 
 def versus(env: Env, player: Player, opponents: Sequence[Player], key: chex.PRNGKey,

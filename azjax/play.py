@@ -25,17 +25,8 @@ from azjax.agent import Agent
 from envs import Env, State
 
 SIDES = ("first", "second", "random")
-NOTATION = {
-    "tictactoe": "a cell 1-9 (1 = top-left, row by row, like a phone keypad) or a1-c3 "
-                 "(column a-c, row 1-3 from the bottom, as on the board)",
-    "connect_four": "a column number 1-7",
-    "gomoku": "a point like d4 (column letter, row number from the bottom; no pass)",
-    "go": "a point like D4 (column letter, I skipped, row number from the bottom) or pass",
-    "coin_split": "a split like 7=3+4 (pile = part + part), 7 3 (pile and one part) or 3+4",
-}
 COMMANDS = ("commands: help, hint (the agent's choice for you), eval (show/hide the agent's "
             "evaluation in this game), board, quit")
-MARKS = {"tictactoe": "XO", "connect_four": "XO", "gomoku": "XO", "go": "XO"}
 QUIT = ("quit", "exit", "q")
 
 
@@ -96,7 +87,7 @@ def _human_move(agent: Agent, state: State, read, write, key: chex.PRNGKey, show
         if command in QUIT:
             raise Quit("you quit")
         if command in ("help", "?"):
-            write(f"Moves: {_notation(env)}.")
+            write(f"Moves: {env.move_notation}.")
             write(f"Legal moves: {_legal_moves(env, state)}")
             write(COMMANDS)
         elif command == "hint":
@@ -120,11 +111,6 @@ def _human_move(agent: Agent, state: State, read, write, key: chex.PRNGKey, show
                   "type 'help' for the legal moves")
 
 
-def _notation(env: Env) -> str:
-    pgx = f"an action number 0-{env.num_actions - 1} (pgx's action ids)"
-    return NOTATION.get(env.name, pgx)
-
-
 def play_game(agent: Agent, human: int, read: Callable[[str], str] = input,
               write: Callable[[str], None] = print, show_eval: bool = False,
               key: chex.PRNGKey | None = None) -> float:
@@ -140,7 +126,7 @@ def play_game(agent: Agent, human: int, read: Callable[[str], str] = input,
     init_key, key = jax.random.split(jax.random.key(0) if key is None else key)
     state = init(init_key)
     me = int(state.current_player) if human == 0 else 1 - int(state.current_player)
-    mark = f" ({MARKS[env.name][human]})" if env.name in MARKS else ""
+    mark = f" ({env.player_marks[me]})" if env.player_marks else ""
     write(f"{env.name}: you move {SIDES[human]}{mark}. Type 'help' for the notation and commands.")
     write(env.render(state))
     show = {"eval": show_eval}
@@ -157,9 +143,9 @@ def play_game(agent: Agent, human: int, read: Callable[[str], str] = input,
             write(f"The agent plays {env.format_move(action)}")
         state = step(state, action)
         write(env.render(state))
-    if hasattr(env, "area_scores"):
-        black, white = np.asarray(env.area_scores(state)).tolist()
-        write(f"Area: Black {black:g}, White {white:g} + komi {env.komi:g}")
+    result_text = env.result_text(state)
+    if result_text:
+        write(result_text)
     result = float(np.sign(np.asarray(state.rewards)[me]))
     write({1.0: "You win!", 0.0: "Draw.", -1.0: "The agent wins."}[result])
     return result
@@ -231,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m azjax.play",
         description="Play a trained agent in the terminal. " + COMMANDS.capitalize() + ".",
     )
-    parser.add_argument("game", help="the agent's game, e.g. tictactoe, go, pgx:othello")
+    parser.add_argument("game", help="the agent's game, e.g. tictactoe, go, pgx:othello, or "
+                        "the import path of a game of your own, e.g. hex_game:Hex")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-dir", help="a training run directory (newest checkpoint)")
     source.add_argument("--agent", metavar="FILE", help="an agent exported with agent.export")

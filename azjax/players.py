@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from azjax.rollout_mcts import UCTConfig, uct_actions
 from azjax.rollouts import uniform_choice, uniform_legal_actions
@@ -32,8 +31,7 @@ from azjax.search import (
     make_search_fn,
     masked_logits,
 )
-from azjax.solvers import tictactoe as ttt_solver
-from envs import Env, State, coin_split
+from envs import Env, State
 
 Policy = Callable[[Any, State, chex.PRNGKey], chex.Array]
 ValueFn = Callable[[Any, State], chex.Array]
@@ -161,49 +159,25 @@ def rollout_mcts_player(env: Env, num_simulations: int = 1000,
     return Player(name or f"mcts:{num_simulations}", policy)
 
 
-def _tictactoe_solver(env: Env) -> Policy:
-    solution = ttt_solver.solution()
-    codes = (solution.boards.astype(np.int64) + 1) @ (3 ** np.arange(9))
-    table = np.zeros((3**9, 9), bool)
-    table[codes] = solution.optimal
-    table, powers = jnp.asarray(table), jnp.asarray(3 ** np.arange(9), jnp.int32)
-
-    def policy(params, states: State, key: chex.PRNGKey) -> chex.Array:
-        del params
-        codes = (states.board.astype(jnp.int32) + 1) @ powers
-        return uniform_choice(table[codes] & states.legal_action_mask, key)
-
-    return policy
-
-
-def _coin_split_solver(env: Env) -> Policy:
-    grundy = jnp.asarray(coin_split.grundy_values(env.max_coins), jnp.int32)
-    table = coin_split.split_table(env.max_coins)
-    size, small = jnp.asarray(table[:, 0]), jnp.asarray(table[:, 1])
-
-    def policy(params, states: State, key: chex.PRNGKey) -> chex.Array:
-        del params
-        odd = (states.counts.astype(jnp.int32) % 2) == 1
-        terms = jnp.where(odd, grundy[None, :], 0)
-        position = jax.lax.reduce(terms, jnp.int32(0), jax.lax.bitwise_xor, (1,))
-        after = position[:, None] ^ grundy[size] ^ grundy[small] ^ grundy[size - small]
-        legal = states.legal_action_mask
-        winning = legal & (after == 0)
-        choice = jnp.where(jnp.any(winning, -1, keepdims=True), winning, legal)
-        return uniform_choice(choice, key)
-
-    return policy
-
-
-_SOLVERS = {"tictactoe": _tictactoe_solver, "coin_split": _coin_split_solver}
-
-
 def solver_player(env: Env, name: str = "solver") -> Player:
-    """Perfect play from the exact solution (tic-tac-toe, coin splitting), with random
-    choice among the optimal moves (a random legal move in a lost coin-split position)."""
-    if env.name not in _SOLVERS:
+    """Perfect play from the game's exact solver (`Env.solver`: tic-tac-toe, coin
+    splitting), with random choice among its right moves.
+
+    Raises:
+      ValueError: for a game without a solver.
+    """
+    right_moves = env.solver()
+    if right_moves is None:
         raise ValueError(
-            f"no exact solver for {env.name!r}; solvers exist for {sorted(_SOLVERS)} "
-            "(Connect Four is scored on the solver benchmark positions instead)"
+            f"no exact solver for {env.name!r} (its Env.solver hook returns None); games with "
+            "one: those whose class overrides Env.solver, e.g. tictactoe and coin_split"
         )
-    return Player(name, _SOLVERS[env.name](env))
+    right_moves = jax.vmap(right_moves)
+
+    def policy(params, states: State, key: chex.PRNGKey) -> chex.Array:
+        del params
+        legal = states.legal_action_mask
+        right = right_moves(states) & legal
+        return uniform_choice(jnp.where(jnp.any(right, -1, keepdims=True), right, legal), key)
+
+    return Player(name, policy)

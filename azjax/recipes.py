@@ -156,3 +156,11 @@ def recipe(name: str) -> TrainConfig:
     if name not in RECIPES:
         raise ValueError(f"no recipe {name!r}; recipes: {', '.join(sorted(RECIPES))}")
     return RECIPES[name]
+
+
+def defaults_for(game: str) -> TrainConfig:
+    """The recipe called `game` (`go9x9` included), else plain defaults for the game
+    `game` names (any name or import path `envs.make` takes)."""
+    if game in RECIPES:
+        return RECIPES[game]
+    return TrainConfig(program=ProgramConfig(game=game))

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def baselines() -> tuple[float, float, float]:
     """Random-move accuracy (all, non-trivial) and the always-win value accuracy."""
     import envs
-    from azjax.evaluators import connect_four as c4
+    from envs import connect_four as c4
     from envs.connect_four import boards_from_moves
 
     moves = c4.load_move_set()

@@ -34,12 +34,12 @@ def main() -> int:
     import numpy as np
     import tyro
     from _cli import Experiment
-    from sweep import game_defaults
+    from azjax.recipes import defaults_for
 
     from azjax.driver import group_step, stack
     from azjax.loop import init_train_state
 
-    base = tyro.cli(Experiment, default=Experiment(config=game_defaults(args.game)),
+    base = tyro.cli(Experiment, default=Experiment(config=defaults_for(args.game)),
                     args=overrides).config
     seeds = range(args.experiments)
     program, env = base.program, base.make_env()

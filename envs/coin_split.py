@@ -35,7 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import Env, State, Symmetries
+from envs.core import Env, State
+from envs.ground_truth import GroundTruth, GroundTruthSource
 
 MAX_COINS_LIMIT = 64
 MAX_COUNT_PLANES = 8
@@ -206,6 +207,7 @@ class CoinSplit(Env):
     """Grundy's game from one pile of `coins`, with shapes fixed by `max_coins`."""
 
     name = "coin_split"
+    move_notation = "a split like 7=3+4 (pile = part + part), 7 3 (pile and one part) or 3+4"
 
     def __init__(self, coins: int = 7, max_coins: int | None = None):
         max_coins = coins if max_coins is None else max_coins
@@ -215,6 +217,7 @@ class CoinSplit(Env):
         self.num_actions = num_actions_for(max_coins)
         self.count_planes = min(max_coins // 3, MAX_COUNT_PLANES)
         self.observation_shape = (1, max_coins, self.count_planes + 2)
+        self.max_plies = coins - 1  # every split adds a pile
         table = split_table(max_coins)
         self._split_size = table[:, 0]
         self._split_small = table[:, 1]
@@ -260,22 +263,6 @@ class CoinSplit(Env):
         counts = state.counts.at[s].add(-1).at[a].add(1).at[s - a].add(1)
         return self.state_from_counts(counts)
 
-    @property
-    def symmetries(self) -> Symmetries:
-        """Identity only (G = 1): pile sizes have no symmetry."""
-        cells = np.arange(self.max_coins, dtype=np.int32)[None]
-        actions = np.arange(self.num_actions, dtype=np.int32)[None]
-        return Symmetries(
-            cell_perm=jnp.asarray(cells),
-            action_perm=jnp.asarray(actions),
-            inverse_action_perm=jnp.asarray(actions),
-        )
-
-    def transform_state(self, state: CoinSplitState, g: chex.Array) -> CoinSplitState:
-        """The identity (the only symmetry)."""
-        del g
-        return state
-
     def action_to_split(self, action: int) -> tuple[int, int]:
         """`(s, a)` of one of this env's actions (ValueError when out of range)."""
         if not 0 <= int(action) < self.num_actions:
@@ -306,3 +293,51 @@ class CoinSplit(Env):
             over = "has no move" if not counts[3:].any() else "lost"
             status = f"player {player} to move {over}: game over"
         return f"piles: {' '.join(map(str, piles))}  ({status})"
+
+    def ground_truth(self) -> GroundTruthSource:
+        """Every position reachable from the start, solved by Grundy values."""
+        return GROUND_TRUTH
+
+    def solver(self):
+        """The winning moves of a state (every legal move where none wins)."""
+        return winning_moves(self)
+
+
+def _load_ground_truth(env: CoinSplit) -> GroundTruth:
+    """Every live position with its winning moves and its winner. A right move keeps a
+    win: the share is taken over the winning positions (in a lost one every move loses),
+    and the value sign is checked on every live position."""
+    solved = all_positions(env.coins, env.max_coins)
+    live = ~solved.terminal
+    states = jax.vmap(env.state_from_counts)(jnp.asarray(solved.counts[live]))
+    wins = solved.wins[live]
+    return GroundTruth(
+        states=states,
+        right_moves=solved.winning_actions[live],
+        counted=wins,
+        value_states=states,
+        value_sign=np.where(wins, 1, -1),
+    )
+
+
+GROUND_TRUTH = GroundTruthSource(metric="winning_move_share", complete=True,
+                                 load=_load_ground_truth, values=True)
+
+
+def winning_moves(env: CoinSplit):
+    """The exact solver: one state -> the moves that win (bool [A]), or every legal move
+    where none does (a lost position), from the Grundy values."""
+    grundy = jnp.asarray(grundy_values(env.max_coins), jnp.int32)
+    table = split_table(env.max_coins)
+    size, small = jnp.asarray(table[:, 0]), jnp.asarray(table[:, 1])
+
+    def winning(state: CoinSplitState) -> jax.Array:
+        odd = (state.counts.astype(jnp.int32) % 2) == 1
+        position = jax.lax.reduce(jnp.where(odd, grundy, 0), jnp.int32(0),
+                                  jax.lax.bitwise_xor, (0,))
+        after = position ^ grundy[size] ^ grundy[small] ^ grundy[size - small]
+        legal = state.legal_action_mask
+        wins = legal & (after == 0)
+        return jnp.where(jnp.any(wins), wins, legal)
+
+    return winning

@@ -13,13 +13,17 @@ outside the rules:
 from __future__ import annotations
 
 import abc
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+
+if TYPE_CHECKING:
+    from envs.ground_truth import GroundTruthSource
 
 
 @struct.dataclass
@@ -67,9 +71,9 @@ class Symmetries:
         return self.action_perm.shape[0]
 
     def observation(self, obs: chex.Array, g: chex.Array) -> chex.Array:
-        """Applies symmetry `g` to one observation of shape [H, W, C]."""
-        h, w, c = obs.shape
-        return obs.reshape(h * w, c)[self.cell_perm[g]].reshape(h, w, c)
+        """Applies symmetry `g` to one observation of shape [*cells, C]."""
+        c = obs.shape[-1]
+        return obs.reshape(-1, c)[self.cell_perm[g]].reshape(obs.shape)
 
     def policy(self, pi: chex.Array, g: chex.Array) -> chex.Array:
         """Applies symmetry `g` to one action-indexed vector [A]."""
@@ -78,6 +82,17 @@ class Symmetries:
     def action(self, action: chex.Array, g: chex.Array) -> chex.Array:
         """Maps an action of the original position to the transformed position."""
         return self.inverse_action_perm[g, action]
+
+
+def identity_symmetries(observation_shape: tuple[int, ...], num_actions: int) -> Symmetries:
+    """The trivial group: the identity alone (a game without symmetries)."""
+    cells = int(np.prod(observation_shape[:-1], dtype=np.int64))
+    actions = jnp.arange(num_actions, dtype=jnp.int32)[None]
+    return Symmetries(
+        cell_perm=jnp.arange(cells, dtype=jnp.int32)[None],
+        action_perm=actions,
+        inverse_action_perm=actions,
+    )
 
 
 def _invert(perms: np.ndarray) -> np.ndarray:
@@ -123,14 +138,45 @@ def from_cell_permutations(cell_perm: np.ndarray, extra_actions: int = 0) -> Sym
 class Env(abc.ABC):
     """A two-player, zero-sum, perfect-information game.
 
-    Subclasses implement `_init`, `_step` (a legal action on a live state) and
-    `transform_state`; `init` and `step` are the public, pure, jit/vmap-able API.
+    A game implements `_init` and `_step` (a legal action on a live state) and states
+    `name`, `num_actions`, `observation_shape` and `max_plies`; `init` and `step` are the
+    public, pure, jit/vmap-able API. Everything else a game knows about itself is a hook
+    with a default, which the framework reads instead of switching on the game's name:
+
+    * `parse_move`, `format_move`, `move_notation`, `player_marks`: how humans type and
+      read moves (default: action ids) and name the sides;
+    * `render`, `result_text`: text pictures of a state and of a finished game;
+    * `symmetries`, `transform_state`: the symmetry group used for augmentation
+      (default: the identity alone);
+    * `ground_truth`: positions with known right moves, which the training-time evaluator
+      scores on (default: none, so training reports the score against random play);
+    * `solver`: exact right moves, for the `solver` player (default: none);
+    * `heuristic`, `line_length`: alpha-beta's evaluation of live positions (default:
+      zero) and the k of a k-in-a-row game (for the `lines` evaluation).
+
+    `envs.check_env(env)` checks that a game keeps the protocol.
     """
 
     name: str
     num_actions: int
     observation_shape: tuple[int, ...]
     num_players: int = 2
+    max_plies: int | None = None
+    """Every game ends within this many plies (`envs.check_env` checks it)."""
+    player_marks: tuple[str, str] | None = None
+    """How `render` marks the two players' pieces, by player id (e.g. `("X", "O")`)."""
+    line_length: int | None = None
+    """The k of a k-in-a-row game (the `lines` alpha-beta evaluation), else None."""
+
+    def __new__(cls, *args, **kwargs):
+        env = super().__new__(cls)
+        # What the game was built with, so that `envs.spec_of` can name it for a later
+        # process (a run directory records it).
+        env._constructor_args = (args, kwargs)
+        return env
+
+    def __init__(self) -> None:
+        """A game without options (games with options define their own constructor)."""
 
     def init(self, key: chex.PRNGKey) -> State:
         """A new game. The key is consumed (games without chance may ignore it)."""
@@ -171,18 +217,96 @@ class Env(abc.ABC):
     def _step(self, state: State, action: chex.Array) -> State:
         """Plays a legal action on a non-terminated state."""
 
+    # ----------------------------------------------------------------------------------
+    # Hooks with defaults
+    # ----------------------------------------------------------------------------------
+
     @property
-    @abc.abstractmethod
     def symmetries(self) -> Symmetries:
-        """The game's symmetries, for augmentation."""
+        """The game's symmetries, for augmentation (default: the identity alone)."""
+        return identity_symmetries(self.observation_shape, self.num_actions)
 
-    @abc.abstractmethod
     def transform_state(self, state: State, g: chex.Array) -> State:
-        """Applies symmetry `g` to a whole state (used to test equivariance)."""
+        """Applies symmetry `g` to a whole state (used to check equivariance).
 
-    @abc.abstractmethod
+        The default is right only for the identity: a game that declares more symmetries
+        overrides it.
+        """
+        if self.symmetries.size > 1:
+            raise NotImplementedError(
+                f"{type(self).__name__} declares {self.symmetries.size} symmetries but does "
+                "not override transform_state"
+            )
+        del g
+        return state
+
+    @property
+    def move_notation(self) -> str:
+        """What a human types as a move, for `help` in `python -m azjax.play`."""
+        return f"an action number 0-{self.num_actions - 1}"
+
+    def parse_move(self, text: str) -> int:
+        """A move typed by a human, as an action id (default: the id itself).
+
+        Raises:
+          ValueError: for text that names no action.
+        """
+        t = text.strip()
+        if not (t.isascii() and t.isdigit()) or not 0 <= int(t) < self.num_actions:
+            raise ValueError(f"expected {self.move_notation}, got {text!r}")
+        return int(t)
+
+    def format_move(self, action: int) -> str:
+        """An action id as humans read it; `parse_move` reads it back (default: the id)."""
+        action = int(action)
+        if not 0 <= action < self.num_actions:
+            raise ValueError(f"{self.name} actions are 0-{self.num_actions - 1}, got {action}")
+        return str(action)
+
     def render(self, state: State) -> str:
-        """A text picture of one (unbatched) state for humans."""
+        """A text picture of one (unbatched) state for humans.
+
+        The default shows a header line and, for [H, W, C] observations, planes 0 and 1
+        (in most games the pieces of the player to move and of the opponent).
+        """
+        state = jax.device_get(state)
+        player, ply = int(state.current_player), int(state.step_count)
+        header = f"{self.name}: player {player} to move, ply {ply}"
+        if bool(state.terminated):
+            header = f"{self.name}: game over after {ply} plies, rewards {state.rewards.tolist()}"
+        obs = np.asarray(state.observation) != 0
+        if obs.ndim != 3 or obs.shape[0] * obs.shape[1] == 1:
+            return header
+        own, other = "XO" if player == 0 else "OX"
+        if self.player_marks is not None:
+            own, other = self.player_marks[player], self.player_marks[1 - player]
+        rows = []
+        for r in range(obs.shape[0]):
+            cells = [own if obs[r, c, 0] else other if obs.shape[2] > 1 and obs[r, c, 1] else "."
+                     for c in range(obs.shape[1])]
+            rows.append(" ".join(cells))
+        return "\n".join([header, *rows])
+
+    def result_text(self, state: State) -> str | None:
+        """A line on how a finished game was decided beyond who won (Go: the area count),
+        or None."""
+        del state
+        return None
+
+    def ground_truth(self) -> "GroundTruthSource | None":
+        """Positions with known right moves that training scores the network on
+        (`envs.ground_truth`); None (the default): training scores against random play."""
+        return None
+
+    def solver(self) -> "Callable[[State], chex.Array] | None":
+        """Exact play: a function from one live state to its right moves (bool [A],
+        jit/vmap-able), for the `solver` player; None (the default) if the game has none."""
+        return None
+
+    def heuristic(self) -> "Callable[[chex.Array], chex.Array] | None":
+        """Alpha-beta's evaluation of a live position: observation -> value for the player
+        to move, inside (-0.5, 0.5); None (the default): zero."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

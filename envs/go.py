@@ -125,6 +125,8 @@ class Go(Env):
     """
 
     name = "go"
+    player_marks = ("X", "O")
+    move_notation = "a point like D4 (column letter, I skipped, row number from the bottom) or pass"
 
     def __init__(
         self, size: int = 9, komi: float = 7.5, history: int = 8, max_moves: int | None = None
@@ -141,6 +143,7 @@ class Go(Env):
         self.komi = float(komi)
         self.history = int(history)
         self.max_moves = int(max_moves)
+        self.max_plies = self.max_moves
         self.num_actions = self.size * self.size + 1
         self.observation_shape = (self.size, self.size, 2 * self.history + 1)
         self._nbr = _neighbour_table(self.size)
@@ -368,3 +371,8 @@ class Go(Env):
             who = "Black (X)" if int(state.current_player) == BLACK else "White (O)"
             rows.append(f"{who} to move")
         return "\n".join(rows)
+
+    def result_text(self, state: GoState) -> str:
+        """The area count of the final position."""
+        black, white = np.asarray(self.area_scores(state)).tolist()
+        return f"Area: Black {black:g}, White {white:g} + komi {self.komi:g}"

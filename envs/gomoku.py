@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from envs.lines import line_count_eval
 from envs.core import Env, State, Symmetries, dihedral_symmetries
 
 EMPTY = -1
@@ -98,6 +99,8 @@ class Gomoku(Env):
     """Freestyle Gomoku on a size x size board: k or more in a row wins."""
 
     name = "gomoku"
+    player_marks = ("X", "O")
+    move_notation = "a point like d4 (column letter, row number from the bottom; no pass)"
 
     def __init__(self, size: int = 15, k: int = 5):
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 3:
@@ -108,6 +111,8 @@ class Gomoku(Env):
         self.k = int(k)
         self.num_actions = self.size * self.size
         self.observation_shape = (self.size, self.size, 3)
+        self.max_plies = self.num_actions
+        self.line_length = self.k
         self._rays = _ray_table(self.size, self.k)
         self._symmetries = dihedral_symmetries(self.size, self.size)
 
@@ -190,3 +195,7 @@ class Gomoku(Env):
 
     def __repr__(self) -> str:
         return f"Gomoku(size={self.size}, k={self.k})"
+
+    def heuristic(self):
+        """The open-line heuristic (`envs.lines`) for k in a row."""
+        return line_count_eval(self.size, self.size, self.k)

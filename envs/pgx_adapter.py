@@ -14,8 +14,9 @@ The wrapped state keeps pgx's state in the field `pgx_state` and mirrors it in o
   truncates some games after a maximum number of plies, as a draw); `step_count`: pgx's
   ply counter.
 
-Actions are pgx's action ids, which are also the human notation (`parse_move`,
-`format_move`). Steps after the end and illegal actions follow `envs.core`
+Actions are pgx's action ids, which are also the human notation (the `Env` defaults of
+`parse_move` and `format_move`); the symmetries are the identity alone (the default).
+Steps after the end and illegal actions follow `envs.core`
 (pgx's step is only relied on for legal actions on live states). Games with chance inside
 `step` (backgammon, 2048) and games with other than two players are refused. The
 imperfect-information games kuhn_poker and leduc_holdem are accepted (their chance is in
@@ -32,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import Env, State, Symmetries
+from envs.core import Env, State
 
 _STOCHASTIC = ("2048", "backgammon")
 
@@ -88,65 +89,8 @@ class PgxEnv(Env):
         return self.wrap(self.pgx_env.step(state.pgx_state, action))
 
     @property
-    def symmetries(self) -> Symmetries:
-        """Identity only (G = 1); pgx games are wrapped without their symmetries."""
-        h, w, _ = self.observation_shape
-        actions = jnp.arange(self.num_actions, dtype=jnp.int32)[None]
-        return Symmetries(
-            cell_perm=jnp.arange(h * w, dtype=jnp.int32)[None],
-            action_perm=actions,
-            inverse_action_perm=actions,
-        )
-
-    def transform_state(self, state: PgxState, g: chex.Array) -> PgxState:
-        """The identity (the only symmetry)."""
-        del g
-        return state
-
-    def parse_move(self, text: str) -> int:
-        """A pgx action id typed as a number, e.g. `"4"` (ValueError on anything else)."""
-        t = text.strip()
-        if not (t.isascii() and t.isdigit()) or not 0 <= int(t) < self.num_actions:
-            raise ValueError(
-                f"expected an action number 0-{self.num_actions - 1} (pgx's action ids), "
-                f"got {text!r}"
-            )
-        return int(t)
-
-    def format_move(self, action: int) -> str:
-        """An action as its pgx action id."""
-        action = int(action)
-        if not 0 <= action < self.num_actions:
-            raise ValueError(f"{self.name} actions are 0-{self.num_actions - 1}, got {action}")
-        return str(action)
-
-    def render(self, state: PgxState) -> str:
-        """A header line, then (for board games) observation planes 0 and 1 as X and O.
-
-        In most pgx board games planes 0 and 1 are the pieces of the player to move and of
-        the opponent (in chess-like games, only their pawns and knights).
-        """
-        state = jax.device_get(state)
-        player, ply = int(state.current_player), int(state.step_count)
-        header = f"{self.name}: player {player} to move, ply {ply}"
-        if bool(state.terminated):
-            header = f"{self.name}: game over after {ply} plies, rewards {state.rewards.tolist()}"
-        h, w, c = self.observation_shape
-        if h * w == 1:
-            return header
-        obs = np.asarray(state.observation) != 0
-        rows = []
-        for r in range(h):
-            cells = []
-            for col in range(w):
-                mark = "."
-                if obs[r, col, 0]:
-                    mark = "X"
-                elif c > 1 and obs[r, col, 1]:
-                    mark = "O"
-                cells.append(mark)
-            rows.append(" ".join(cells))
-        return "\n".join([header, *rows, "(X: plane 0, the mover's; O: plane 1)"])
+    def move_notation(self) -> str:
+        return f"an action number 0-{self.num_actions - 1} (pgx's action ids)"
 
     def __repr__(self) -> str:
         return f"PgxEnv({self.env_id!r})"

@@ -8,6 +8,10 @@ Human notation (`parse_move`, `format_move`): a cell `1`-`9` numbered row by row
 the top-left like a phone keypad (1 2 3 is the top row), or `a1`-`c3`, column letter
 a-c from the left and row number 1-3 from the BOTTOM, as `render` labels the board (so
 `a3` = `1` is the top-left cell and `a1` = `7` the bottom-left one).
+
+The game knows its exact solution (`envs.tictactoe_minimax`, written independently of
+these rules): training scores the network on every reachable live position
+(`ground_truth`) and the `solver` player plays from it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from envs import tictactoe_minimax as minimax
 from envs.core import Env, State, Symmetries, dihedral_symmetries
+from envs.ground_truth import GroundTruth, GroundTruthSource
 
 EMPTY = -1
 LINES = np.array(
@@ -122,6 +128,11 @@ class TicTacToe(Env):
     name = "tictactoe"
     num_actions = 9
     observation_shape = (3, 3, 3)
+    max_plies = 9
+    player_marks = ("X", "O")
+    line_length = 3
+    move_notation = ("a cell 1-9 (1 = top-left, row by row, like a phone keypad) or a1-c3 "
+                     "(column a-c, row 1-3 from the bottom, as on the board)")
 
     def _init(self, key: chex.PRNGKey) -> TicTacToeState:
         # Constants equal to `state_from_board(empty board)`, without its line tests.
@@ -191,3 +202,54 @@ class TicTacToe(Env):
         marks = {EMPTY: ".", 0: "X", 1: "O"}
         rows = [f"{3 - r} " + " ".join(marks[int(v)] for v in board[r]) for r in range(3)]
         return "\n".join(rows + ["  a b c"])
+
+    def ground_truth(self) -> GroundTruthSource:
+        """Every reachable live position with its optimal moves; perfect play is a right
+        move in all of them (and the table of chosen moves unbeatable from both seats)."""
+        return GROUND_TRUTH
+
+    def solver(self):
+        """The optimal moves of a state, looked up in the exact solution."""
+        return optimal_moves()
+
+
+def unbeatable(boards: np.ndarray, actions: np.ndarray) -> dict[str, float]:
+    """Whether the player choosing `actions` [N] on `boards` [N, 9] (every live position)
+    loses no game from the first seat, from the second, and from both (1.0 or 0.0),
+    checked exhaustively against every opponent reply."""
+    choose = minimax.table_player(boards, actions)
+    first = not minimax.losing_lines(choose, 0)
+    second = not minimax.losing_lines(choose, 1)
+    return {"unbeatable_first": float(first), "unbeatable_second": float(second),
+            "unbeatable": float(first and second)}
+
+
+def _load_ground_truth(env: Env) -> GroundTruth:
+    del env
+    solution = minimax.solution()
+    live = solution.live
+    boards = solution.boards[live]
+    return GroundTruth(
+        states=jax.vmap(state_from_board)(jnp.asarray(boards)),
+        right_moves=solution.optimal[live],
+        counted=np.ones(len(live), bool),
+        check_actions=lambda actions: unbeatable(boards, actions),
+    )
+
+
+GROUND_TRUTH = GroundTruthSource(metric="optimal_share", complete=True, load=_load_ground_truth)
+
+
+def optimal_moves():
+    """The exact solver: one state -> its optimal moves (bool [9]), by table lookup."""
+    solution = minimax.solution()
+    powers = 3 ** np.arange(9)
+    codes = (solution.boards.astype(np.int64) + 1) @ powers
+    table = np.zeros((3**9, 9), bool)
+    table[codes] = solution.optimal
+    table, powers = jnp.asarray(table), jnp.asarray(powers, jnp.int32)
+
+    def optimal(state: TicTacToeState) -> jax.Array:
+        return table[(state.board.astype(jnp.int32) + 1) @ powers] & state.legal_action_mask
+
+    return optimal

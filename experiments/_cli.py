@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 from typing import Annotated
@@ -11,6 +12,7 @@ import tyro
 from azjax.checkpoint import RunDirError
 from azjax.config import TrainConfig
 from azjax.driver import summarize, train
+from azjax.recipes import RECIPES, defaults_for
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,3 +46,23 @@ def main(defaults: TrainConfig, run_dir: str, argv: list[str] | None = None) -> 
     print(summarize(result))
     print(f"run directory: {experiment.run_dir}")
     return 0
+
+
+def game_and_defaults(argv: list[str]) -> tuple[str, TrainConfig, list[str]]:
+    """The `--game` of a command line (default tictactoe), its defaults
+    (`azjax.recipes.defaults_for`), and the command line left to parse over them: a
+    recipe name such as go9x9 names the recipe, not a game, so its `--game` is dropped."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--game", default="tictactoe")
+    game = pre.parse_known_args(argv)[0].game
+    if game not in RECIPES:
+        return game, defaults_for(game), list(argv)
+    rest, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--game":
+            skip = True
+        elif not arg.startswith("--game="):
+            rest.append(arg)
+    return game, RECIPES[game], rest

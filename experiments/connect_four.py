@@ -3,7 +3,7 @@
     python experiments/connect_four.py [--run-dir DIR] [--max-minutes M] [--help for every option]
 
 Every evaluation reports the share of the 1,000 solved positions of
-`azjax/data/connect4/dev_set.jsonl` where the network alone (and, every third evaluation,
+`envs/data/connect4/dev_set.jsonl` where the network alone (and, every third evaluation,
 network + search at the training budget) picks an optimal move, overall and on the
 non-trivial half, and the value-sign accuracy on the public solver benchmark positions.
 The defaults fit a 2-core CPU: a small residual network (the search is bound by the

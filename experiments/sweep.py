@@ -21,7 +21,6 @@ sweep.png from all finished runs in the out dir.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -32,8 +31,9 @@ import tyro
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from azjax.config import ProgramConfig, TrainConfig  # noqa: E402
-from azjax.recipes import RECIPES, recipe  # noqa: E402
+from _cli import game_and_defaults  # noqa: E402
+
+from azjax.config import TrainConfig  # noqa: E402
 from azjax.sweep import merge, parse_params, parse_shard, run_sweep  # noqa: E402
 
 
@@ -54,29 +54,14 @@ class Sweep:
     """Only build seeds.csv, results.csv and sweep.png from the runs in --out."""
 
 
-def game_defaults(game: str) -> TrainConfig:
-    """The recipe of `experiments/<game>.py` (`azjax.recipes`), or plain defaults for
-    a game without one."""
-    if game in RECIPES:
-        return recipe(game)
-    return TrainConfig(program=ProgramConfig(game=game))
-
-
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--game", default="tictactoe")
-    game = pre.parse_known_args(argv)[0].game
-    defaults = game_defaults(game)
+    game, defaults, argv = game_and_defaults(sys.argv[1:] if argv is None else argv)
     args = tyro.cli(
         Sweep,
         default=Sweep(config=defaults, out=f"runs/sweep_{game.replace(':', '_')}"),
         args=argv,
         description=__doc__,
     )
-    if game in RECIPES and args.config.program.game == game:  # a recipe name (go9x9)
-        recipe_game = RECIPES[game].program.game
-        args = dataclasses.replace(args, config=args.config.replace(game=recipe_game))
     try:
         if args.merge:
             result = merge(Path(args.out))

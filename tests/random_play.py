@@ -42,20 +42,3 @@ def play_random_games(env, num_legal, num_noisy, plies, seed, noise):
 
     states, actions = jax.device_get(play(jax.random.key(seed)))
     return states, np.asarray(actions)
-
-
-def assert_rewards_final_and_finished_games_frozen(states, frozen_fields):
-    """Rewards are zero except on the ply that ends a game (then +1/-1 or 0/0), and a
-    finished game's `frozen_fields` never change afterwards. `states` [plies + 1, games]."""
-    plies = states.terminated.shape[0] - 1
-    for ply in range(plies):
-        before, after = take(states, ply), take(states, ply + 1)
-        just_ended = after.terminated & ~before.terminated
-        assert np.all(after.rewards[~just_ended] == 0.0)
-        r = after.rewards[just_ended]
-        assert np.all(r.sum(axis=1) == 0.0) and np.all(np.isin(r, [-1.0, 0.0, 1.0]))
-        done = before.terminated
-        for field in frozen_fields:
-            np.testing.assert_array_equal(
-                getattr(after, field)[done], getattr(before, field)[done], err_msg=field
-            )

@@ -10,8 +10,6 @@ from random_play import play_random_games, take
 
 import envs
 from azjax.alphabeta import (
-    EVAL_LIMIT,
-    LINE_SCALE,
     WIN_DECAY,
     alphabeta,
     alphabeta_player,
@@ -20,8 +18,9 @@ from azjax.alphabeta import (
     minimax,
     zero_eval,
 )
-from azjax.solvers import tictactoe as solver
+from envs import tictactoe_minimax as solver
 from envs.connect_four import boards_from_moves, state_from_moves
+from envs.lines import EVAL_LIMIT, LINE_SCALE
 from envs.tictactoe import state_from_board
 
 

@@ -19,7 +19,7 @@ from azjax.arena import main
 from azjax.match import MatchResult, play_match
 from azjax.player_specs import make_player
 from azjax.players import Player, network_player, random_player, rollout_mcts_player, solver_player
-from azjax.solvers import tictactoe as ttt_solver
+from envs import tictactoe_minimax as ttt_solver
 from azjax.stats import wilson_interval
 
 # --------------------------------------------------------------------------------------

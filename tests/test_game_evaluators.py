@@ -12,7 +12,7 @@ import pytest
 
 import envs
 from azjax.evaluation import PositionEvaluator, make_evaluator
-from azjax.evaluators import connect_four as c4_eval
+from envs import connect_four as c4_eval
 from azjax.players import network_player, search_player
 from azjax.search import SearchConfig
 from envs.connect_four import boards_from_moves

@@ -1,4 +1,8 @@
-"""Go rules of `envs.go` against an independent plain-Python reference, and symmetries."""
+"""Go rules of `envs.go` against an independent plain-Python reference, and symmetries.
+
+The protocol every game keeps (types, rewards only at the end, frozen finished games,
+forfeits, symmetries commuting with step...) is checked by `envs.check_env` in
+tests/test_check_env.py."""
 
 from __future__ import annotations
 
@@ -333,8 +337,12 @@ def test_random_games_match_reference(random_games):
     forfeits = sum(g.forfeited for g in games)
     assert forfeits > 0
     final = states.rewards[1:].sum(axis=0)  # each game is rewarded at most once
-    assert set(np.unique(final[:, 0])) <= {-1.0, 0.0, 1.0}
-    assert np.all(final.sum(axis=1) == 0)
+    assert (final[:, 0] == 1.0).any() and (final[:, 0] == -1.0).any()  # both colours win
+    # The game's own fields keep their types (the protocol's are checked by check_env).
+    n, t, g = env.size, env.history, states.board.shape[1]
+    assert states.board.dtype == np.int8 and states.board.shape[1:] == (g, n * n)
+    assert states.history.dtype == np.int8 and states.history.shape[1:] == (g, t, n * n)
+    assert env.observation_shape == (n, n, 2 * t + 1) and env.num_actions == n * n + 1
 
 
 @pytest.mark.slow
@@ -354,17 +362,6 @@ def test_more_sizes_match_reference(size, komi, games, plies):
     compare_with_reference(env, actions, states)
 
 
-def test_rewards_only_on_final_step(random_games):
-    _, _, states, _ = random_games
-    before, after = states.terminated[:-1], states.terminated[1:]
-    just_ended = after & ~before
-    assert np.all(states.rewards[1:][~just_ended] == 0.0)
-    final = states.rewards[1:][just_ended]
-    assert np.all(final.sum(axis=-1) == 0.0) and np.all(np.isin(final, [-1.0, 0.0, 1.0]))
-    assert (final[:, 0] == 1.0).any() and (final[:, 0] == -1.0).any()
-    assert not np.any(states.legal_action_mask[1:][after])
-
-
 def test_area_scores_match_reference(random_games):
     env, _, states, games = random_games
     boards = states.board[-1]
@@ -375,18 +372,6 @@ def test_area_scores_match_reference(random_games):
     np.testing.assert_array_equal(got, want)
 
 
-def test_dtypes_and_shapes(random_games):
-    env, _, states, _ = random_games
-    n, t = env.size, env.history
-    g = states.board.shape[1]
-    assert states.board.dtype == np.int8 and states.board.shape[1:] == (g, n * n)
-    assert states.history.dtype == np.int8 and states.history.shape[1:] == (g, t, n * n)
-    assert states.observation.dtype == np.bool_
-    assert states.observation.shape[1:] == (g, n, n, 2 * t + 1)
-    assert env.observation_shape == (n, n, 2 * t + 1) and env.num_actions == n * n + 1
-    assert states.rewards.dtype == np.float32 and states.legal_action_mask.dtype == np.bool_
-
-
 # --------------------------------------------------------------------------------------
 # Symmetries
 # --------------------------------------------------------------------------------------
@@ -394,19 +379,14 @@ def test_dtypes_and_shapes(random_games):
 ALL_FIELDS = FIELDS + ("chain", "ko")
 
 
-def test_step_is_equivariant(random_games):
+def test_step_is_equivariant_on_ko_positions(random_games):
+    """Symmetries commute with step where a ko point is set (check_env checks random
+    positions, where a ko is rare), on every field including `chain` and `ko`."""
     env, _, states, _ = random_games
     sym = env.symmetries
     rng = np.random.default_rng(env.size)
-    live = np.argwhere(~states.terminated)
-    # Prefer states with a ko point so the ko field is exercised, plus random others.
     ko_rows = np.argwhere((states.ko >= 0) & ~states.terminated)
-    pick = np.concatenate(
-        [
-            live[rng.choice(len(live), 240)],
-            ko_rows[rng.choice(len(ko_rows), 16)],
-        ]
-    )
+    pick = ko_rows[rng.choice(len(ko_rows), 32)]
     batch = jax.tree.map(lambda x: x[pick[:, 0], pick[:, 1]], states)
     masks = batch.legal_action_mask
     acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks], np.int32)
@@ -418,14 +398,14 @@ def test_step_is_equivariant(random_games):
     def both_sides(s, a, g):
         lhs = env.transform_state(env.step(s, a), g)
         rhs = env.step(env.transform_state(s, g), sym.action(a, g))
-        return lhs, rhs
+        return lhs, rhs, env.transform_state(s, g)
 
-    lhs, rhs = jax.device_get(jax.jit(jax.vmap(both_sides))(tiled, acts, g))
+    lhs, rhs, moved = jax.device_get(jax.jit(jax.vmap(both_sides))(tiled, acts, g))
     for field in ALL_FIELDS:
         np.testing.assert_array_equal(getattr(lhs, field), getattr(rhs, field), err_msg=field)
-    # No forfeits (the transformed action was legal), and the sample was not trivial.
+    # No forfeits (the transformed action was legal), and the ko point moved with the board.
     assert np.all(lhs.step_count == tiled.step_count + 1)
-    assert (lhs.ko >= 0).any() and (tiled.ko >= 0).any()
+    assert np.all(moved.ko >= 0) and (moved.ko != tiled.ko).any()
 
 
 def test_transform_state_is_geometric(random_games):
@@ -595,8 +575,9 @@ def test_tromp_taylor_scores():
         np.testing.assert_array_equal(np.asarray(s.rewards), want, err_msg=str(komi))
 
 
-@pytest.mark.parametrize("bad", ["occupied", "suicide", "ko", -1, 26, 99])
-def test_illegal_action_forfeits(bad):
+@pytest.mark.parametrize("bad", ["occupied", "suicide", "ko"])
+def test_illegal_moves(bad):
+    """Occupied points, suicide and simple ko are illegal (and so forfeit)."""
     _env, step, _ = jitted(5)
     setup = "B4 C4 A3 D3 B2 C2 pass B3 C3"  # white to move, ko at B3
     s = play(setup)
@@ -604,11 +585,10 @@ def test_illegal_action_forfeits(bad):
         action = parse_move("C3", 5)
     elif bad == "ko":
         action = parse_move("B3", 5)
-    elif bad == "suicide":
+    else:
         s = play("A4 pass B5")  # white to move, A5 is suicide
         action = parse_move("A5", 5)
-    else:
-        action = bad
+    assert not bool(s.legal_action_mask[action])
     mover = int(s.current_player)
     after = step(s, action)
     assert bool(after.terminated)
@@ -616,10 +596,6 @@ def test_illegal_action_forfeits(bad):
     want[mover], want[1 - mover] = -1.0, 1.0
     np.testing.assert_array_equal(np.asarray(after.rewards), want)
     np.testing.assert_array_equal(np.asarray(after.board), np.asarray(s.board))
-    assert not np.any(np.asarray(after.legal_action_mask))
-    again = step(after, 25)
-    np.testing.assert_array_equal(np.asarray(again.rewards), [0.0, 0.0])
-    np.testing.assert_array_equal(np.asarray(again.board), np.asarray(s.board))
 
 
 def test_observation_planes():

@@ -1,5 +1,9 @@
 """Gomoku rules of `envs.gomoku` against an independent plain-Python reference, on several
-board sizes and line lengths, plus its D4 symmetries and the human move notation."""
+board sizes and line lengths, plus its D4 symmetries and the human move notation.
+
+The protocol every game keeps (types, rewards only at the end, frozen finished games,
+forfeits, symmetries commuting with step...) is checked by `envs.check_env` in
+tests/test_check_env.py."""
 
 from __future__ import annotations
 
@@ -13,11 +17,7 @@ import pytest
 import envs
 from envs.gomoku import Gomoku, format_move, parse_move
 
-from random_play import (
-    assert_rewards_final_and_finished_games_frozen,
-    play_random_games,
-    take,
-)
+from random_play import play_random_games, take
 
 # --------------------------------------------------------------------------------------
 # Plain-Python reference (independent of envs/).
@@ -126,15 +126,6 @@ def assert_matches(state, want, where=""):
 # (size, k, legal games, noisy games, plies). Plies cover the whole game for the small
 # boards; on 15x15 most random games end well before 150 plies.
 CONFIGS = [(7, 4, 1024, 256, 52), (9, 5, 512, 128, 84), (15, 5, 256, 64, 150)]
-FIELDS = (
-    "board",
-    "current_player",
-    "legal_action_mask",
-    "terminated",
-    "rewards",
-    "step_count",
-    "observation",
-)
 
 
 @pytest.fixture(scope="module", params=CONFIGS, ids=lambda c: f"size{c[0]}-k{c[1]}")
@@ -154,7 +145,7 @@ def played(request):
 
 
 def test_random_games_match_reference(played):
-    _env, _states, _, games, num_legal = played
+    env, states, _, games, num_legal = played
     legal = games[:num_legal]
     wins = [sum(g.winner == p for g in legal) for p in (0, 1)]
     assert min(wins) > num_legal // 5, wins
@@ -165,54 +156,26 @@ def test_random_games_match_reference(played):
         if g.winner is not None:
             assert has_line(g.grid, g.winner, g.k)
             assert not has_line(g.grid, 1 - g.winner, g.k)
-
-
-def test_rewards_only_on_final_step_and_finished_games_frozen(played):
-    _, states, _, _, _ = played
-    assert_rewards_final_and_finished_games_frozen(
-        states,
-        ("board", "current_player", "legal_action_mask", "terminated", "step_count", "observation"),
-    )
-
-
-def test_dtypes_and_shapes(played):
-    env, states, _, games, _ = played
-    s, n, size = take(states, 2), len(games), env.size
+    # The sizes follow the board, and the game's own field keeps its type.
+    size = env.size
     assert env.num_actions == size * size and env.observation_shape == (size, size, 3)
-    assert s.board.shape == (n, size * size)
-    assert s.observation.dtype == np.bool_ and s.observation.shape == (n, size, size, 3)
-    assert s.legal_action_mask.dtype == np.bool_ and s.legal_action_mask.shape == (n, size * size)
-    assert s.rewards.dtype == np.float32 and s.rewards.shape == (n, 2)
-    assert s.current_player.dtype == np.int32 and s.step_count.dtype == np.int32
-    assert s.terminated.dtype == np.bool_
+    assert states.board.shape[2:] == (size * size,) and states.board.dtype == np.int8
 
 
-def test_step_is_equivariant(played):
+def test_transform_state_rotates_the_grid(played):
+    """transform_state is a true rotation/reflection, consistent in every field (that step
+    commutes with it is checked by check_env)."""
     env, states, actions, _games, num_legal = played
     sym = env.symmetries
-    assert sym.size == 8
     rng = np.random.default_rng(3)
-    ply = rng.integers(0, actions.shape[0], 400)
-    game = rng.integers(0, num_legal, 400)
+    ply = rng.integers(0, actions.shape[0], 200)
+    game = rng.integers(0, num_legal, 200)
     live = ~states.terminated[ply, game]
     batch = take(states, ply[live], game[live])
-    acts = np.array([rng.choice(np.flatnonzero(m)) for m in batch.legal_action_mask], np.int32)
-    n = len(acts)
+    n = int(live.sum())
     g = np.repeat(np.arange(8, dtype=np.int32), n)
     batch = jax.tree.map(lambda x: np.concatenate([x] * 8), batch)
-    acts = np.tile(acts, 8)
-
-    def both_sides(s, a, g):
-        lhs = env.transform_state(env.step(s, a), g)
-        rhs = env.step(env.transform_state(s, g), sym.action(a, g))
-        return lhs, rhs, env.transform_state(s, g)
-
-    lhs, rhs, moved = jax.device_get(jax.jit(jax.vmap(both_sides))(batch, acts, g))
-    for field in FIELDS:
-        np.testing.assert_array_equal(getattr(lhs, field), getattr(rhs, field), err_msg=field)
-    assert (~lhs.terminated).any()
-    np.testing.assert_array_equal(lhs.rewards[g == 0], lhs.rewards[g == 1])
-    # transform_state is a true rotation/reflection of the grid, consistent in every field.
+    moved = jax.device_get(jax.jit(jax.vmap(env.transform_state))(batch, g))
     size = env.size
     grids = batch.board.reshape(-1, size, size)
     images = moved.board.reshape(-1, size, size)
@@ -228,21 +191,19 @@ def test_step_is_equivariant(played):
             moved.legal_action_mask[i], (moved.board[i] == -1) & ~batch.terminated[i]
         )
     np.testing.assert_array_equal(moved.board[g == 0], batch.board[g == 0])
+    assert sym.size == 8 and n > 50
 
 
 def test_symmetry_group():
+    """The 8 symmetries of the square, with actions following cells (the group laws:
+    check_env)."""
     sym = envs.make("gomoku", size=9, k=5).symmetries
-    cell, act, inv = (
-        np.asarray(x) for x in (sym.cell_perm, sym.action_perm, sym.inverse_action_perm)
-    )
+    cell, act = (np.asarray(x) for x in (sym.cell_perm, sym.action_perm))
     assert cell.shape == (8, 81) and len({tuple(p) for p in cell}) == 8
-    np.testing.assert_array_equal(cell[0], np.arange(81))
     np.testing.assert_array_equal(act, cell)
-    for g in range(8):
-        np.testing.assert_array_equal(act[g][inv[g]], np.arange(81))
-    perms = {tuple(p) for p in cell}
-    for p, q in itertools.product(cell, cell):
-        assert tuple(p[q]) in perms
+    grid = np.arange(81).reshape(9, 9)
+    images = {tuple(np.rot90(m, r).reshape(-1)) for r in range(4) for m in (grid, grid.T)}
+    assert {tuple(p) for p in cell} == images
 
 
 # --------------------------------------------------------------------------------------
@@ -463,25 +424,6 @@ def test_k2_and_k_equals_size():
     # k = size: only a full row, column or long diagonal wins.
     ((final, _, ref),) = _run_games([(4, 4, [3, 0, 6, 1, 9, 2, 12])])
     assert ref.winner == 0 and bool(final.terminated)
-
-
-def test_illegal_actions_and_steps_after_the_end():
-    env = envs.make("gomoku", size=7, k=4)
-    step = jax.jit(env.step)
-    state = env.init(jax.random.key(0))
-    for a in (24, 0, 25):
-        state = step(state, a)
-    for bad in (24, 0, -1, 49, 1000):
-        out = step(state, bad)
-        assert bool(out.terminated)
-        np.testing.assert_array_equal(out.rewards, [1.0, -1.0])  # White (to move) forfeits
-        assert not np.asarray(out.legal_action_mask).any()
-        np.testing.assert_array_equal(out.board, state.board)
-        np.testing.assert_array_equal(out.observation, state.observation)
-        again = step(out, 5)
-        np.testing.assert_array_equal(again.rewards, [0.0, 0.0])
-        np.testing.assert_array_equal(again.board, state.board)
-        assert int(again.step_count) == 3
 
 
 # --------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 import envs
 from azjax.match import MatchResult, play_match
 from azjax.players import Player, network_player, random_player
-from azjax.solvers import tictactoe as solver
+from envs import tictactoe_minimax as solver
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ executed notebook's outputs and the run directory it wrote.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -25,16 +26,20 @@ SMOKE_GAMES = 4
 BASELINES = {
     "tictactoe": ("random", "solver", "mcts:100"),
     "connect_four": ("random", "mcts:100", "alphabeta:2"),
+    "your_own_game": ("random", "mcts:100", "mcts:400"),
 }
 # Ground-truth metric each game's evaluation logs.
-ACCURACY_KEY = {"tictactoe": "net_optimal_share", "connect_four": "net_move_accuracy"}
-FOOTER = {"tictactoe": "  a b c", "connect_four": "1 2 3 4 5 6 7"}  # of env.render
+ACCURACY_KEY = {"tictactoe": "net_optimal_share", "connect_four": "net_move_accuracy",
+                "your_own_game": "net_vs_random"}
+FOOTER = {"tictactoe": "  a b c", "connect_four": "1 2 3 4 5 6 7",
+          "your_own_game": "         a b c d e"}  # of env.render (Hex: the lower letters)
 # Typed into the play cell: a word that is not a move, then every square / column in
 # turn (squares taken and full columns are refused too), so the game ends whatever the
 # agent plays.
 SCRIPTED_MOVES = {
     "tictactoe": ["e5"] + [col + row for row in "123" for col in "abc"],
     "connect_four": ["8"] + [str(col) for col in range(1, 8) for _ in range(6)],
+    "your_own_game": ["z9"] + [col + row for row in "12345" for col in "abcde"],
 }
 
 
@@ -171,3 +176,24 @@ def test_play_cell_refuses_a_bad_move_and_finishes(executed):
     yours, agents = out.count("You play "), out.count("The agent plays ")
     assert yours in (agents, agents + 1)  # HUMAN = 0: you moved first, then in turn
     assert out.count(FOOTER[game]) == yours + agents + 1  # the board after every move
+
+
+@pytest.mark.parametrize("executed", ["your_own_game"], indirect=True)
+def test_hex_tutorial_shows_checks_and_names_the_game(executed):
+    _, nb, run_dir = executed
+    game_file = NOTEBOOKS.parent / "examples" / "hex_game.py"
+    # One copy of the game: the notebook shows the file and imports it, defines nothing.
+    assert not any("class Hex(" in cell.source for cell in nb.cells)
+    assert _text(_cell(nb, "game-source")).strip() == game_file.read_text().strip()
+    out = _text(_cell(nb, "render"))
+    board, _, rest = out.partition("\n\n")
+    assert board.splitlines()[0] == "    a b c d e" and board.count("X") == board.count("O") == 2
+    assert re.search(r"^X to move; legal moves: (\S+ ){20}\S+$", rest, re.MULTILINE), out
+    out = _text(_cell(nb, "check"))
+    assert re.match(r"hex: all \d+ properties hold\n", out), out
+    assert ", 0 drawn" in out and "symmetries 2 " in out
+    out = _text(_cell(nb, "register"))
+    assert "registered: Hex(name='hex')" in out and "hex5" in out
+    assert "a run records this game as ('hex_game:Hex', {'size': 5})" in out
+    program = json.loads((run_dir / "config.json").read_text())["program"]
+    assert (program["game"], program["game_options"]) == ("hex_game:Hex", {"size": 5})

@@ -154,8 +154,10 @@ def test_render_tic_tac_toe():
         text.splitlines()[0]
         == f"pgx:tic_tac_toe: player {int(state.current_player)} to move, ply 2"
     )
-    # Player to move owns the centre (plane 0, X); the opponent the corner (plane 1, O).
-    assert text.splitlines()[1:4] == ["O . .", ". X .", ". . ."]
+    # The player to move owns the centre (plane 0), the opponent the corner (plane 1);
+    # the default render marks player 0's pieces X and player 1's O.
+    mover, other = "XO" if int(state.current_player) == 0 else "OX"
+    assert text.splitlines()[1:4] == [f"{other} . .", f". {mover} .", ". . ."]
     for action in (1, 3, 7):
         state = env.step(state, action)
     assert bool(state.terminated) and "game over after 5 plies" in env.render(state)

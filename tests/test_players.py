@@ -37,7 +37,7 @@ from azjax.rollout_mcts import UCTConfig, make_uct_search, uct_action_selection,
 from azjax.rollouts import random_playout, uniform_legal_actions
 from azjax.search import SearchConfig, make_search_fn, masked_logits, mixed_value
 from azjax.selfplay import SelfPlayConfig
-from azjax.solvers import tictactoe as ttt_solver
+from envs import tictactoe_minimax as ttt_solver
 from envs import coin_split
 from envs.connect_four import state_from_moves
 from envs.tictactoe import state_from_board

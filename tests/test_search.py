@@ -25,7 +25,7 @@ from azjax.search import (
 from envs.tictactoe import state_from_board
 
 # --------------------------------------------------------------------------------------
-# Plain-Python tic-tac-toe helpers (independent of envs/ and azjax/solvers/).
+# Plain-Python tic-tac-toe helpers (independent of envs/, envs/tictactoe_minimax.py included).
 # --------------------------------------------------------------------------------------
 
 moves = legal_moves

@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from envs import Env, State
+from envs.core import Env, State
 
 
 @dataclasses.dataclass(frozen=True)

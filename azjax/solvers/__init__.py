@@ -1,1 +1,0 @@
-"""Exact solvers for small games (ground truth for evaluation)."""

@@ -1,0 +1,405 @@
+"""The random games of `envs.check_env`: one jitted `lax.scan` over plies plays a batch of
+games with uniformly random legal moves and flags, at every ply, the steps that break a
+rule; the host then finds the shortest game that shows each failure.
+
+At every ply one `vmap(env.step)` call steps three groups of states together:
+
+* every game with its move (a random legal move; once the game is over, a random action
+  that was legal just before the end);
+* every game again with a bad action (an illegal one, -1 or num_actions on a live state;
+  -1, num_actions or any action on a finished one), whose result is thrown away;
+* a few live states of the batch transformed by every symmetry, with their move mapped,
+  to compare with the transformed result of the first group.
+
+The scan runs `max_plies + 1` plies, so every game is stepped at least once after its end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from envs.conformance import (
+    EnvCheckError,
+    differing_leaves,
+    format_moves,
+    host_leaves,
+    init_keys,
+    leaf_names,
+    uniforms,
+)
+from envs.core import Env
+
+SYMMETRY_SAMPLES = 256
+"""About how many live states (each with every symmetry) the symmetry check compares."""
+_HASH_SEED = 20240521
+_MIX = (np.uint32(0x7FEB352D), np.uint32(0x846CA68B))
+
+
+class Games(NamedTuple):
+    """What the scan recorded, on the host: arrays [T, n] per ply and game (T = plies)
+    unless noted."""
+
+    env: Env
+    seed: int
+    num_games: int
+    max_plies: int
+    names: list[str]  # the state's leaf names
+    rec: dict[str, np.ndarray]
+    first_state: list[np.ndarray]  # the initial state of game 0 (host leaves)
+    trace: list[np.ndarray]  # game 0 after every ply (host leaves, [T, ...])
+    samples_per_ply: int
+    num_symmetries: int
+
+
+def _pick(u: jax.Array, mask: jax.Array) -> jax.Array:
+    """A uniformly random True index of each row of `mask` [B, K], from uniforms `u` [B] in
+    [0, 1) (0 in a row without one). Precomputed uniforms keep the PRNG, slow to compile,
+    out of the scan body."""
+    counts = jnp.sum(mask, axis=-1, dtype=jnp.int32)
+    target = jnp.minimum(jnp.floor(u * counts).astype(jnp.int32), counts - 1)
+    rank = jnp.cumsum(mask, axis=-1, dtype=jnp.int32)
+    return jnp.argmax(rank > target[..., None], axis=-1).astype(jnp.int32)
+
+
+def _plain(x: jax.Array) -> jax.Array:
+    return jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+
+
+def _mismatch(a: Any, b: Any) -> jax.Array:
+    """bool [B, L]: per batch element, which of the L leaves differ (NaN equals NaN)."""
+    flags = []
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        x, y = _plain(x), _plain(y)
+        same = x == y
+        if jnp.issubdtype(x.dtype, jnp.inexact):
+            same = same | (jnp.isnan(x) & jnp.isnan(y))
+        flags.append(~same.reshape(same.shape[0], -1).all(axis=1))
+    return jnp.stack(flags, axis=1)
+
+
+def _words(x: jax.Array) -> jax.Array:
+    """[B, ...] of any dtype -> uint32 [B, D] with the same information."""
+    x = x.reshape(x.shape[0], -1)
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return jax.lax.bitcast_convert_type(x.astype(jnp.float32), jnp.uint32)
+    return x.astype(jnp.int32).astype(jnp.uint32)
+
+
+def _hasher(size: int, salt: int) -> Callable[[jax.Array], jax.Array]:
+    """A 64-bit hash (two uint32 [B, 2]) of arrays [B, ...] with `size` elements each."""
+    rng = np.random.default_rng(_HASH_SEED + salt)
+    weights = (rng.integers(0, 2**32, (2, size), dtype=np.uint64) | 1).astype(np.uint32)
+
+    def hash_(x):
+        u = _words(x)
+        u = (u ^ (u >> 16)) * _MIX[0]
+        u = (u ^ (u >> 15)) * _MIX[1]
+        u = u ^ (u >> 16)
+        return jnp.stack([jnp.sum(u * w, axis=1, dtype=jnp.uint32) for w in weights], axis=1)
+
+    return hash_
+
+
+def _program(env: Env, num_games: int, plies: int, samples: int):
+    """The jitted function (init keys [n], uniforms [plies, 5n + samples]) -> (record,
+    first state, trace)."""
+    n, num_actions = num_games, env.num_actions
+    sym = env.symmetries
+    size = sym.size
+    step = jax.vmap(env.step)
+    transform = jax.vmap(env.transform_state)
+    hash_obs = _hasher(math.prod(env.observation_shape), 0)
+    hash_mask = _hasher(num_actions, 1)
+
+    def take(tree, idx):
+        return jax.tree.map(lambda x: x[idx], tree)
+
+    def concat(*trees):
+        return jax.tree.map(lambda *xs: jnp.concatenate(xs), *trees)
+
+    def body(carry, u):
+        state, last_mask = carry
+        u_move, u_after, u_illegal, u_kind, u_any = u[:5 * n].reshape(5, n)
+        live = ~state.terminated
+        mask = state.legal_action_mask
+        mover = state.current_player
+        # The move, and the bad action each game is also stepped with.
+        move = jnp.where(live, _pick(u_move, mask), _pick(u_after, last_mask))
+        kind = jnp.floor(u_kind * 4).astype(jnp.int32)
+        has_illegal = jnp.any(~mask, axis=1)
+        bad_live = jnp.where((kind < 2) & has_illegal, _pick(u_illegal, ~mask),
+                             jnp.where(kind == 3, num_actions, -1))
+        anything = jnp.minimum(jnp.floor(u_any * num_actions).astype(jnp.int32), num_actions - 1)
+        bad_done = jnp.where(kind == 0, -1, jnp.where(kind == 1, num_actions, anything))
+        bad = jnp.where(live, bad_live, bad_done).astype(jnp.int32)
+        # Live states to check the symmetries on: `samples` games, each under every g.
+        idx = _pick(u[5 * n:], jnp.broadcast_to(live, (samples, n)))
+        rep = jnp.repeat(idx, size)
+        g = jnp.tile(jnp.arange(size, dtype=jnp.int32), samples)
+        sym_in = transform(take(state, rep), g)
+        sym_move = jax.vmap(sym.action)(move[rep], g)
+        out = step(concat(state, state, sym_in),
+                   jnp.concatenate([move, bad, sym_move.astype(jnp.int32)]))
+        nxt, bad_out, lhs = take(out, slice(0, n)), take(out, slice(n, 2 * n)), take(
+            out, slice(2 * n, None))
+        rhs = transform(take(nxt, rep), g)
+        # Expected results of the bad actions and of steps after the end.
+        frozen = state.replace(rewards=jnp.zeros_like(state.rewards))
+        forfeit = jnp.where(jnp.arange(2) == mover[:, None], -1.0, 1.0).astype(state.rewards.dtype)
+        forfeited = state.replace(terminated=jnp.ones_like(state.terminated), rewards=forfeit,
+                                  legal_action_mask=jnp.zeros_like(mask))
+        expected_bad = jax.tree.map(
+            lambda a, b: jnp.where(live.reshape((n,) + (1,) * (a.ndim - 1)), a, b),
+            forfeited, frozen)
+        # One comparison of all three pairs (fewer operations to compile).
+        diff = _mismatch(concat(nxt, bad_out, lhs), concat(frozen, expected_bad, rhs))
+        moved_obs = jax.vmap(sym.observation)(take(state, rep).observation, g)
+        moved_mask = jax.vmap(sym.policy)(mask[rep], g)
+        done = state.terminated[:, None]
+        r = nxt.rewards
+        ended = live & nxt.terminated
+        record = {
+            "live": live,
+            "player": mover,
+            "move": move,
+            "bad": bad,
+            "legal_count": jnp.sum(mask, axis=1, dtype=jnp.int32),
+            "rewards": r,
+            "ended": ended,
+            "player_bad": (mover != 0) & (mover != 1),
+            "move_bad": (live & ~jnp.any(mask, axis=1)) | (state.terminated & jnp.any(mask, axis=1)),
+            "reward_mid": live & ~nxt.terminated & jnp.any(r != 0, axis=1),
+            "reward_values": ended & ~jnp.all((r == -1) | (r == 0) | (r == 1), axis=1),
+            "reward_sum": ended & (r[:, 0] != -r[:, 1]),
+            "frozen_move": done & diff[:n],
+            "frozen_bad": done & diff[n:2 * n],
+            "illegal": ~done & diff[n:2 * n],
+            "mover_reward": jnp.take_along_axis(r, jnp.clip(mover, 0, 1)[:, None], axis=1)[:, 0],
+            "obs_hash": hash_obs(state.observation),
+            "mask_hash": hash_mask(mask),
+            "sample": idx.astype(jnp.int32),
+            "sample_live": jnp.broadcast_to(jnp.any(live), (samples,)),
+            "sample_move": sym_move.reshape(samples, size),
+            "transform_obs": _mismatch(sym_in.observation, moved_obs)[:, 0].reshape(samples, size),
+            "transform_mask": _mismatch(sym_in.legal_action_mask, moved_mask)[:, 0].reshape(
+                samples, size),
+            "commute": diff[2 * n:].reshape(samples, size, -1),
+        }
+        trace = jax.tree.map(lambda x: _plain(x[0]), nxt)
+        new_last = jnp.where(live[:, None], mask, last_mask)
+        return (nxt, new_last), (record, trace)
+
+    @jax.jit
+    def play(keys, random):
+        state = jax.vmap(env.init)(keys)
+        _, (record, trace) = jax.lax.scan(body, (state, state.legal_action_mask), random)
+        record["init_rewards"] = jnp.any(state.rewards != 0, axis=1)
+        return record, jax.tree.map(lambda x: _plain(x[0]), state), trace
+
+    return play
+
+
+def play_games(env: Env, num_games: int, seed: int, max_plies: int) -> Games:
+    """Plays `num_games` random games of `max_plies + 1` plies in one jitted scan."""
+    plies = max_plies + 1
+    samples = max(1, min(num_games, -(-SYMMETRY_SAMPLES // plies)))
+    keys = init_keys(seed, num_games)
+    random = uniforms(seed, (plies, 5 * num_games + samples))
+    record, first, trace = jax.device_get(_program(env, num_games, plies, samples)(keys, random))
+    names = leaf_names(jax.eval_shape(env.init, keys[0]))
+    return Games(env, seed, num_games, max_plies, names,
+                 {k: np.asarray(v) for k, v in record.items()},
+                 [np.asarray(x) for x in jax.tree.leaves(first)],
+                 [np.asarray(x) for x in jax.tree.leaves(trace)], samples, env.symmetries.size)
+
+
+def _first(flags: np.ndarray) -> tuple[int, int] | None:
+    """The (ply, game) of the earliest True entry of [T, n, ...] flags, fewest plies first."""
+    hits = np.argwhere(flags.reshape(flags.shape[0], flags.shape[1], -1).any(axis=2))
+    return None if len(hits) == 0 else (int(hits[0, 0]), int(hits[0, 1]))
+
+
+def _moves(g: Games, ply: int, game: int, extra: list[int] | None = None) -> list[int]:
+    return g.rec["move"][:ply, game].tolist() + (extra or [])
+
+
+def _fail(g: Games, prop: str, message: str, actions: list[int], game: int, ply: int):
+    raise EnvCheckError(prop, message, actions, env=g.env, seed=g.seed,
+                        num_games=g.num_games, game=game, ply=ply)
+
+
+def _move_text(g: Games, action: int) -> str:
+    text = format_moves(g.env, [action])[0]
+    return f"action {action}" if text == f"#{action}" or text == str(action) else (
+        f"{text} (action {action})")
+
+
+def _leaves_text(g: Games, flags: np.ndarray) -> str:
+    return ", ".join(n for n, f in zip(g.names, flags) if f) or "(none)"
+
+
+def check_games(g: Games) -> None:
+    """Raises EnvCheckError for the first rule the recorded games break (in the order of
+    `RULES`, deterministic last), showing the shortest game that breaks it."""
+    rec = g.rec
+    if rec["init_rewards"].any():
+        game = int(np.argmax(rec["init_rewards"]))
+        _fail(g, "rewards-only-at-end", "the initial state has non-zero rewards", [], game, 0)
+    if hit := _first(rec["player_bad"]):
+        t, i = hit
+        _fail(g, "types", f"current_player is {rec['player'][t, i]} after {t} plies; it is the "
+                          "id of the player to move, 0 or 1", _moves(g, t, i), i, t)
+    if hit := _first(rec["move_bad"]):
+        t, i = hit
+        what = ("a live state has no legal move" if rec["live"][t, i] else
+                f"a finished game has {rec['legal_count'][t, i]} legal moves")
+        _fail(g, "live-has-move", f"after {t} plies {what}", _moves(g, t, i), i, t)
+    for flag, prop, what in (
+        ("reward_mid", "rewards-only-at-end", "a step that does not end the game gives rewards"),
+        ("reward_values", "rewards-values", "the step that ends the game gives rewards"),
+        ("reward_sum", "rewards-zero-sum", "the step that ends the game gives rewards"),
+    ):
+        if hit := _first(rec[flag]):
+            t, i = hit
+            _fail(g, prop, f"{what} {rec['rewards'][t, i].tolist()} (ply {t + 1})",
+                  _moves(g, t + 1, i), i, t)
+    _check_after_end_and_forfeits(g)
+    live_at_limit = rec["live"][g.max_plies]
+    if live_at_limit.any():
+        i = int(np.argmax(live_at_limit))
+        _fail(g, "ends", f"the game is still live after max_plies = {g.max_plies} plies; raise "
+                         "max_plies or end the game (a move cap) within it",
+              _moves(g, g.max_plies, i), i, g.max_plies)
+    _check_symmetry_samples(g)
+    _check_perspective(g)
+
+
+def _check_after_end_and_forfeits(g: Games) -> None:
+    rec = g.rec
+    # The earliest failing step; on a tie, the move that was legal before the end.
+    frozen = [(hit, order, flag) for order, flag in enumerate(("frozen_move", "frozen_bad"))
+              if (hit := _first(rec[flag]))]
+    if frozen:
+        (t, i), _, flag = min(frozen)
+        action = int(rec["move" if flag == "frozen_move" else "bad"][t, i])
+        ended = int(rec["live"][:, i].sum())
+        _fail(g, "frozen", f"the game ended after {ended} plies, and a step after that with "
+                           f"{_move_text(g, action)} changed {_leaves_text(g, rec[flag][t, i])}",
+              _moves(g, t, i, [action]), i, t)
+    if hit := _first(rec["illegal"]):
+        t, i = hit
+        action = int(rec["bad"][t, i])
+        kind = "out-of-range" if not 0 <= action < g.env.num_actions else "illegal"
+        _fail(g, "illegal-move", f"after {t} plies, player {rec['player'][t, i]} played the "
+                                 f"{kind} {_move_text(g, action)}, and the result differs from "
+                                 f"the forfeit in {_leaves_text(g, rec['illegal'][t, i])}",
+              _moves(g, t, i, [action]), i, t)
+
+
+def _check_symmetry_samples(g: Games) -> None:
+    rec = g.rec
+    valid = rec["sample_live"][:, :, None]
+    for flag, prop in (("transform_obs", "symmetries-transform"),
+                       ("transform_mask", "symmetries-transform"),
+                       ("commute", "symmetries-commute")):
+        flags = rec[flag].reshape(rec[flag].shape[:3] + (-1,)).any(axis=3) & valid
+        hits = np.argwhere(flags)
+        if len(hits) == 0:
+            continue
+        t, s, sym = (int(x) for x in hits[0])
+        i = int(rec["sample"][t, s])
+        move = int(rec["move"][t, i])
+        if prop == "symmetries-commute":
+            mapped = int(rec["sample_move"][t, s, sym])
+            text = (f"for symmetry g = {sym}, the last move, {_move_text(g, move)}, mapped to "
+                    f"{_move_text(g, mapped)} and played on transform_state(s, g), gives a state "
+                    f"that differs from transform_state(step(s, {move}), g) in "
+                    f"{_leaves_text(g, rec['commute'][t, s, sym])}")
+            _fail(g, prop, text, _moves(g, t, i, [move]), i, t)
+        part = "observation" if flag == "transform_obs" else "legal mask"
+        helper = "observation" if flag == "transform_obs" else "policy"
+        _fail(g, prop, f"after {t} plies, transform_state(s, {sym}) moves the {part} otherwise "
+                       f"than symmetries.{helper}(..., {sym})", _moves(g, t, i), i, t)
+
+
+def _check_perspective(g: Games) -> None:
+    rec = g.rec
+    t_idx, i_idx = np.nonzero(rec["live"])
+    if len(t_idx) == 0:
+        return
+    keys = np.concatenate([rec["obs_hash"][t_idx, i_idx].astype(np.int64),
+                           rec["mask_hash"][t_idx, i_idx].astype(np.int64),
+                           rec["move"][t_idx, i_idx, None].astype(np.int64)], axis=1)
+    values = rec["mover_reward"][t_idx, i_idx].astype(np.float64)
+    _, group = np.unique(keys, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    low = np.full(group.max() + 1, np.inf)
+    high = np.full(group.max() + 1, -np.inf)
+    np.minimum.at(low, group, values)
+    np.maximum.at(high, group, values)
+    bad = np.flatnonzero(low[group] != high[group])
+    if len(bad) == 0:
+        return
+    # A conflict between the two players if there is one (the classic bug), else one of
+    # a player with itself (a result that the observation does not determine); the one
+    # whose longer game is shortest, with the shortest game on each side.
+    players = rec["player"][t_idx, i_idx]
+    best = None
+    order = np.lexsort((i_idx, t_idx))  # shortest games first
+    for k in np.unique(group[bad]):
+        members = order[group[order] == k]
+        # The shortest game of each (player, reward) class, then the best pair of classes.
+        classes = {}
+        for m in members:
+            classes.setdefault((int(players[m]), float(values[m])), m)
+        for a in classes.values():
+            for b in classes.values():
+                if values[a] != values[b] and t_idx[a] <= t_idx[b]:
+                    score = (players[a] == players[b], t_idx[b], t_idx[a])
+                    if best is None or score < best[0]:
+                        best = (score, (a, b))
+    first, second = best[1]
+
+    def side(m):
+        t, i = int(t_idx[m]), int(i_idx[m])
+        return t, i, int(rec["player"][t, i]), values[m], _moves(g, t + 1, i)
+
+    t1, i1, p1, v1, moves1 = side(first)
+    t2, i2, p2, v2, moves2 = side(second)
+    other = " ".join(format_moves(g.env, moves2))
+    why = ("the observation does not determine the result of the move (it depends on "
+           "something hidden, such as the ply count near a move cap)" if p1 == p2 else
+           "the rewards do not speak for the player who moves (rewards indexed by a fixed "
+           "or the wrong player id?)")
+    move = _move_text(g, int(moves1[-1]))
+    _fail(g, "perspective",
+          f"player {p1} playing {move} after {t1} plies gets reward {v1:+g}, but "
+          f"player {p2} making the same move from the same observation and legal mask after "
+          f"{t2} plies (game {i2}: {other}) gets {v2:+g}: {why}", moves1, i1, t1)
+
+
+def check_replay(g: Games, keys: jax.Array) -> None:
+    """Game 0 replayed alone (jit, unbatched, one step at a time) equals the batch."""
+    env = g.env
+    state = jax.jit(env.init)(keys[0])
+    diff = differing_leaves(g.names, g.first_state, host_leaves(state))
+    if diff:
+        _fail(g, "deterministic", f"jax.jit(env.init)(key) differs from the batched "
+                                  f"jax.vmap(env.init) in {', '.join(diff)}", [], 0, 0)
+    step = jax.jit(env.step)
+    live = g.rec["live"][:, 0]
+    for t in range(len(live)):
+        state = step(state, g.rec["move"][t, 0])
+        diff = differing_leaves(g.names, [x[t] for x in g.trace], host_leaves(state))
+        if diff:
+            _fail(g, "deterministic", f"ply {t + 1} stepped alone (jax.jit(env.step)) differs "
+                                      f"from the same ply stepped in the batch (jit + vmap) in "
+                                      f"{', '.join(diff)}", _moves(g, t + 1, 0), 0, t)
+        if not live[t]:
+            break
