@@ -12,7 +12,7 @@ name, or any command line takes its import path (`--game my_module:MyGame`).
 
 from __future__ import annotations
 
-from envs.check import EnvCheckError, check_env
+from envs.checker import CheckReport, EnvCheckError, check_env
 from envs.core import (
     Env,
     State,
@@ -25,6 +25,7 @@ from envs.ground_truth import GroundTruth, GroundTruthSource
 from envs.registry import PGX_PREFIX, make, register, registered_games, spec_of
 
 __all__ = [
+    "CheckReport",
     "Env",
     "EnvCheckError",
     "GroundTruth",

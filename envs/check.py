@@ -1,147 +1,25 @@
-"""Does a game keep the protocol of `envs.core`? `check_env(env)` plays random games and
-checks, for every step, the rules that every game must follow (see `RULES`).
+"""`python -m envs.check GAME`: the conformance checker (`envs.check_env`) from the shell.
 
-    import envs
-    report = envs.check_env(envs.make("tictactoe"))   # raises envs.EnvCheckError
-    print(report)
-
-From the command line (GAME is anything `envs.make` takes: a registered name,
-pgx:<id>, or an import path module:Class):
+GAME is anything `envs.make` takes: a registered name, pgx:<id>, or an import path
+module:Class (the current directory is searched):
 
     python -m envs.check GAME [--games N] [--seed S] [--max-plies P] [--option key=value ...]
 
 prints the report and exits 0, or prints `error: ...` and exits 1 when a check fails and
-2 for a bad argument or an unknown game.
+2 for a bad argument or an unknown game. (This module is the command line only, so that
+`python -m` does not run a module the package has already imported.)
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
-import time
-import warnings
 
-import numpy as np
-
-from envs import conformance_games
-from envs.conformance import (
-    PROPERTIES,
-    RULES,
-    EnvCheckError,
-    check_declarations,
-    check_init_deterministic,
-    check_notation,
-    check_symmetry_group,
-    check_tracing_and_types,
-    init_keys,
-)
-from envs.core import Env
+from envs.checker import PROPERTIES, RULES, CheckReport, EnvCheckError, check_env, init_keys
 from envs.registry import make
 
 __all__ = ["PROPERTIES", "RULES", "CheckReport", "EnvCheckError", "check_env", "init_keys",
            "main"]
-
-# `python -m envs.check` runs this module as __main__ after the package `envs` has imported
-# it (envs/__init__.py re-exports check_env), which makes runpy warn that the module is
-# already imported. Running it twice is harmless here, so that warning alone is silenced.
-warnings.filterwarnings("ignore", message="'envs.check' found in sys.modules",
-                        category=RuntimeWarning)
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckReport:
-    """What `check_env` checked, with figures from its random games.
-
-    Attributes:
-      game: the game's name.
-      properties: the names of the properties checked (all held).
-      games: random games played; finished: how many ended within max_plies.
-      plies: moves played in all games (steps on live states with a legal move).
-      longest: plies of the longest game; max_plies: the limit checked.
-      wins: games won by player 0, by player 1, and drawn.
-      forfeits: illegal or out-of-range actions checked on live states.
-      after_end: steps of finished games checked to change nothing.
-      symmetries: the size G of the symmetry group; symmetry_pairs: (state, g) pairs on
-        which step and the symmetry were checked to commute.
-      seed: the seed of the random games; seconds: the check's wall time.
-    """
-
-    game: str
-    properties: tuple[str, ...]
-    games: int
-    finished: int
-    plies: int
-    longest: int
-    max_plies: int
-    wins: tuple[int, int, int]
-    forfeits: int
-    after_end: int
-    symmetries: int
-    symmetry_pairs: int
-    seed: int
-    seconds: float
-
-    def __str__(self) -> str:
-        p0, p1, draws = self.wins
-        return "\n".join([
-            f"{self.game}: all {len(self.properties)} properties hold",
-            (f"  games      {self.games} random games (seed {self.seed}), {self.finished} "
-             f"finished; {p0} won by player 0, {p1} by player 1, {draws} drawn"),
-            (f"  plies      {self.plies} moves played, longest game {self.longest} plies "
-             f"(max_plies {self.max_plies})"),
-            (f"  edge cases {self.forfeits} illegal or out-of-range actions, {self.after_end} "
-             "steps after the end"),
-            (f"  symmetries {self.symmetries} (a group; {self.symmetry_pairs} state-symmetry "
-             "pairs commute with step)"),
-            f"  checked    {', '.join(self.properties)}",
-            f"  time       {self.seconds:.1f} s",
-        ])
-
-
-def check_env(env: Env, num_games: int = 64, seed: int = 0,
-              max_plies: int | None = None) -> CheckReport:
-    """Checks that `env` keeps the game protocol; raises EnvCheckError on the first
-    property it breaks (see `RULES` for each property and what a correct game does).
-
-    Plays `num_games` games of uniformly random legal moves in one jitted, vmapped scan of
-    `max_plies + 1` plies (`max_plies` defaults to `env.max_plies`), stepping every state
-    also with a bad action and every sampled live state under every symmetry. Game i
-    starts from `env.init(init_keys(seed, num_games)[i])`; a failure gives the actions
-    of the shortest game found that shows it (`EnvCheckError.actions`).
-    """
-    if not (isinstance(num_games, (int, np.integer)) and not isinstance(num_games, bool)
-            and num_games > 0):
-        raise ValueError(f"num_games must be a positive int, got {num_games!r}")
-    start = time.perf_counter()
-    limit = check_declarations(env, max_plies)
-    check_notation(env)
-    size = check_symmetry_group(env)
-    check_tracing_and_types(env)
-    keys = init_keys(seed, num_games)
-    check_init_deterministic(env, keys[0])
-    games = conformance_games.play_games(env, num_games, seed, limit)
-    conformance_games.check_games(games)
-    conformance_games.check_replay(games, keys)
-    rec = games.rec
-    live = rec["live"]
-    results = rec["rewards"][:, :, 0][rec["ended"]]
-    return CheckReport(
-        game=getattr(env, "name", type(env).__name__),
-        properties=PROPERTIES,
-        games=num_games,
-        finished=int((~live[limit]).sum()),
-        plies=int(live.sum()),
-        longest=int(live.sum(axis=0).max()),
-        max_plies=limit,
-        wins=(int((results > 0).sum()), int((results < 0).sum()), int((results == 0).sum())),
-        forfeits=int(live.sum()),
-        after_end=int(2 * (~live).sum()),
-        symmetries=size,
-        symmetry_pairs=int(rec["sample_live"].sum() * size),
-        seed=seed,
-        seconds=time.perf_counter() - start,
-    )
 
 
 def _option(text: str) -> tuple[str, object]:
