@@ -72,11 +72,10 @@ def restore_params(manager: ocp.CheckpointManager, abstract_params: Any,
         partial_restore=True,
     )
     params = manager.restore(step, args=args)["params"]
+    stored, _ = jax.tree_util.tree_flatten_with_path(params)
     wrong = [
         f"{jax.tree_util.keystr(path)}: stored {tuple(x.shape)}, expected {tuple(a.shape)}"
-        for path, x, a in zip(
-            [p for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]],
-            jax.tree.leaves(params), jax.tree.leaves(abstract_params))
+        for (path, x), a in zip(stored, jax.tree.leaves(abstract_params))
         if tuple(x.shape) != tuple(a.shape)
     ]
     if wrong or jax.tree.structure(params) != jax.tree.structure(abstract_params):

@@ -380,8 +380,6 @@ def _game(configs: Sequence[TrainConfig], env: Env | None) -> tuple[list[TrainCo
 
 def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None],
                  env: Env) -> None:
-    if not configs:
-        raise ValueError("no experiments to train")
     if len(run_dirs) != len(configs):
         raise ValueError(f"{len(configs)} configs but {len(run_dirs)} run directories")
     named = [d.resolve() for d in run_dirs if d is not None]

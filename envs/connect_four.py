@@ -30,9 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.lines import line_count_eval
 from envs.core import Env, State, Symmetries
 from envs.ground_truth import GroundTruth, GroundTruthSource
+from envs.lines import line_count_eval
 
 ROWS = 6
 COLS = 7

@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.lines import line_count_eval
 from envs.core import Env, State, Symmetries, dihedral_symmetries
+from envs.lines import line_count_eval
 
 EMPTY = -1
 # The four line directions (d_row, d_col); each is walked both ways from the new stone.

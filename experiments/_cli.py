@@ -65,4 +65,4 @@ def game_and_defaults(argv: list[str]) -> tuple[str, TrainConfig, list[str]]:
             skip = True
         elif not arg.startswith("--game="):
             rest.append(arg)
-    return game, RECIPES[game], rest
+    return game, defaults_for(game), rest
