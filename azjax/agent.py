@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -80,15 +81,11 @@ class Agent:
             program, params = read_agent_file(path, params_shapes)
             return cls(games["env"], program, params, search)
         program = ckpt.load_config(path).program
-        shapes = params_shapes(program)
-        manager = ckpt.checkpoint_manager(path)
-        try:
-            if manager.latest_step() is None:
-                raise ckpt.RunDirError(f"{str(path)!r} holds no checkpoint yet")
-            params = ckpt.restore_params(manager, shapes, step)
-        finally:
-            manager.close()
-        return cls(games["env"], program, params, search)
+        restored = ckpt.restore_params(path, params_shapes(program), step)
+        notice = restored.notice(path)
+        if notice:
+            warnings.warn(notice, ckpt.DamagedCheckpointWarning, stacklevel=2)
+        return cls(games["env"], program, restored.tree, search)
 
     def export(self, path: str | Path) -> Path:
         """Writes this agent (program config with its search settings, and weights) to one

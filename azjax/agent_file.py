@@ -19,6 +19,7 @@ import jax
 import numpy as np
 from flax import serialization
 
+from azjax.cli import write_atomic
 from azjax.config import ProgramConfig, TrainConfig
 
 FORMAT = "azjax-agent"
@@ -32,7 +33,9 @@ class AgentFileError(ValueError):
 
 
 def write_agent_file(path: str | Path, config: ProgramConfig, params: chex.ArrayTree) -> Path:
-    """Writes `config` and `params` to `path` (written whole or not at all); returns it."""
+    """Writes `config` and `params` to `path`, creating its directory: whole or not at
+    all, and no temporary file is left on a failure (`azjax.cli.write_atomic`; OSError
+    for a path that cannot be written). Returns `path` as a Path."""
     path = Path(path)
     payload = {
         "format": FORMAT,
@@ -40,11 +43,9 @@ def write_agent_file(path: str | Path, config: ProgramConfig, params: chex.Array
         "config": json.dumps(dataclasses.asdict(config)),
         "params": serialization.to_state_dict(jax.device_get(params)),
     }
+    data = serialization.msgpack_serialize(payload)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(serialization.msgpack_serialize(payload))
-    partial.replace(path)
-    return path
+    return write_atomic(path, data)
 
 
 def _check_params(abstract: Any, params: Any, path: Path) -> None:

@@ -14,18 +14,26 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 
 import jax
 
 import envs
-from azjax import player_specs
+from azjax import memory, player_specs
+from azjax.cli import check_output_path, check_seed, one_line_errors, write_atomic
 from azjax.match import play_match
+from azjax.players import AgentParams, Player
 from azjax.progress import Progress
+from azjax.specs import parse_spec
 from envs import Env
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
-    """`python -m azjax.arena A B [--game G] [--games N] [--openings K] [--seed S]`."""
+    """`python -m azjax.arena A B [--game G] [--games N] [--openings K] [--seed S]
+    [--json F]`; exit status 2 with one `error:` line for a bad argument, player or
+    output (the output is checked before the match and the result printed before it is
+    written)."""
     parser = argparse.ArgumentParser(
         prog="python -m azjax.arena",
         description="Play two players against each other and report W/D/L with a 95% CI.",
@@ -44,27 +52,51 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON")
     args = parser.parse_args(argv)
-    try:
-        env = _arena_env(args)
-        player_a = player_specs.make_player(args.player_a, env)
-        player_b = player_specs.make_player(args.player_b, env)
-        start = time.perf_counter()
-        if player_a.jittable and player_b.jittable and args.games >= 1:
-            print(f"playing {args.games} games as one compiled match...", file=sys.stderr,
-                  flush=True)
-        status = Progress(args.games, "games", "arena", every=5.0,
-                          write=lambda line: print(line, file=sys.stderr, flush=True))
-        result = play_match(env, player_a, player_b, jax.random.key(args.seed), args.games,
-                            args.openings, progress=status.update)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    check_seed(args.seed)
+    out = None if args.json is None else check_output_path(args.json, "--json")
+    env = _arena_env(args)
+    player_a = player_specs.make_player(args.player_a, env)
+    player_b = player_specs.make_player(args.player_b, env)
+    check_match_fits(env, args.games, [(p.name, search_simulations(spec, p)) for spec, p in
+                                       ((args.player_a, player_a), (args.player_b, player_b))])
+    start = time.perf_counter()
+    if player_a.jittable and player_b.jittable and args.games >= 1:
+        print(f"playing {args.games} games as one compiled match...", file=sys.stderr,
+              flush=True)
+    status = Progress(args.games, "games", "arena", every=5.0,
+                      write=lambda line: print(line, file=sys.stderr, flush=True))
+    result = play_match(env, player_a, player_b, jax.random.key(args.seed), args.games,
+                        args.openings, progress=status.update)
     print(f"{env.name}: {result.summary()}")
-    print(f"  ({time.perf_counter() - start:.1f}s)")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"game": env.name, **result.as_dict()}, f, indent=2)
+    print(f"  ({time.perf_counter() - start:.1f}s)", flush=True)
+    if out is not None:
+        write_atomic(out, json.dumps({"game": env.name, **result.as_dict()}, indent=2) + "\n")
     return 0
+
+
+def search_simulations(spec: str | None, player: Player) -> int:
+    """Simulations per move of a searching player (network + search, or `mcts:N`), 0
+    for one that does not search; `spec` is the player's spec string, if it has one."""
+    if isinstance(player.params, AgentParams):
+        return int(player.params.search.num_simulations)
+    parsed = None if spec is None else parse_spec(spec)
+    return int(parsed.arg) if parsed is not None and parsed.kind == "mcts" else 0
+
+
+def check_match_fits(env: Env, num_games: int, searches: Sequence[tuple[str, int]]
+                     ) -> None:
+    """ValueError (one line, before anything is allocated) when a match of `num_games`
+    batched games would not fit in memory: the live games, and a search tree over the
+    batch for each searching player (`searches`: (player name, simulations per move))."""
+    if num_games < 1:
+        return  # play_match refuses it with its own message
+    parts = {"live games": num_games * memory.state_bytes(env)}
+    for name, simulations in searches:
+        if simulations > 0:
+            parts[f"search trees of {name}"] = memory.search_tree_bytes(env, num_games,
+                                                                        simulations)
+    memory.check_fits(f"a match of {num_games:,} games of {env.name}",
+                      sum(parts.values()), memory.describe(parts))
 
 
 def _arena_env(args) -> Env:

@@ -1,97 +1,140 @@
-"""Run directories: config.json, orbax checkpoints of the whole TrainState, metrics.jsonl.
+"""Run directories: config.json, checked orbax checkpoints of the whole TrainState,
+metrics.jsonl, and the lock that keeps one writer per run.
 
-Orbax writes each checkpoint into a temporary directory and renames it when complete, so
-a run killed at any moment (also during a save) restores from the last complete one.
+A checkpoint is `checkpoints/<step>/`: orbax's arrays (written into a temporary directory
+and renamed when complete), then a copy of the run's metrics records and, last, a
+manifest with the config and a SHA-256 of every file. The manifest is the commit point:
+a step directory without one (a process killed between the two), with a file missing,
+changed or unreadable, is damaged. Restoring takes the newest intact checkpoint and says
+which damaged ones it passed over; a run directory none of whose checkpoints is intact
+is refused. Runs written before checkpoints had manifests restore unchecked.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import gzip
 import json
+import logging
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
+from azjax.checkpoint_files import (  # noqa: F401 - re-exported: the run directory's API
+    CHECKPOINT_DIR,
+    DAMAGED_DIR,
+    ITEM_DIR,
+    MANIFEST_FILE,
+    METRICS_COPY,
+    checkpoint_steps,
+    damaged_steps,
+    params_files,
+    read_manifest,
+    set_aside,
+    step_dir,
+    verify,
+    write_manifest,
+)
 from azjax.config import TrainConfig
+from azjax.files import os_error_text, write_atomic
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
-CHECKPOINT_DIR = "checkpoints"
+LOCK_FILE = ".lock"
 
 
 class RunDirError(ValueError):
-    """A run directory that is missing, empty or not a training run."""
+    """A run directory that is missing, empty, damaged, in use or not a training run."""
 
 
-def checkpoint_manager(run_dir: Path, max_to_keep: int = 3,
-                       keep_period: int | None = None) -> ocp.CheckpointManager:
-    """An orbax manager for `run_dir/checkpoints` (saves synchronously); it keeps the
-    newest `max_to_keep` checkpoints and every one whose step is a multiple of
-    `keep_period`."""
-    options = ocp.CheckpointManagerOptions(
-        max_to_keep=max_to_keep, keep_period=keep_period, create=True,
-        enable_async_checkpointing=False,
-    )
-    return ocp.CheckpointManager(Path(run_dir).absolute() / CHECKPOINT_DIR, options=options)
+class DamagedCheckpointWarning(UserWarning):
+    """Loading passed over damaged checkpoints to the newest intact one."""
 
 
-def save(manager: ocp.CheckpointManager, step: int, train_state: Any) -> None:
-    """Writes a checkpoint of the whole train state at `step` and waits for it."""
-    manager.save(step, args=ocp.args.StandardSave(train_state))
-    manager.wait_until_finished()
+class _QuietOrbax(logging.Filter):
+    """Drops orbax's notice that there is no OCDBT data to merge (we save without OCDBT,
+    whose merge globs the path and so fails on run directories named with `[`, `*`, `?`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Skipping merge of OCDBT" not in record.getMessage()
 
 
-def restore(manager: ocp.CheckpointManager, abstract_state: Any, step: int | None = None) -> Any:
-    """Restores the checkpoint at `step` (newest by default) into `abstract_state`'s shapes."""
-    step = manager.latest_step() if step is None else step
-    if step is None:
-        raise RunDirError(f"no checkpoint in {manager.directory}")
-    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract_state)
-    return manager.restore(step, args=ocp.args.StandardRestore(abstract))
+logging.getLogger("absl").addFilter(_QuietOrbax())
 
 
-def restore_params(manager: ocp.CheckpointManager, abstract_params: Any,
-                   step: int | None = None) -> Any:
-    """Restores only the network parameters of a checkpoint (newest by default).
+class _Silenced(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
 
-    Reads nothing else (no replay), and works across changes to the rest of the state.
-    """
-    step = manager.latest_step() if step is None else step
-    if step is None:
-        raise RunDirError(f"no checkpoint in {manager.directory}")
-    if step not in manager.all_steps():
+
+@contextlib.contextmanager
+def _orbax_silenced():
+    """Drops orbax's log records (tracebacks of its worker threads included) while it
+    saves: a failure reaches the caller as an exception, said once, in one line."""
+    silenced = _Silenced()
+    logger = logging.getLogger("absl")
+    logger.addFilter(silenced)
+    try:
+        yield
+    finally:
+        logger.removeFilter(silenced)
+
+
+# --- paths ------------------------------------------------------------------------------
+
+
+def check_run_dir_path(run_dir: Path | str) -> Path:
+    """`run_dir` as a Path, or a RunDirError for a path that cannot be a run directory: an
+    empty one, a file, or one under a file."""
+    if str(run_dir).strip() == "":
+        raise RunDirError("the run directory must not be empty (give --run-dir DIR)")
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"{str(run_dir)!r} is a file, not a run directory")
+    for parent in run_dir.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise RunDirError(f"{str(run_dir)!r} lies under {str(parent)!r}, which is a file")
+            break
+    return run_dir
+
+
+# --- config -----------------------------------------------------------------------------
+
+
+def saved_config(run_dir: Path) -> TrainConfig | None:
+    """The run's config: config.json, else the one in its newest intact checkpoint's
+    manifest (config.json deleted), else None (no run here)."""
+    run_dir = Path(run_dir)
+    if (run_dir / CONFIG_FILE).is_file():
+        return load_config(run_dir)
+    for step in checkpoint_steps(run_dir):
+        manifest = read_manifest(step_dir(run_dir, step))
+        if manifest is not None and manifest.get("config") and verify(
+                run_dir, step, manifest) is None:
+            return TrainConfig.from_dict(manifest["config"])
+    if checkpoint_steps(run_dir):
         raise RunDirError(
-            f"no checkpoint at step {step} in {manager.directory}; "
-            f"steps there: {sorted(manager.all_steps())}"
-        )
-    item = {"params": jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract_params)}
-    args = ocp.args.PyTreeRestore(
-        item=item,
-        restore_args=ocp.checkpoint_utils.construct_restore_args(item),
-        partial_restore=True,
-    )
-    params = manager.restore(step, args=args)["params"]
-    stored, _ = jax.tree_util.tree_flatten_with_path(params)
-    wrong = [
-        f"{jax.tree_util.keystr(path)}: stored {tuple(x.shape)}, expected {tuple(a.shape)}"
-        for (path, x), a in zip(stored, jax.tree.leaves(abstract_params))
-        if tuple(x.shape) != tuple(a.shape)
-    ]
-    if wrong or jax.tree.structure(params) != jax.tree.structure(abstract_params):
-        raise RunDirError(
-            f"the weights of {manager.directory} (step {step}) do not fit the network of "
-            f"the game being loaded ({'; '.join(wrong[:3]) or 'other layers'}); was the run "
-            "trained on other game options or another game?")
-    return params
+            f"{str(run_dir)!r} holds checkpoints but no {CONFIG_FILE} and no intact "
+            "checkpoint records its config; restore config.json or use another --run-dir")
+    return None
 
 
 def check_run_dir(run_dir: Path, config: TrainConfig) -> None:
     """RunDirError, listing the differences, when `run_dir` holds a run of another
     program or seed (the run half may change on resume); nothing is written."""
-    run_dir = Path(run_dir)
-    if (run_dir / CONFIG_FILE).exists():
-        differences = load_config(run_dir).program_differences(config)
+    run_dir = check_run_dir_path(run_dir)
+    if not run_dir.is_dir():
+        return
+    saved = saved_config(run_dir)
+    if saved is not None:
+        differences = saved.program_differences(config)
         if differences:
             raise RunDirError(
                 f"{run_dir} holds a run with a different config; use another --run-dir "
@@ -99,43 +142,267 @@ def check_run_dir(run_dir: Path, config: TrainConfig) -> None:
             )
 
 
-def prepare_run_dir(run_dir: Path, config: TrainConfig) -> None:
-    """Creates `run_dir` with config.json, or checks (`check_run_dir`) that the run in it
-    is the same run and rewrites its config.json with the new run half."""
-    check_run_dir(run_dir, config)
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
-    config.save(Path(run_dir) / CONFIG_FILE)
+def save_config(run_dir: Path, config: TrainConfig) -> None:
+    """Writes the run's config.json atomically."""
+    write_atomic(Path(run_dir) / CONFIG_FILE, config_text(config))
+
+
+def config_text(config: TrainConfig) -> str:
+    """config.json's text for `config`."""
+    return json.dumps(config.to_dict(), indent=2) + "\n"
 
 
 def load_config(run_dir: Path) -> TrainConfig:
-    """The config saved in a run directory, or a RunDirError saying what is missing."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
+    """The config saved in a run directory (config.json, or the newest intact
+    checkpoint's copy when it was deleted), or a RunDirError saying what is missing."""
+    run_dir = check_run_dir_path(run_dir)
+    if not run_dir.exists():
         raise RunDirError(f"run directory {str(run_dir)!r} does not exist")
     path = run_dir / CONFIG_FILE
     if not path.is_file():
-        raise RunDirError(f"{str(run_dir)!r} is not a training run (no {CONFIG_FILE})")
+        try:
+            config = saved_config(run_dir)
+        except OSError as err:
+            raise RunDirError(f"cannot read {str(run_dir)!r} ({os_error_text(err)})") from None
+        if config is None:
+            raise RunDirError(f"{str(run_dir)!r} is not a training run (no {CONFIG_FILE})")
+        return config
     try:
         return TrainConfig.load(path)
+    except OSError as err:
+        raise RunDirError(f"cannot read {path} ({os_error_text(err)})") from None
     except (ValueError, TypeError) as err:
         raise RunDirError(f"{path} is not a valid config: {err}") from None
 
 
-def append_metrics(run_dir: Path, record: dict[str, Any]) -> None:
-    """Appends one JSON line to metrics.jsonl."""
+# --- checkpoints ------------------------------------------------------------------------
+
+
+def checkpoint_manager(run_dir: Path, max_to_keep: int = 3,
+                       keep_period: int | None = None) -> ocp.CheckpointManager:
+    """An orbax manager for `run_dir/checkpoints` (saves synchronously, without OCDBT);
+    it keeps the newest `max_to_keep` checkpoints and every one whose step is a multiple
+    of `keep_period`."""
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=max_to_keep, keep_period=keep_period, create=True,
+        enable_async_checkpointing=False,
+    )
+    return ocp.CheckpointManager(Path(run_dir).absolute() / CHECKPOINT_DIR, options=options,
+                                 item_handlers=ocp.StandardCheckpointHandler(use_ocdbt=False))
+
+
+
+
+def metrics_text(records: Sequence[dict[str, Any]]) -> str:
+    """metrics.jsonl's text for `records`."""
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def save(manager: ocp.CheckpointManager, step: int, train_state: Any,
+         config: TrainConfig | None = None,
+         records: Sequence[dict[str, Any]] | None = None) -> None:
+    """Writes a checkpoint of the whole train state at `step`, then the run's metrics
+    records up to it and `config`, then the manifest (checksums of every file) that
+    makes it complete."""
+    with _orbax_silenced():
+        manager.save(step, args=ocp.args.StandardSave(train_state))
+        manager.wait_until_finished()
+    directory = Path(manager.directory) / str(step)
+    if records is not None:
+        write_atomic(directory / METRICS_COPY,
+                     gzip.compress(metrics_text(records).encode(), mtime=0))
+    write_manifest(directory, step, None if config is None else config.to_dict(),
+                   None if records is None else len(records))
+
+
+def _all_finite(tree: Any) -> bool:
+    return all(bool(np.isfinite(np.asarray(x)).all()) for x in jax.tree.leaves(tree)
+               if jax.dtypes.issubdtype(x.dtype, np.inexact))
+
+
+def _restore_error(err: BaseException) -> str:
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return f"it cannot be read ({text[:160]})"
+
+
+def _restore_tree(directory: Path, abstract: Any) -> Any:
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract)
+    with ocp.StandardCheckpointer() as checkpointer:
+        return checkpointer.restore(directory / ITEM_DIR, abstract)
+
+
+def _restore_params_tree(directory: Path, abstract_params: Any) -> Any:
+    item = {"params": jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract_params)}
+    args = ocp.args.PyTreeRestore(
+        item=item,
+        restore_args=ocp.checkpoint_utils.construct_restore_args(item),
+        partial_restore=True,
+    )
+    with ocp.PyTreeCheckpointer() as checkpointer:
+        return checkpointer.restore(directory / ITEM_DIR, args=args)["params"]
+
+
+@dataclasses.dataclass
+class Restored:
+    """A restored checkpoint: its step, the restored tree, its manifest (None for a run
+    written before manifests) and the newer checkpoints passed over, with why."""
+
+    step: int
+    tree: Any
+    manifest: dict[str, Any] | None
+    damaged: list[tuple[int, str]]
+
+    def notice(self, run_dir: Path) -> str | None:
+        """One line on the damaged checkpoints passed over, if any."""
+        if not self.damaged:
+            return None
+        passed = "; ".join(f"checkpoint {s}: {why}" for s, why in self.damaged)
+        return f"{run_dir}: passed over damaged {passed}; using checkpoint {self.step}"
+
+
+def _first_intact(run_dir: Path, steps: Sequence[int], load: Callable[[Path], Any],
+                  only: Callable[[dict], Callable[[str], bool]] | None = None) -> Restored:
+    damaged: list[tuple[int, str]] = []
+    for step in steps:
+        directory = step_dir(run_dir, step)
+        manifest = read_manifest(directory)
+        why = verify(run_dir, step, manifest,
+                     only(manifest) if only is not None and manifest else None)
+        if why is None:
+            try:
+                with _orbax_silenced():  # a failure is told once, below
+                    tree = load(directory)
+            except RunDirError:
+                raise
+            except Exception as err:  # noqa: BLE001 - any failure to read is damage
+                why = _restore_error(err)
+            else:
+                if _all_finite(tree):
+                    return Restored(step, tree, manifest, damaged)
+                why = "it holds non-finite numbers"
+        damaged.append((step, why))
+    described = "; ".join(f"checkpoint {s}: {why}" for s, why in damaged)
+    raise RunDirError(f"no intact checkpoint in {str(run_dir)!r} ({described}); "
+                      "restore the run from a copy, or use another --run-dir")
+
+
+def restore_newest(run_dir: Path, abstract_state: Any) -> Restored | None:
+    """The newest intact checkpoint of the run restored into `abstract_state`'s shapes,
+    or None when the run has no checkpoint; RunDirError when none is intact."""
+    steps = checkpoint_steps(run_dir)
+    if not steps:
+        return None
+    return _first_intact(run_dir, steps, lambda d: _restore_tree(d, abstract_state))
+
+
+def restore(manager: ocp.CheckpointManager, abstract_state: Any, step: int | None = None) -> Any:
+    """Restores the checkpoint at `step` (newest intact by default) of the manager's run
+    into `abstract_state`'s shapes."""
+    run_dir = Path(manager.directory).parent
+    steps = [step] if step is not None else checkpoint_steps(run_dir)
+    if not steps:
+        raise RunDirError(f"no checkpoint in {manager.directory}")
+    return _first_intact(run_dir, steps, lambda d: _restore_tree(d, abstract_state)).tree
+
+
+def restore_params(run_dir: Path, abstract_params: Any, step: int | None = None) -> Restored:
+    """Restores only the network parameters of the newest intact checkpoint (or of
+    `step`, which must be intact), checking only the files they need.
+
+    Reads nothing else (no replay), and works across changes to the rest of the state.
+    RunDirError for weights that do not fit `abstract_params`.
+    """
+    run_dir = Path(run_dir)
+    steps = checkpoint_steps(run_dir)
+    if not steps:
+        raise RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
+    if step is not None:
+        if step not in steps:
+            raise RunDirError(f"no checkpoint at step {step} in {str(run_dir)!r}; "
+                              f"steps there: {sorted(steps)}")
+        steps = [step]
+
+    expected = _shapes({"params": abstract_params})
+
+    def load(directory: Path) -> Any:
+        try:
+            params = _restore_params_tree(directory, abstract_params)
+        except Exception:
+            stored = _stored_shapes(directory)  # a network of another shape, or damage?
+            if stored and stored != expected:
+                raise _misfit(run_dir, directory, stored, expected) from None
+            raise
+        stored = _shapes({"params": params})
+        if stored != expected:
+            raise _misfit(run_dir, directory, stored, expected)
+        return params
+
+    return _first_intact(run_dir, steps, load, params_files)
+
+
+def _shapes(tree: Any) -> dict[str, tuple[int, ...]]:
+    return {jax.tree_util.keystr(path): tuple(x.shape)
+            for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]}
+
+
+def _stored_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
+    """The shapes of the parameters a checkpoint's metadata records ({} if unreadable)."""
+    try:
+        with ocp.PyTreeCheckpointer() as checkpointer:
+            meta = checkpointer.metadata(directory / ITEM_DIR)
+        tree = getattr(meta, "item_metadata", None) or getattr(meta, "tree", None) or meta
+        return _shapes({"params": tree["params"]})
+    except Exception:  # noqa: BLE001 - no readable metadata: nothing to compare
+        return {}
+
+
+def _misfit(run_dir: Path, directory: Path, stored: dict, expected: dict) -> RunDirError:
+    wrong = [f"{k}: stored {stored.get(k)}, expected {v}" for k, v in expected.items()
+             if stored.get(k) != v]
+    return RunDirError(
+        f"the weights of {str(run_dir)!r} (step {directory.name}) do not fit the network of "
+        f"the game being loaded ({'; '.join(wrong[:3]) or 'other layers'}); was the run "
+        "trained on other game options or another game?")
+
+
+def checkpoint_records(run_dir: Path, restored: Restored) -> list[dict[str, Any]] | None:
+    """The metrics records a checkpoint holds (None for one without a copy)."""
+    if restored.manifest is None or restored.manifest.get("metrics_records") is None:
+        return None
+    data = gzip.decompress((step_dir(run_dir, restored.step) / METRICS_COPY).read_bytes())
+    return [json.loads(line) for line in data.decode().splitlines()]
+
+
+# --- metrics ----------------------------------------------------------------------------
+
+
+def append_metrics(run_dir: Path, records: Sequence[dict[str, Any]]) -> None:
+    """Appends JSON lines to metrics.jsonl and flushes them to disk."""
+    if not records:
+        return
     with open(Path(run_dir) / METRICS_FILE, "a") as f:
-        f.write(json.dumps(record) + "\n")
+        f.write(metrics_text(records))
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    """All records of metrics.jsonl (a torn last line from a kill is skipped)."""
+    """All records of metrics.jsonl (an unreadable line is skipped; the driver repairs
+    the file from its checkpoints when it resumes)."""
     path = Path(run_dir) / METRICS_FILE
     if not path.is_file():
         return []
     records = []
-    for line in path.read_text().splitlines():
+    for line in path.read_text(errors="replace").splitlines():
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if isinstance(record, dict) and "iteration" in record:
+            records.append(record)
     return records
+
+
+def same_records(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]]) -> bool:
+    """Whether two lists of records are the same, NaN fields included."""
+    return metrics_text(a) == metrics_text(b)

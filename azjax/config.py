@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import numbers
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -22,14 +24,19 @@ from typing import Annotated, Any, Literal, Union
 import tyro
 
 import envs
-from azjax.fields import compiled_part, setting_types
+from azjax import memory
+from azjax.fields import check_setting, compiled_part, setting_types
 from azjax.learner import LearnerConfig
 from azjax.networks import NetworkConfig
 from azjax.search import SearchConfig
 from azjax.selfplay import SelfPlayConfig
 from azjax.specs import parse_spec
+from envs.core import INT32_MAX
 
 AUGMENT_MODES = ("sample", "write", "none")
+SEED_MAX = 2**32 - 1
+"""Seeds are 32-bit: `jax.random.key` keeps the low 32 bits, so larger or negative seeds
+would repeat smaller ones."""
 REGIMES = ("alphazero", "gating")
 HALVES = ("program", "run")
 
@@ -62,18 +69,22 @@ class ProgramConfig:
 
     def validate(self) -> None:
         """Raises ValueError, with a message naming the option, for bad values."""
+        if not isinstance(self.game, str) or not self.game:
+            raise ValueError(f"game must be a non-empty string, got {self.game!r}")
+        _check_game_options(self.game_options)
         self.network.validate()
         self.search.validate()
         self.selfplay.validate()
         self.learner.validate()
+        check_setting("replay_capacity", self.replay_capacity, int, 1)
         if self.augment not in AUGMENT_MODES:
             raise ValueError(f"augment must be one of {AUGMENT_MODES}, got {self.augment!r}")
-        if self.gradient_steps < 0:
-            raise ValueError(f"gradient_steps must be >= 0, got {self.gradient_steps}")
-        if not 0.0 <= self.value_target_mix <= 1.0:
-            raise ValueError(f"value_target_mix must be in [0, 1], got {self.value_target_mix}")
+        check_setting("gradient_steps", self.gradient_steps, int, 0)
+        check_setting("value_target_mix", self.value_target_mix, float, 0, 1)
         if self.regime not in REGIMES:
             raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}")
+        _check_int32("positions per iteration: selfplay.num_games x "
+                     "selfplay.steps_per_iteration", self.positions_per_iteration)
 
     def make_env(self) -> envs.Env:
         """The game this config trains on (ValueError for an unknown game or bad options)."""
@@ -90,15 +101,23 @@ class ProgramConfig:
         return self.positions_per_iteration * copies
 
     def check(self, env: envs.Env) -> None:
-        """`validate`, and the checks that need the game (ValueError)."""
+        """`validate`, and the checks that need the game (ValueError): the replay holds
+        an iteration of self-play, its indices fit int32, and the program fits in memory
+        (`azjax.memory.program_bytes`, estimated from shapes before anything is built)."""
         self.validate()
         needed = self.replay_entries_per_iteration(env)
+        symmetries = " x symmetries" if self.augment == "write" else ""
+        _check_int32("replay entries per iteration: selfplay.num_games x "
+                     f"selfplay.steps_per_iteration{symmetries}", needed)
         if self.replay_capacity < needed:
             raise ValueError(
                 f"replay_capacity ({self.replay_capacity}) must hold at least one iteration "
                 f"of self-play ({needed} entries = num_games x steps_per_iteration"
-                f"{' x symmetries' if self.augment == 'write' else ''})"
+                f"{symmetries})"
             )
+        _check_int32("replay ring indices: replay_capacity + one iteration's entries",
+                     self.replay_capacity + needed)
+        memory.check_program_fits(self, env)
 
     def compile_key(self) -> str:
         """Equal for configs that compile to one training program: everything but the
@@ -153,16 +172,15 @@ class RunConfig:
         """Raises ValueError, with a message naming the option, for bad values."""
         for name in ("iterations", "log_every", "checkpoint_every", "eval_games", "gate_every",
                      "gate_games"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+            check_setting(name, getattr(self, name), int, 1)
         for name in ("eval_every", "eval_search_every", "keep_every", "eval_openings",
                      "gate_simulations", "gate_openings"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.max_minutes < 0:
-            raise ValueError(f"max_minutes must be >= 0, got {self.max_minutes}")
-        if not 0.5 <= self.gate_threshold <= 1.0:
-            raise ValueError(f"gate_threshold must be in [0.5, 1], got {self.gate_threshold}")
+            check_setting(name, getattr(self, name), int, 0)
+        check_setting("max_minutes", self.max_minutes, float, 0)
+        check_setting("gate_threshold", self.gate_threshold, float, 0.5, 1)
+        for name in ("stop_when_perfect", "tensorboard"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if isinstance(self.eval_opponents, str):
             raise ValueError("eval_opponents must be a list of player specs, not one string")
         for spec in self.eval_opponents:
@@ -180,8 +198,20 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raises ValueError, with a message naming the option, for bad values."""
+        check_setting("seed", self.seed, int, 0, SEED_MAX)
         self.program.validate()
         self.run.validate()
+        _check_int32("positions in a run: iterations x selfplay.num_games x "
+                     "selfplay.steps_per_iteration",
+                     self.run.iterations * self.program.positions_per_iteration,
+                     "; lower iterations (max_minutes bounds a run's time)")
+
+    def check(self, env: envs.Env) -> None:
+        """`validate`, `ProgramConfig.check`, and whether the run's evaluation and gating
+        matches fit in memory beside the training program (ValueError)."""
+        self.validate()
+        self.program.check(env)
+        memory.check_run_fits(self, env)
 
     def make_env(self) -> envs.Env:
         """The game of the program half."""
@@ -275,6 +305,23 @@ def setting_paths() -> dict[str, Any]:
     for half in (ProgramConfig, RunConfig):
         out.update(setting_types(half))
     return out
+
+
+def _check_game_options(options: Any) -> None:
+    if not isinstance(options, dict):
+        raise ValueError(f"game_options must be a mapping of option names to values, "
+                         f"got {options!r}")
+    for name, value in options.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"game_options names must be non-empty strings, got {name!r}")
+        if isinstance(value, numbers.Real) and not math.isfinite(value):
+            raise ValueError(f"game_options {name} must be a finite number, got {value!r}")
+
+
+def _check_int32(what: str, value: int, hint: str = "") -> None:
+    if value > INT32_MAX:
+        raise ValueError(f"{what} = {value:,}, more than the int32 counters of the compiled "
+                         f"program hold (2**31 - 1){hint}")
 
 
 _FIELDS = {half: {f.name for f in dataclasses.fields(kind)}

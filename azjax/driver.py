@@ -29,16 +29,26 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax import checkpoint as ckpt
-from azjax.config import ProgramConfig, RunConfig, TrainConfig, game_settings
-from azjax.evaluation import METRIC_LABELS, OPPONENT_PREFIX, Evaluator, make_evaluator, versus
+from azjax.config import ProgramConfig, TrainConfig, game_settings
+from azjax.evaluation import Evaluator, make_evaluator, versus
+from azjax.files import os_error_text
 from azjax.gating import Gate
 from azjax.loop import TrainState, init_train_state, make_iteration_fn
-from azjax.metrics_log import MetricsLog, check_tensorboard
+from azjax.memory import check_run_fits, run_parts
+from azjax.metrics_log import MetricsLog, check_tensorboard, resume_records
 from azjax.networks import make_network
 from azjax.player_specs import make_player
 from azjax.players import AgentParams, Player, network_player, search_player
 from azjax.plots import PLOT_FILE, plot_run
-from azjax.progress import Progress, format_duration
+from azjax.progress import Progress
+from azjax.run_lock import RunLock, lock_run_dir
+from azjax.run_status import (  # noqa: F401 - summarize and format_progress re-exported
+    TrainingDiverged,
+    check_finite,
+    finished,
+    format_progress,
+    summarize,
+)
 from azjax.selfplay import tree_select
 from azjax.specs import RUN_KINDS, parse_spec
 from envs import Env
@@ -102,67 +112,6 @@ def group_step(env: Env, program: ProgramConfig, num: int) -> Callable:
     return _cached(("step", id(env), program.compile_key(), num), make)
 
 
-def format_progress(record: dict[str, Any], eta: float | None = None) -> str:
-    """One status line for a metrics record (and the time left, when known)."""
-    parts = [
-        f"it {record['iteration']:>5}",
-        f"games {record['games']:>8,}",
-        f"{record['positions_per_s']:>8,.0f} pos/s",
-    ]
-    if "loss" in record:
-        parts.append(f"loss {record['loss']:.3f} (v {record['value_loss']:.3f} "
-                     f"p {record['policy_loss']:.3f})")
-        parts.append(f"H {record['policy_entropy']:.2f}")
-    for key, label in METRIC_LABELS.items():
-        if key in record:
-            value = record[key]
-            shown = ("yes" if value else "no") if "unbeatable" in key else f"{100 * value:.1f}%"
-            parts.append(f"{label} {shown}")
-    for key, value in record.items():
-        if key.startswith(OPPONENT_PREFIX):
-            parts.append(f"{key} {100 * value:.1f}%")
-    if "gate_score" in record:
-        verdict = "promoted" if record["promoted"] else "kept best"
-        parts.append(f"gate {100 * record['gate_score']:.1f}% {verdict} "
-                     f"(best it {record['best_iteration']})")
-    parts.append(f"{record['wall_time']:.1f}s")
-    if eta is not None:
-        parts.append(f"ETA {format_duration(eta)}")
-    return " | ".join(parts)
-
-
-def summarize(result: TrainResult) -> str:
-    """A closing summary of a run."""
-    if result.perfect_at is None:
-        last = result.records[-1] if result.records else {}
-        evaluated = next((r for r in reversed(result.records) if "perfect" in r), {})
-        shown = [
-            f"{label} {100 * evaluated[key]:.1f}%"
-            for key, label in METRIC_LABELS.items()
-            if key in evaluated and "unbeatable" not in key
-        ]
-        tail = f"; last evaluation: {', '.join(shown)}" if shown else ""
-        return f"finished {last.get('iteration', 0)} iterations{tail}"
-    r = result.perfect_at
-    return (
-        f"perfect play (network alone: 100% optimal moves, unbeatable from both seats) after "
-        f"{r['games']:,} games, iteration {r['iteration']}, {r['wall_time']:.1f}s"
-    )
-
-
-def finished(run: RunConfig, records: Sequence[dict[str, Any]], iteration: int) -> str | None:
-    """Why a run that stands at `iteration` with these metrics records is over: 'perfect'
-    (perfect play reached and `stop_when_perfect`), 'time' (its `max_minutes` used),
-    'iterations' (its budget done); None while it is not."""
-    if run.stop_when_perfect and any(r.get("perfect") for r in records):
-        return "perfect"
-    if run.max_minutes > 0 and records and records[-1]["wall_time"] >= 60 * run.max_minutes:
-        return "time"
-    if iteration >= run.iterations:
-        return "iterations"
-    return None
-
-
 class _Players:
     """The players and evaluator of one program, compiled once and bound to each
     experiment's parameters (cached by program: a later run of the same program in this
@@ -213,20 +162,42 @@ class _Run:
         self.arena_key = jax.random.key(config.seed + 2)
         self.last_plot = -float("inf")
 
-    def start(self, env: Env, clock_start: float) -> TrainState:
-        """The run's state: fresh, or restored from its newest checkpoint."""
+    def restore(self, env: Env) -> TrainState:
+        """The run's state: fresh, or restored from its newest intact checkpoint. Reads
+        only: what must be written (config.json, a repaired metrics.jsonl, damaged
+        checkpoints set aside) waits for `start`."""
         state = init_train_state(env, self.config.program, jax.random.key(self.config.seed))
-        step = None
+        self.restored = None
         if self.run_dir is not None:
-            ckpt.prepare_run_dir(self.run_dir, self.config)
+            self.restored = ckpt.restore_newest(self.run_dir, state)
+            if self.restored is not None:
+                state = self.restored.tree
+            self.records, self.metrics_notice = resume_records(self.run_dir, self.restored)
+        return state
+
+    def start(self, state: TrainState, clock_start: float) -> None:
+        """Writes the run directory (after every run of the group restored) and sets the
+        run's counters from its restored state and records."""
+        step = None if self.restored is None else self.restored.step
+        if self.run_dir is not None:
+            if self.restored is not None:
+                damaged = self.restored.notice(self.run_dir)
+                if damaged:
+                    self.say(damaged)
+                    moved = ckpt.set_aside(self.run_dir, [s for s, _ in self.restored.damaged])
+                    self.say(f"moved the damaged checkpoints to {moved[0].parent}")
+            if not (self.run_dir / ckpt.CONFIG_FILE).is_file() and step is not None:
+                self.say(f"{self.run_dir / ckpt.CONFIG_FILE} was missing; restored it from "
+                         f"checkpoint {step}")
+            ckpt.save_config(self.run_dir, self.config)
+            if self.metrics_notice:
+                self.say(self.metrics_notice)
+            self.log = MetricsLog(self.run_dir, tensorboard=self.run.tensorboard)
+            self.log.start(self.records, self.metrics_notice is not None, step)
             self.manager = ckpt.checkpoint_manager(self.run_dir,
                                                    keep_period=self.run.keep_every or None)
-            self.log = MetricsLog(self.run_dir, tensorboard=self.run.tensorboard)
-            step = self.manager.latest_step()
             if step is not None:
-                state = ckpt.restore(self.manager, state, step)
                 self.say(f"resumed {self.run_dir} at iteration {step}")
-            self.records = self.log.resume_from(step)
         self.iteration = self.saved_at = int(state.iteration)
         self.clock_start = clock_start
         self.time_offset = self.records[-1]["wall_time"] if self.records else 0.0
@@ -242,7 +213,6 @@ class _Run:
         elif reason == "time":
             self.say(f"this run already used its {self.run.max_minutes:g} minutes "
                      "(raise --max-minutes)")
-        return state
 
     def wall_time(self) -> float:
         return self.time_offset + time.perf_counter() - self.clock_start
@@ -258,7 +228,8 @@ class _Run:
         last = iteration >= run.iterations or out_of_time
         do_eval = run.eval_every > 0 and (iteration % run.eval_every == 0 or last)
         do_gate = self.config.program.regime == "gating" and iteration % run.gate_every == 0
-        if not (do_eval or do_gate or last or iteration % run.log_every == 0):
+        do_save = self.run_dir is not None and iteration % run.checkpoint_every == 0
+        if not (do_eval or do_gate or do_save or last or iteration % run.log_every == 0):
             return state
 
         record: dict[str, Any] = {"iteration": iteration}
@@ -279,6 +250,7 @@ class _Run:
             if do_gate:
                 state = self._gate(index, state, agent, players, record)
         record["wall_time"] = self.wall_time()
+        check_finite(record, self.saved_at)
         self.records.append(record)
         if lines:
             left = self.eta.eta(iteration)
@@ -294,7 +266,7 @@ class _Run:
         self.done = last or stop
         if self.run_dir is not None:
             self.log.append(record)
-            if iteration % run.checkpoint_every == 0 or self.done:
+            if do_save or self.done:
                 self.save(index, state)
         if stop:
             self.say(f"perfect play reached at iteration {iteration}; stopping")
@@ -340,8 +312,19 @@ class _Run:
         return state
 
     def save(self, index: int, state: TrainState) -> None:
-        """Checkpoints the experiment's state (and redraws its plot now and then)."""
-        ckpt.save(self.manager, self.iteration, unstack(state, index))
+        """Checkpoints the experiment's state, then appends the records it covers to
+        metrics.jsonl (and redraws the plot now and then)."""
+        try:
+            ckpt.save(self.manager, self.iteration, unstack(state, index), self.config,
+                      self.records)
+            self.log.flush(self.iteration)
+        except Exception as err:  # noqa: BLE001 - OS errors, and the same wrapped by orbax
+            why = (os_error_text(err) if isinstance(err, OSError)
+                   else (str(err).strip().splitlines() or [type(err).__name__])[0][:200])
+            raise ckpt.RunDirError(
+                f"could not write the checkpoint of iteration {self.iteration} to "
+                f"{self.run_dir} ({why}); rerun the command to resume from iteration "
+                f"{self.saved_at} once the cause is fixed") from None
         self.saved_at = self.iteration
         if self.done or time.perf_counter() - self.last_plot >= PLOT_EVERY_S:
             plot_run(self.records, self.run_dir / PLOT_FILE)
@@ -350,6 +333,7 @@ class _Run:
     def close(self) -> None:
         if self.manager is not None:
             self.manager.close()
+        if self.log is not None:
             self.log.close()
 
 
@@ -386,8 +370,7 @@ def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None]
     if len(set(named)) != len(named):
         raise ValueError("two experiments of a group cannot share a run directory")
     for config, run_dir in zip(configs, run_dirs):
-        config.validate()
-        config.program.check(env)
+        config.check(env)
         if config.program.compile_key() != configs[0].program.compile_key():
             raise ValueError("the experiments of a group must compile to one program (they "
                              "may differ in seeds, traced settings and run options only)")
@@ -395,6 +378,18 @@ def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None]
             ckpt.check_run_dir(run_dir, config)  # every run is checked before any is written
             if config.run.tensorboard:
                 check_tensorboard()
+    if len(configs) > 1:  # E experiments in one program need E times the memory
+        largest = max(configs, key=lambda c: sum(run_parts(c, env).values()))
+        check_run_fits(largest, env, len(configs))
+
+
+def _writing(run_dir: Path | None, write: Callable, *args: Any) -> Any:
+    """`write(*args)`, with an OS error turned into a one-line RunDirError."""
+    try:
+        return write(*args)
+    except OSError as err:
+        raise ckpt.RunDirError(f"cannot write to run directory {str(run_dir)!r} "
+                               f"({os_error_text(err)})") from None
 
 
 def train_group(
@@ -426,7 +421,8 @@ def train_group(
     """
     clock_start = time.perf_counter()
     configs = list(configs)
-    run_dirs = [None if d is None else Path(d) for d in (run_dirs or [None] * len(configs))]
+    run_dirs = [None if d is None else ckpt.check_run_dir_path(d)
+                for d in (run_dirs or [None] * len(configs))]
     if not configs:
         raise ValueError("no experiments to train")
     configs, env = _game(configs, env)
@@ -444,8 +440,15 @@ def train_group(
     for config, run_dir, name in zip(configs, run_dirs, _names(run_dirs)):
         prefix = "" if num == 1 else f"[{name}] "
         runs.append(_Run(config, run_dir, name, lambda line, p=prefix: say(p + line)))
+    locks: list[RunLock] = []
     try:
-        state = stack([run.start(env, clock_start) for run in runs])
+        for run_dir in run_dirs:
+            if run_dir is not None:
+                locks.append(lock_run_dir(run_dir))
+        restored = [run.restore(env) for run in runs]  # every run reads before any writes
+        for run, run_state in zip(runs, restored):
+            _writing(run.run_dir, run.start, run_state, clock_start)
+        state = stack(restored)
         evaluator = evaluator or players.evaluator
         step = group_step(env, program, num)
         status = Progress(sum(r.run.iterations for r in runs), "it", "group",
@@ -478,6 +481,8 @@ def train_group(
     finally:
         for run in runs:
             run.close()
+        for lock in locks:
+            lock.release()
     return [TrainResult(unstack(state, i), run.records, run.perfect_at)
             for i, run in enumerate(runs)]
 

@@ -10,12 +10,14 @@ import argparse
 import sys
 
 from azjax.agent import Agent
-from azjax.agent_file import SUFFIX, AgentFileError
-from azjax.checkpoint import RunDirError
+from azjax.agent_file import SUFFIX
+from azjax.cli import check_output_path, one_line_errors
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
-    """CLI: exports a run's newest (or --step) checkpoint to one file."""
+    """CLI: exports a run's newest (or --step) checkpoint to one file; exit status 2 with
+    one `error:` line for a bad run, an output that cannot be written or a full disk."""
     parser = argparse.ArgumentParser(
         prog="python -m azjax.export", description="Export a trained agent to one file."
     )
@@ -23,12 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", help=f"file to write (conventionally *{SUFFIX})")
     parser.add_argument("--step", type=int, default=None, help="checkpoint (default: newest)")
     args = parser.parse_args(argv)
-    try:
-        agent = Agent.load(args.run_dir, step=args.step)
-        path = agent.export(args.out)
-    except (RunDirError, AgentFileError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    out = check_output_path(args.out, "output file")
+    agent = Agent.load(args.run_dir, step=args.step)
+    path = agent.export(out)
     size = path.stat().st_size
     print(f"wrote {path} ({size / 1024:.0f} KiB): {agent.env.name} agent of {args.run_dir}")
     return 0

@@ -23,6 +23,8 @@ from typing import Any, Callable
 
 import jax
 
+from envs.core import INT32_MAX, check_option
+
 _TRACED = "azjax.traced"
 
 
@@ -113,3 +115,14 @@ def compiled_part(config: Any) -> Any:
         else:
             out[field.name] = compiled_value(field, value)
     return out
+
+
+def check_setting(path: str, value: Any, kind: type, low: float | None = None,
+                  high: float | None = None, *, above: float | None = None) -> None:
+    """Raises ValueError naming the setting `path` unless `value` is a `kind` (int or
+    float, finite) within the bounds (`envs.core.check_option`); an int without a `high`
+    is at most 2**31 - 1, as the compiled program counts in int32."""
+    number = check_option(path, value, kind, low, high, above=above)
+    if kind is int and high is None and number > INT32_MAX:
+        raise ValueError(f"{path} must be <= 2**31 - 1 (an int32 in the compiled program), "
+                         f"got {value!r}")

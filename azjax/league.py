@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import io
 import itertools
 import json
 import sys
@@ -27,6 +28,8 @@ from matplotlib.figure import Figure
 
 from azjax import checkpoint as ckpt
 from azjax.agent import Agent
+from azjax.arena import check_match_fits, search_simulations
+from azjax.cli import check_output_path, check_seed, one_line_errors, write_atomic
 from azjax.match import MatchResult, play_match
 from azjax.player_specs import make_player
 from azjax.players import Player
@@ -39,6 +42,7 @@ CSV_FILE = "league.csv"
 MARKDOWN_FILE = "league.md"
 JSON_FILE = "league.json"
 PLOT_FILE = "league.png"
+FILES = (CSV_FILE, MARKDOWN_FILE, JSON_FILE, PLOT_FILE)
 CSV_COLUMNS = ("name", "kind", "iteration", "wall_time_s", "games", "elo", "elo_low",
                "elo_high", "stderr", "games_played")
 PLAYER_KINDS = ("alphazero", "network")
@@ -123,29 +127,43 @@ class League:
                 "matches": [m.as_dict() for m in self.matches]}
 
     def write(self, out_dir: str | Path) -> list[Path]:
-        """Writes league.csv, league.md, league.json and league.png into `out_dir`."""
+        """Writes league.csv, league.md, league.json and league.png into `out_dir`, each
+        whole or not at all (`azjax.cli.write_atomic`)."""
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        paths = [out_dir / f for f in (CSV_FILE, MARKDOWN_FILE, JSON_FILE, PLOT_FILE)]
-        write_csv(self.rows(), paths[0])
-        paths[1].write_text(self.markdown())
-        paths[2].write_text(json.dumps(self.as_dict(), indent=2) + "\n")
-        plot_league(self, paths[3])
+        paths = [out_dir / f for f in FILES]
+        write_atomic(paths[0], csv_text(self.rows()))
+        write_atomic(paths[1], self.markdown())
+        write_atomic(paths[2], json.dumps(self.as_dict(), indent=2) + "\n")
+        write_atomic(paths[3], plot_league(self))
         return paths
 
 
-def write_csv(rows: Sequence[dict], path: Path) -> None:
+def check_outputs(out_dir: str | Path) -> list[Path]:
+    """The league files' paths in `out_dir`, checked to be writable (ValueError
+    otherwise): called before any game is played, so that no table is lost."""
+    return [check_output_path(Path(out_dir) / name, "league output") for name in FILES]
+
+
+def csv_text(rows: Sequence[dict]) -> str:
     """`rows` as CSV with the `CSV_COLUMNS` header (None as an empty cell)."""
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: "" if row[k] is None else row[k] for k in CSV_COLUMNS})
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if row[k] is None else row[k] for k in CSV_COLUMNS})
+    return text.getvalue()
 
 
-def plot_league(league: League, path: Path) -> None:
+def write_csv(rows: Sequence[dict], path: Path) -> None:
+    """`rows` as CSV with the `CSV_COLUMNS` header, written atomically to `path`."""
+    write_atomic(path, csv_text(rows))
+
+
+def plot_league(league: League, path: Path | None = None) -> bytes:
     """Checkpoint Elo with 95% error bars against training wall time (minutes); baselines
-    as labelled horizontal dashed lines."""
+    as labelled horizontal dashed lines. Returns the PNG (also written to `path` if
+    given)."""
     bounds = league.ratings.interval(0.95)
     elo = league.ratings.elo
     fig = Figure(figsize=(7, 4.5))
@@ -174,7 +192,11 @@ def plot_league(league: League, path: Path) -> None:
     if points:
         ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=90)
+    if path is not None:
+        write_atomic(path, png.getvalue())
+    return png.getvalue()
 
 
 def round_robin(env: Env, players: Sequence[Player], key: chex.PRNGKey, games_per_pair: int,
@@ -216,20 +238,23 @@ def fit_league(names: Sequence[str], matches: Sequence[MatchResult], anchor: str
 
 
 def checkpoint_steps(run_dir: str | Path, steps: Sequence[int] | None = None) -> list[int]:
-    """The run's checkpoint steps (all, or `steps` after checking that each exists)."""
+    """The run's intact checkpoint steps (all, or `steps` after checking that each
+    exists and is intact)."""
     run_dir = Path(run_dir)
     ckpt.load_config(run_dir)  # RunDirError for a missing directory or a non-run
     if not (run_dir / ckpt.CHECKPOINT_DIR).is_dir():
         raise ckpt.RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
-    manager = ckpt.checkpoint_manager(run_dir)
-    try:
-        available = sorted(int(s) for s in manager.all_steps())
-    finally:
-        manager.close()
+    damaged = ckpt.damaged_steps(run_dir, params_only=True)
+    available = sorted(s for s in ckpt.checkpoint_steps(run_dir) if s not in damaged)
     if not available:
-        raise ckpt.RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
+        raise ckpt.RunDirError(f"{str(run_dir)!r} holds no intact checkpoint"
+                               if damaged else f"{str(run_dir)!r} holds no checkpoint yet")
     if steps is None:
         return available
+    broken = [f"{s} ({damaged[s]})" for s in steps if s in damaged]
+    if broken:
+        raise ckpt.RunDirError(f"damaged checkpoint(s) in {str(run_dir)!r}: "
+                               f"{'; '.join(broken)}; intact steps: {available}")
     missing = [s for s in steps if s not in available]
     if missing:
         raise ckpt.RunDirError(
@@ -274,14 +299,19 @@ def run_league(run_dir: str | Path, baselines: Sequence[str] = ("random",),
                steps: Sequence[int] | None = None, games_per_pair: int = 40,
                simulations: int | None = None, kind: str = "alphazero",
                opening_plies: int = DEFAULT_OPENING_PLIES, anchor: str = "random",
-               seed: int = 0, progress: Progress | None = print) -> League:
+               seed: int = 0, progress: Progress | None = print,
+               show: Callable[[League], None] | None = None) -> League:
     """Round robin of a run's checkpoints (players `it{step}`) and `baselines` (player
-    specs), Elo anchored at `anchor` = 0; writes the league files into `run_dir`.
+    specs), Elo anchored at `anchor` = 0; `show(league)` is called (if given) before the
+    league files are written into `run_dir`, so a failure to write loses nothing shown.
 
-    Raises RunDirError for a missing run, a run without checkpoints or an unknown step,
-    and ValueError for bad options, a bad baseline spec or an anchor that is not a player.
+    Everything is checked before the first game: RunDirError for a missing run, a run
+    without checkpoints or an unknown step; ValueError for bad options, a bad baseline
+    spec, an anchor that is not a player, league files that cannot be written, or pairs
+    that would not fit in memory.
     """
     _check_options(kind, simulations, games_per_pair, opening_plies)
+    check_seed(seed, "seed")
     if isinstance(baselines, str):
         baselines = split_specs(baselines)
     baselines = [spec.strip() for spec in baselines]
@@ -297,14 +327,20 @@ def run_league(run_dir: str | Path, baselines: Sequence[str] = ("random",),
     if anchor not in names:
         raise ValueError(f"the anchor {anchor!r} is not among the players {names}; "
                          "add it to the baselines or pick another anchor")
+    check_outputs(run_dir)
     players = [make_player(spec, env, spec) for spec in baselines]  # bad specs fail before loading
     players = [checkpoint_player(run_dir, s, kind, simulations) for s in steps] + players
+    searches = [(p.name, search_simulations(spec, p))
+                for spec, p in zip([None] * len(steps) + baselines, players)]
+    check_match_fits(env, games_per_pair, sorted(searches, key=lambda s: -s[1])[:2])  # any pair
     say = progress or (lambda _: None)
     say(f"league of {len(players)} players on {env.name}: {', '.join(names)}; "
         f"{games_per_pair} games per pair")
     matches = round_robin(env, players, jax.random.key(seed), games_per_pair, opening_plies,
                           progress)
     league = League(env.name, entrants, matches, fit_league(names, matches, anchor))
+    if show is not None:
+        show(league)
     league.write(run_dir)
     return league
 
@@ -318,8 +354,11 @@ def _int_list(text: str | None, what: str) -> list[int] | None:
         raise ValueError(f"{what} must be comma-separated integers, got {text!r}") from None
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
-    """`python -m azjax.league --run-dir DIR [--baselines ...] [--steps ...] [--games N] ...`."""
+    """`python -m azjax.league --run-dir DIR [--baselines ...] [--steps ...] [--games N] ...`;
+    prints the table, then writes the league files; exit status 2 with one `error:` line
+    for a bad argument or run, or files that cannot be written (checked before playing)."""
     parser = argparse.ArgumentParser(
         prog="python -m azjax.league",
         description="Round robin of a run's checkpoints and baseline players, rated by Elo; "
@@ -341,16 +380,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--anchor", default="random", help="player fixed at 0 Elo")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    try:
-        baselines = split_specs(args.baselines)
-        league = run_league(args.run_dir, baselines, _int_list(args.steps, "--steps"),
-                            args.games, args.simulations, args.kind, args.openings,
-                            args.anchor, args.seed, progress=print)
-    except ValueError as err:  # RunDirError included
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(league.markdown())
-    for name in (CSV_FILE, MARKDOWN_FILE, JSON_FILE, PLOT_FILE):
+    check_seed(args.seed)
+    run_league(args.run_dir, split_specs(args.baselines), _int_list(args.steps, "--steps"),
+               args.games, args.simulations, args.kind, args.openings, args.anchor,
+               args.seed, progress=print,
+               show=lambda league: print(league.markdown(), flush=True))
+    for name in FILES:
         print(f"wrote {Path(args.run_dir) / name}")
     return 0
 

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from azjax.fields import config_dataclass, traced
+from azjax.fields import check_setting, config_dataclass, traced
 
 
 @config_dataclass
@@ -29,14 +29,10 @@ class LearnerConfig:
 
     def validate(self) -> None:
         """Raises ValueError for settings that cannot train."""
-        if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
-        if self.max_grad_norm < 0:
-            raise ValueError(f"max_grad_norm must be >= 0, got {self.max_grad_norm}")
+        check_setting("learner.learning_rate", self.learning_rate, float, above=0)
+        check_setting("learner.weight_decay", self.weight_decay, float, 0)
+        check_setting("learner.batch_size", self.batch_size, int, 1)
+        check_setting("learner.max_grad_norm", self.max_grad_norm, float, 0)
 
     def optimizer(self) -> optax.GradientTransformation:
         """Adam with optional global-norm clipping; the learning rate is injectable."""

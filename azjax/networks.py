@@ -15,6 +15,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from azjax.fields import check_setting
 from envs import Env
 
 
@@ -36,10 +37,8 @@ class NetworkConfig:
     def validate(self) -> None:
         """Raises ValueError for sizes that cannot build a network."""
         for name in ("channels", "policy_filters", "value_filters", "value_hidden"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"network {name} must be >= 1, got {getattr(self, name)}")
-        if self.num_blocks < 0:
-            raise ValueError(f"network num_blocks must be >= 0, got {self.num_blocks}")
+            check_setting(f"network.{name}", getattr(self, name), int, 1)
+        check_setting("network.num_blocks", self.num_blocks, int, 0)
 
 
 def input_planes(obs: chex.Array) -> chex.Array:

@@ -21,7 +21,9 @@ import jax
 import numpy as np
 
 import envs
+from azjax import memory
 from azjax.agent import Agent
+from azjax.cli import check_seed, one_line_errors
 from envs import Env, State
 
 SIDES = ("first", "second", "random")
@@ -200,19 +202,35 @@ def session(agent: Agent, side: str | None = None, seed: int = 0, show_eval: boo
 
 def load_agent(game: str, path: str, simulations: int | None = None) -> Agent:
     """The agent of a run directory or exported file, checked to play `game`, with its
-    search budget set to `simulations` if given (ValueError or OSError otherwise)."""
+    search budget set to `simulations` if given (ValueError or OSError otherwise; a
+    search that would not fit in memory is refused before anything is allocated)."""
     wanted = envs.make(game).name
     agent = Agent.load(path)
     if agent.env.name != wanted:
         raise ValueError(f"{path!r} holds a {agent.env.name} agent, not {wanted}")
     if simulations is not None:
         agent = agent.with_search(num_simulations=simulations)
+        memory.check_fits(f"a search of {simulations:,} simulations",
+                          memory.search_tree_bytes(agent.env, 1, simulations))
     return agent
 
 
+def _check_source(run_dir: str | None, agent_file: str | None) -> None:
+    """ValueError for a run directory that is a file or an agent file that is not one."""
+    if run_dir is not None and Path(run_dir).is_file():
+        raise ValueError(f"{run_dir!r} is a file, not a run directory; use --agent FILE "
+                         "for an exported agent")
+    if agent_file is not None and Path(agent_file).is_dir():
+        raise ValueError(f"{agent_file!r} is a directory; use --run-dir for a run")
+    if agent_file is not None and not Path(agent_file).is_file():
+        raise ValueError(f"agent file {agent_file!r} does not exist")
+
+
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """`python -m azjax.play GAME (--run-dir DIR | --agent FILE) [--side S] [--show-eval]
-    [--simulations N] [--seed S]`; returns the exit status (2 for a bad argument)."""
+    [--simulations N] [--seed S]`; returns the exit status (2, with one `error:` line, for
+    a bad argument, run or file)."""
     parser = argparse.ArgumentParser(
         prog="python -m azjax.play",
         description="Play a trained agent in the terminal. " + COMMANDS.capitalize() + ".",
@@ -228,15 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show-eval", action="store_true",
                         help="show the agent's evaluation and search visits after its moves")
     args = parser.parse_args(argv)
-    try:
-        if args.agent is not None and Path(args.agent).is_dir():
-            raise ValueError(f"{args.agent!r} is a directory; use --run-dir for a run")
-        if args.agent is not None and not Path(args.agent).is_file():
-            raise ValueError(f"agent file {args.agent!r} does not exist")
-        agent = load_agent(args.game, args.run_dir or args.agent, args.simulations)
-    except (ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    check_seed(args.seed)
+    _check_source(args.run_dir, args.agent)
+    agent = load_agent(args.game, args.run_dir or args.agent, args.simulations)
     try:
         session(agent, args.side, args.seed, args.show_eval)
     except KeyboardInterrupt:

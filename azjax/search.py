@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from azjax.fields import config_dataclass, traced
+from azjax.fields import check_setting, config_dataclass, traced
 from azjax.rollouts import random_playout
 from envs import Env, State
 
@@ -64,22 +64,15 @@ class SearchConfig:
     def validate(self) -> None:
         """Raises ValueError for settings mctx would reject or mis-handle."""
         if self.policy not in POLICIES:
-            raise ValueError(f"search policy must be one of {POLICIES}, got {self.policy!r}")
-        if self.num_simulations < 1:
-            raise ValueError(f"num_simulations must be >= 1, got {self.num_simulations}")
-        if self.max_num_considered_actions < 1:
-            raise ValueError(
-                f"max_num_considered_actions must be >= 1, got {self.max_num_considered_actions}"
-            )
+            raise ValueError(f"search.policy must be one of {POLICIES}, got {self.policy!r}")
+        check_setting("search.num_simulations", self.num_simulations, int, 1)
+        check_setting("search.max_num_considered_actions", self.max_num_considered_actions,
+                      int, 1)
         for name in ("c_puct", "pb_c_base", "dirichlet_alpha"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not 0.0 <= self.dirichlet_fraction <= 1.0:
-            raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
-        if self.gumbel_scale < 0:
-            raise ValueError(f"gumbel_scale must be >= 0, got {self.gumbel_scale}")
-        if not 0.0 <= self.rollout_lambda <= 1.0:
-            raise ValueError(f"rollout_lambda must be in [0, 1], got {self.rollout_lambda}")
+            check_setting(f"search.{name}", getattr(self, name), float, above=0)
+        check_setting("search.dirichlet_fraction", self.dirichlet_fraction, float, 0, 1)
+        check_setting("search.gumbel_scale", self.gumbel_scale, float, 0)
+        check_setting("search.rollout_lambda", self.rollout_lambda, float, 0, 1)
 
     def as_arrays(self) -> "SearchConfig":
         """The same settings with the traced ones as float32 arrays (what a `TrainState`

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from azjax import replay as replay_lib
+from azjax.fields import check_setting
 from azjax.search import SearchConfig, greedy_action, masked_logits, root_value
 from envs import Env, State
 
@@ -38,18 +39,11 @@ class SelfPlayConfig:
 
     def validate(self) -> None:
         """Raises ValueError for settings that cannot run."""
-        if self.num_games < 1:
-            raise ValueError(f"num_games must be >= 1, got {self.num_games}")
-        if self.steps_per_iteration < 1:
-            raise ValueError(f"steps_per_iteration must be >= 1, got {self.steps_per_iteration}")
-        if self.temperature_moves < 0:
-            raise ValueError(f"temperature_moves must be >= 0, got {self.temperature_moves}")
-        if self.random_opening_moves < 0:
-            raise ValueError(
-                f"random_opening_moves must be >= 0, got {self.random_opening_moves}"
-            )
-        if not 0.0 <= self.random_move_prob <= 1.0:
-            raise ValueError(f"random_move_prob must be in [0, 1], got {self.random_move_prob}")
+        check_setting("selfplay.num_games", self.num_games, int, 1)
+        check_setting("selfplay.steps_per_iteration", self.steps_per_iteration, int, 1)
+        check_setting("selfplay.temperature_moves", self.temperature_moves, int, 0)
+        check_setting("selfplay.random_opening_moves", self.random_opening_moves, int, 0)
+        check_setting("selfplay.random_move_prob", self.random_move_prob, float, 0, 1)
 
 
 @struct.dataclass

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import Env, State
+from envs.core import Env, State, check_option
 from envs.ground_truth import GroundTruth, GroundTruthSource
 
 MAX_COINS_LIMIT = 64
@@ -150,8 +150,7 @@ def all_positions(coins: int, max_coins: int | None = None) -> Positions:
     Plain Python; the number of positions grows like the partitions of `coins` (a few
     thousand at 30 coins). Ordered by ply, then by pile sizes.
     """
-    max_coins = coins if max_coins is None else max_coins
-    _check_sizes(coins, max_coins)
+    coins, max_coins = _check_sizes(coins, max_coins)
     g = grundy_values(max_coins)
     table = split_table(max_coins)
     seen = {(coins,)}
@@ -187,13 +186,19 @@ def all_positions(coins: int, max_coins: int | None = None) -> Positions:
     return Positions(counts, plies % 2, terminal, wins, winning)
 
 
-def _check_sizes(coins: int, max_coins: int) -> None:
+def _check_sizes(coins: int, max_coins: int | None) -> tuple[int, int]:
+    """`(coins, max_coins)` as ints (max_coins None: coins); ValueError unless
+    3 <= coins <= max_coins <= MAX_COINS_LIMIT."""
+    coins = check_option("coin_split coins", coins, int)
     if coins < 3:
         raise ValueError(f"coins={coins}: a pile of fewer than 3 coins has no move")
+    max_coins = coins if max_coins is None else check_option(
+        "coin_split max_coins", max_coins, int)
     if coins > max_coins:
         raise ValueError(f"coins={coins} exceeds max_coins={max_coins}")
     if max_coins > MAX_COINS_LIMIT:
         raise ValueError(f"max_coins={max_coins} exceeds the limit of {MAX_COINS_LIMIT}")
+    return coins, max_coins
 
 
 @struct.dataclass
@@ -210,8 +215,7 @@ class CoinSplit(Env):
     move_notation = "a split like 7=3+4 (pile = part + part), 7 3 (pile and one part) or 3+4"
 
     def __init__(self, coins: int = 7, max_coins: int | None = None):
-        max_coins = coins if max_coins is None else max_coins
-        _check_sizes(coins, max_coins)
+        coins, max_coins = _check_sizes(coins, max_coins)
         self.coins = coins
         self.max_coins = max_coins
         self.num_actions = num_actions_for(max_coins)

@@ -30,7 +30,15 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import Env, State, Symmetries, dihedral_symmetries
+from envs.core import (
+    INT32_MAX,
+    Env,
+    State,
+    Symmetries,
+    check_fits,
+    check_option,
+    dihedral_symmetries,
+)
 
 EMPTY = -1
 BLACK = 0
@@ -70,6 +78,12 @@ def _neighbour_table(n: int) -> np.ndarray:
                 if 0 <= rr < n and 0 <= cc < n:
                     table[r * n + c, k] = rr * n + cc
     return table
+
+
+def _state_bytes(size: int, history: int) -> int:
+    """Bytes of one `GoState`: int8 past boards [T, N*N], bool observation [N, N, 2T+1],
+    and a few per-point arrays (board, chain, legal mask: 4 bytes a point)."""
+    return size * size * (history + (2 * history + 1) + 4) + 64
 
 
 def _shifted(x: chex.Array, fill) -> list[chex.Array]:
@@ -131,18 +145,13 @@ class Go(Env):
     def __init__(
         self, size: int = 9, komi: float = 7.5, history: int = 8, max_moves: int | None = None
     ):
-        if not isinstance(size, (int, np.integer)) or not 2 <= size <= MAX_SIZE:
-            raise ValueError(f"Go size must be an integer from 2 to {MAX_SIZE}, got {size!r}")
-        if not isinstance(history, (int, np.integer)) or history < 1:
-            raise ValueError(f"Go history must be a positive integer, got {history!r}")
-        if max_moves is None:
-            max_moves = 2 * size * size
-        if not isinstance(max_moves, (int, np.integer)) or max_moves < 1:
-            raise ValueError(f"Go max_moves must be a positive integer, got {max_moves!r}")
-        self.size = int(size)
-        self.komi = float(komi)
-        self.history = int(history)
-        self.max_moves = int(max_moves)
+        self.size = check_option("Go size", size, int, 2, MAX_SIZE)
+        self.komi = check_option("Go komi", komi, float)
+        self.history = check_option("Go history", history, int, 1)
+        check_fits(f"Go history={self.history}", _state_bytes(self.size, self.history),
+                   "one state's past boards and observation")
+        self.max_moves = check_option(
+            "Go max_moves", 2 * self.size**2 if max_moves is None else max_moves, int, 1, INT32_MAX)
         self.max_plies = self.max_moves
         self.num_actions = self.size * self.size + 1
         self.observation_shape = (self.size, self.size, 2 * self.history + 1)

@@ -14,18 +14,30 @@ the BOTTOM, so on 15x15 `h8` is the centre (action 7*15+7). Columns past `z` con
 
 from __future__ import annotations
 
+import math
+
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import Env, State, Symmetries, dihedral_symmetries
+from envs.core import (
+    INT32_MAX,
+    Env,
+    State,
+    Symmetries,
+    check_fits,
+    check_option,
+    dihedral_symmetries,
+)
 from envs.lines import line_count_eval
 
 EMPTY = -1
 # The four line directions (d_row, d_col); each is walked both ways from the new stone.
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
+MAX_SIZE = math.isqrt(INT32_MAX)
+"""Actions (and the ray table's cells) are int32: size * size must fit."""
 
 
 @struct.dataclass
@@ -50,6 +62,16 @@ def _ray_table(size: int, k: int) -> np.ndarray:
             inside = (r >= 0) & (r < size) & (c >= 0) & (c < size)
             table[:, slot, :] = np.where(inside, r * size + c, n)
     return table
+
+
+def table_bytes(size: int, k: int) -> int:
+    """Bytes of the tables a `Gomoku(size, k)` builds: the ray table (`_ray_table`, int32,
+    with its int64 row and column temporaries) and the 8 symmetries' three int32
+    permutations, kept on the host and on the device."""
+    cells = size * size
+    rays = cells * 8 * (k - 1) * 4 + 2 * cells * (k - 1) * 8
+    symmetries = 2 * 3 * 8 * cells * 4
+    return rays + symmetries
 
 
 def column_label(col: int) -> str:
@@ -96,19 +118,21 @@ def parse_move(text: str, size: int) -> int:
 
 
 class Gomoku(Env):
-    """Freestyle Gomoku on a size x size board: k or more in a row wins."""
+    """Freestyle Gomoku on a size x size board: k or more in a row wins.
+
+    `size` is at most 46340 (actions are int32) and as large as the memory allows for
+    the ray and symmetry tables (`table_bytes`); `2 <= k <= size`.
+    """
 
     name = "gomoku"
     player_marks = ("X", "O")
     move_notation = "a point like d4 (column letter, row number from the bottom; no pass)"
 
     def __init__(self, size: int = 15, k: int = 5):
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 3:
-            raise ValueError(f"gomoku size must be an integer >= 3, got {size!r}")
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 2 <= k <= size:
-            raise ValueError(f"gomoku k must be an integer with 2 <= k <= size={size}, got {k!r}")
-        self.size = int(size)
-        self.k = int(k)
+        self.size = check_option("gomoku size", size, int, 3, MAX_SIZE)
+        self.k = check_option("gomoku k", k, int, 2, self.size)
+        check_fits(f"gomoku size={self.size}", table_bytes(self.size, self.k),
+                   "its line and symmetry tables")
         self.num_actions = self.size * self.size
         self.observation_shape = (self.size, self.size, 3)
         self.max_plies = self.num_actions

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import tyro
 
-from azjax.checkpoint import RunDirError
+from azjax.cli import one_line_errors
 from azjax.config import TrainConfig
 from azjax.driver import summarize, train
 from azjax.recipes import RECIPES, defaults_for
@@ -26,8 +26,11 @@ class Experiment:
     may change)."""
 
 
+@one_line_errors
 def main(defaults: TrainConfig, run_dir: str, argv: list[str] | None = None) -> int:
-    """Parses options over `defaults`, trains, prints a summary; returns the exit code."""
+    """Parses options over `defaults`, trains, prints a summary; returns the exit code
+    (2 with one `error:` line for a bad option, a run directory that cannot be used, an
+    OS error; 130 when interrupted)."""
     experiment = tyro.cli(
         Experiment,
         default=Experiment(config=defaults, run_dir=run_dir),
@@ -36,9 +39,6 @@ def main(defaults: TrainConfig, run_dir: str, argv: list[str] | None = None) -> 
     )
     try:
         result = train(experiment.config, experiment.run_dir)
-    except (ValueError, RunDirError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("\ninterrupted; rerun the same command to resume from the last checkpoint",
               file=sys.stderr)

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT.parent))
 
 from _cli import game_and_defaults  # noqa: E402
 
+from azjax.cli import check_output_dir, check_seed, one_line_errors  # noqa: E402
 from azjax.config import TrainConfig  # noqa: E402
 from azjax.sweep import merge, parse_params, parse_shard, run_sweep  # noqa: E402
 
@@ -54,7 +55,10 @@ class Sweep:
     """Only build seeds.csv, results.csv and sweep.png from the runs in --out."""
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
+    """Runs (or with --merge only tabulates) the sweep; exit status 2 with one `error:`
+    line for a bad option, an out directory that cannot be written or a failed write."""
     game, defaults, argv = game_and_defaults(sys.argv[1:] if argv is None else argv)
     args = tyro.cli(
         Sweep,
@@ -64,22 +68,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         if args.merge:
-            result = merge(Path(args.out))
+            result = merge(check_output_dir(args.out, "--out"))
         else:
             params = parse_params(args.param)
             shard = parse_shard(args.shard)
-            if args.seeds < 1:
-                raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
-            seeds = [args.config.seed + i for i in range(args.seeds)]
-            result = run_sweep(args.config, params, seeds, Path(args.out), shard=shard)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+            seeds = sweep_seeds(args.config.seed, args.seeds)
+            out = check_output_dir(args.out, "--out")  # before any training
+            result = run_sweep(args.config, params, seeds, out, shard=shard)
     except KeyboardInterrupt:
         print("\ninterrupted; rerun the same command to continue the sweep", file=sys.stderr)
         return 130
     print(result.markdown)
     return 0
+
+
+def sweep_seeds(first: int, count: int) -> list[int]:
+    """The seeds `first`, ..., `first + count - 1` (ValueError unless all are seeds)."""
+    if count < 1:
+        raise ValueError(f"--seeds must be >= 1, got {count}")
+    check_seed(first)
+    check_seed(first + count - 1, f"--seed + --seeds - 1 ({first} + {count} - 1)")
+    return [first + i for i in range(count)]
 
 
 if __name__ == "__main__":

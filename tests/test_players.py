@@ -20,7 +20,6 @@ from ttt_reference import random_play_odds as absolute_random_play_odds
 import envs
 from azjax import TrainConfig
 from azjax import checkpoint as ckpt
-from azjax.checkpoint import prepare_run_dir
 from azjax.learner import LearnerConfig
 from azjax.loop import init_train_state
 from azjax.match import play_match
@@ -631,12 +630,13 @@ def run(tmp_path_factory):
     one random network, step 2 another. Returns (path, {step: params})."""
     path = tmp_path_factory.mktemp("players") / "run"
     env = TINY.make_env()
-    prepare_run_dir(path, TINY)
+    path.mkdir()
+    ckpt.save_config(path, TINY)
     manager = ckpt.checkpoint_manager(path)
     params = {}
     for step in (1, 2):
         state = init_train_state(env, TINY.program, jax.random.key(step))
-        ckpt.save(manager, step, state)
+        ckpt.save(manager, step, state, TINY)
         params[step] = state.params
     manager.close()
     return path, params
@@ -760,7 +760,7 @@ def test_run_dir_specs(ttt, run, monkeypatch):
         make_player(f"alphago:{run_dir},lambda=half", ttt)
     with pytest.raises(ValueError, match="sims must be a number, got 'lots'"):
         make_player(f"alphazero:{run_dir},sims=lots", ttt)
-    with pytest.raises(ValueError, match="search policy must be one of"):
+    with pytest.raises(ValueError, match="search.policy must be one of"):
         make_player(f"alphazero:{run_dir},policy=greedy", ttt)
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['sims'\]"):
         make_player(f"network:{run_dir},sims=3", ttt)

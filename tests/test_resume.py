@@ -74,8 +74,8 @@ def test_twice_interrupted_run_matches_the_uninterrupted_run(tmp_path, kind):
     for stop in (3, 5):  # killed after iterations 3 and 5; checkpoints at 2 and 4
         with pytest.raises(Interrupted):
             train_group(configs, run_dirs, progress=None, on_iteration=interrupt_after(stop))
-        for run_dir in run_dirs:
-            assert ckpt.read_metrics(run_dir)[-1]["iteration"] == stop
+        for run_dir in run_dirs:  # records are written with the checkpoint they belong to
+            assert ckpt.read_metrics(run_dir)[-1]["iteration"] == stop - 1
     messages = []
     resumed = train_group(configs, run_dirs, progress=messages.append)
     assert sum("resumed" in m and "iteration 4" in m for m in messages) == len(configs)

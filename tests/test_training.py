@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import envs
-from azjax import Agent, TrainConfig, train
+from azjax import Agent, TrainConfig, train, train_group
 from azjax.checkpoint import RunDirError, load_config, read_metrics
 from azjax.evaluation import make_evaluator
 from azjax.learner import LearnerConfig
@@ -207,11 +207,19 @@ def test_experiment_bad_options_fail_cleanly(tmp_path, args, message):
 
 
 def test_resuming_a_perfect_run_trains_no_further(tmp_path):
+    class SaysPerfect:
+        """An evaluation that finds perfect play (at iteration 2, its first)."""
+
+        def network_metrics(self, player):
+            return {"net_optimal_share": 1.0, "perfect": 1.0}
+
+        def search_metrics(self, player, key):
+            return {}
+
     run_dir = tmp_path / "run"
-    train(SMALL.replace(iterations=2), run_dir, progress=None)
-    records = read_metrics(run_dir)
-    records[-1]["perfect"] = 1.0  # as if the evaluation had found perfect play at iteration 2
-    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    train_group([SMALL.replace(iterations=2)], [run_dir], progress=None,
+                evaluator=SaysPerfect())
+    assert read_metrics(run_dir)[-1]["perfect"] == 1.0
     messages = []
     result = train(
         SMALL.replace(stop_when_perfect=True), run_dir, progress=messages.append

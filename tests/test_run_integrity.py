@@ -1,0 +1,348 @@
+"""Runs that lose nothing without a word: one writer per run directory, nothing written
+before a command is known to be valid, checked checkpoints with a fall back to the newest
+intact one, metrics.jsonl repaired from the checkpoints, one-line errors for the run
+directory's OS faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from test_resume import final_state, without_timing
+from test_training import ROOT, SMALL, leaves_equal
+
+from azjax import Agent, TrainConfig, train
+from azjax import checkpoint as ckpt
+from azjax.driver import TrainingDiverged
+from azjax.networks import NetworkConfig
+from azjax.run_lock import RunLock
+
+# Checkpoints at 2, 4 and 6 (the newest three are kept).
+RUN = SMALL.replace(iterations=6)
+TINY = ["--network.channels", "32", "--network.policy-filters", "8",
+        "--search.num-simulations", "8", "--selfplay.num-games", "32",
+        "--learner.batch-size", "64", "--replay-capacity", "2048", "--gradient-steps", "8",
+        "--eval-every", "2", "--eval-search-every", "0", "--checkpoint-every", "2",
+        "--no-stop-when-perfect"]
+
+
+def cli(run_dir, *args, env=None, max_file_bytes=None) -> subprocess.CompletedProcess:
+    """The tic-tac-toe experiment script with the tiny settings (under a file size
+    limit, if given: writes past it fail as on a full disk)."""
+    command = [str(ROOT / "experiments" / "tictactoe.py"), "--run-dir", str(run_dir),
+               *TINY, *args]
+    if max_file_bytes is not None:
+        command = ["-c", textwrap.dedent(f"""
+            import os, resource, signal, sys
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, ({max_file_bytes}, {max_file_bytes}))
+            os.execv(sys.executable, [sys.executable] + sys.argv[1:])
+        """), *command]
+    return subprocess.run([sys.executable, *command], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=600)
+
+
+def one_line_error(result: subprocess.CompletedProcess, *words: str) -> str:
+    """The one `error:` line of a failed command (asserting there is nothing else)."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    """An uninterrupted run of RUN: its final state and records."""
+    return train(RUN, tmp_path_factory.mktemp("straight") / "run", progress=None)
+
+
+def data_files(run_dir: Path, step: int) -> list[Path]:
+    """The array data files of a checkpoint, largest first."""
+    item = ckpt.step_dir(run_dir, step) / ckpt.ITEM_DIR
+    files = [p for p in item.rglob("*") if p.is_file() and not p.name.startswith((".", "_"))
+             and p.parent.name != "process_0"]
+    return sorted(files, key=lambda p: -p.stat().st_size)
+
+
+def flip_bytes(path: Path, count: int = 400) -> None:
+    data = bytearray(path.read_bytes())
+    rng = np.random.default_rng(0)
+    for i in rng.choice(len(data), size=min(count, len(data)), replace=False):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def params_file(run_dir: Path, step: int) -> Path:
+    return next(p for p in data_files(run_dir, step) if p.parent.name.startswith("params."))
+
+
+def test_run_directory_with_glob_characters_saves_resumes_and_loads(tmp_path, straight):
+    run_dir = tmp_path / "run[1]*?"
+    train(RUN.replace(iterations=4), run_dir, progress=None)
+    messages = []
+    resumed = train(RUN, run_dir, progress=messages.append)
+    assert "resumed" in messages[0] and "iteration 4" in messages[0]
+    assert leaves_equal(resumed.train_state.params, straight.train_state.params)
+    assert leaves_equal(Agent.load(run_dir).params, straight.train_state.params)
+    assert ckpt.checkpoint_steps(run_dir) == [6, 4, 2]
+
+
+def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
+    run_dir = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import os, time
+            from azjax.run_lock import RunLock
+            os.mkdir({str(run_dir)!r})
+            lock = RunLock({str(run_dir)!r}).acquire()
+            print("locked", flush=True)
+            time.sleep(600)
+        """)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(ckpt.RunDirError, match=f"in use by another process \\(PID {holder.pid}\\)"):
+            train(RUN.replace(iterations=2), run_dir, progress=None)
+        line = one_line_error(cli(run_dir, "--iterations", "2"), f"PID {holder.pid}")
+        assert "--run-dir" in line
+        assert sorted(p.name for p in run_dir.iterdir()) == [ckpt.LOCK_FILE]
+    finally:
+        holder.kill()
+        holder.wait()
+    # The lock dies with its holder.
+    result = train(RUN.replace(iterations=2), run_dir, progress=None)
+    assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2]
+    assert len(result.records) == 2
+
+
+def test_the_lock_is_released_when_a_run_ends_or_fails(tmp_path):
+    run_dir = tmp_path / "run"
+    train(RUN.replace(iterations=2), run_dir, progress=None)
+    with pytest.raises(ckpt.RunDirError, match="different config"):
+        train(RUN.replace(iterations=2, seed=5), run_dir, progress=None)
+    train(RUN.replace(iterations=2), run_dir, progress=None)  # not locked out by either
+    lock = RunLock(run_dir).acquire()
+    try:
+        with pytest.raises(ckpt.RunDirError, match=f"PID {os.getpid()}"):
+            train(RUN.replace(iterations=2), run_dir, progress=None)
+    finally:
+        lock.release()
+
+
+def test_a_deleted_config_is_recovered_and_a_changed_program_refused(tmp_path):
+    run_dir = tmp_path / "run"
+    train(RUN.replace(iterations=4), run_dir, progress=None)
+    (run_dir / ckpt.CONFIG_FILE).unlink()
+    before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
+
+    wider = RUN.replace(network=NetworkConfig(channels=64, policy_filters=8))
+    with pytest.raises(ckpt.RunDirError, match="network.channels: saved 32, given 64"):
+        train(wider, run_dir, progress=None)
+    assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
+
+    assert ckpt.load_config(run_dir) == RUN.replace(iterations=4)
+    assert Agent.load(run_dir).evaluate(
+        np.zeros((1, *Agent.load(run_dir).env.observation_shape), np.float32))[0].shape == (1, 9)
+    messages = []
+    train(RUN, run_dir, progress=messages.append)
+    assert any("config.json was missing; restored it from checkpoint 4" in m for m in messages)
+    assert ckpt.load_config(run_dir) == RUN
+
+
+def test_checkpoints_without_a_config_anywhere_are_refused(tmp_path):
+    run_dir = tmp_path / "run"
+    train(RUN.replace(iterations=2), run_dir, progress=None)
+    (run_dir / ckpt.CONFIG_FILE).unlink()
+    manifest = ckpt.step_dir(run_dir, 2) / ckpt.MANIFEST_FILE
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**data, "config": None}))
+    with pytest.raises(ckpt.RunDirError, match="no config.json"):
+        train(RUN, run_dir, progress=None)
+    assert not (run_dir / ckpt.CONFIG_FILE).exists()
+
+
+@pytest.mark.parametrize("damage", ["flipped bytes", "truncated data", "no _METADATA",
+                                    "emptied", "no manifest"])
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, straight,
+                                                                    damage):
+    run_dir = tmp_path / "run"
+    train(RUN, run_dir, progress=None)
+    newest = ckpt.step_dir(run_dir, 6)
+    if damage == "flipped bytes":
+        flip_bytes(params_file(run_dir, 6))
+    elif damage == "truncated data":
+        for path in data_files(run_dir, 6)[:3]:
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif damage == "no _METADATA":
+        (newest / ckpt.ITEM_DIR / "_METADATA").unlink()
+    elif damage == "emptied":
+        shutil.rmtree(newest)
+        newest.mkdir()
+    else:
+        (newest / ckpt.MANIFEST_FILE).unlink()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        agent = Agent.load(run_dir)
+    assert [w.category for w in caught] == [ckpt.DamagedCheckpointWarning]
+    assert "checkpoint 6" in str(caught[0].message) and "using checkpoint 4" in str(
+        caught[0].message)
+    step4 = ckpt.restore(ckpt.checkpoint_manager(run_dir), straight.train_state, step=4)
+    assert leaves_equal(agent.params, step4.params)
+
+    messages = []
+    resumed = train(RUN, run_dir, progress=messages.append)
+    assert any("damaged checkpoint 6" in m and "using checkpoint 4" in m for m in messages)
+    assert any("resumed" in m and "iteration 4" in m for m in messages)
+    assert any("dropped 2 records" in m for m in messages)
+    # The same run as if never damaged, on disk too.
+    assert leaves_equal(resumed.train_state.params, straight.train_state.params)
+    assert leaves_equal(final_state(RUN, run_dir).params, straight.train_state.params)
+    assert without_timing(ckpt.read_metrics(run_dir)) == without_timing(straight.records)
+    assert ckpt.verify(run_dir, 6) is None
+    assert len(list((run_dir / ckpt.DAMAGED_DIR).iterdir())) == 1
+
+
+def test_no_intact_checkpoint_is_a_clear_error_and_nothing_is_overwritten(tmp_path):
+    run_dir = tmp_path / "run"
+    assert cli(run_dir, "--iterations", "4").returncode == 0
+    for step in (2, 4):
+        flip_bytes(params_file(run_dir, step))
+    metrics = (run_dir / ckpt.METRICS_FILE).read_text()
+    with pytest.raises(ckpt.RunDirError, match="no intact checkpoint") as err:
+        train(ckpt.load_config(run_dir).replace(iterations=6), run_dir, progress=None)
+    assert "checkpoint 4" in str(err.value) and "checkpoint 2" in str(err.value)
+    assert "\n" not in str(err.value)
+    assert (run_dir / ckpt.METRICS_FILE).read_text() == metrics
+    assert ckpt.checkpoint_steps(run_dir) == [4, 2]
+    with pytest.raises(ckpt.RunDirError, match="no intact checkpoint"):
+        Agent.load(run_dir)
+    one_line_error(cli(run_dir, "--iterations", "6"), "no intact checkpoint")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbled line", "deleted"])
+def test_damaged_metrics_are_repaired_from_the_checkpoint(tmp_path, straight, damage):
+    run_dir = tmp_path / "run"
+    train(RUN.replace(iterations=4), run_dir, progress=None)
+    path = run_dir / ckpt.METRICS_FILE
+    text = path.read_text()
+    if damage == "truncated":
+        path.write_text(text[: len(text) // 3])
+    elif damage == "garbled line":
+        lines = text.splitlines(keepends=True)
+        path.write_text("".join(lines[:1] + ["{garbage\n"] + lines[2:]))
+    else:
+        path.unlink()
+    messages = []
+    resumed = train(RUN, run_dir, progress=messages.append)
+    assert any("metrics.jsonl was damaged" in m and "rewrote it from the checkpoint" in m
+               for m in messages)
+    assert without_timing(resumed.records) == without_timing(straight.records)
+    records = ckpt.read_metrics(run_dir)
+    assert without_timing(records) == without_timing(straight.records)
+    times = [r["wall_time"] for r in records]
+    assert times == sorted(times)  # the clock goes on from the checkpoint's records
+
+
+def test_a_finished_run_with_truncated_metrics_does_not_train_again(tmp_path):
+    config = SMALL.replace(iterations=4, max_minutes=1e-9)  # over after one iteration
+    run_dir = tmp_path / "run"
+    first = train(config, run_dir, progress=None)
+    assert len(first.records) == 1
+    path = run_dir / ckpt.METRICS_FILE
+    path.write_text("")
+    messages = []
+    again = train(config, run_dir, progress=messages.append)
+    assert any("already used its" in m for m in messages)
+    assert without_timing(again.records) == without_timing(first.records)
+    assert int(again.train_state.iteration) == 1
+
+
+def test_metrics_hold_only_checkpointed_iterations(tmp_path):
+    run_dir = tmp_path / "run"
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_3(iterations):
+        if iterations[0] >= 3:
+            raise Stop
+
+    from azjax import train_group
+    with pytest.raises(Stop):
+        train_group([RUN], [run_dir], progress=None, on_iteration=stop_at_3)
+    assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2]
+    assert ckpt.checkpoint_steps(run_dir) == [2]
+
+
+def test_a_diverging_run_stops_without_saving_the_diverged_state(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    train(RUN.replace(iterations=2), run_dir, progress=None)
+    from azjax import driver
+
+    real = driver.group_step
+
+    def poisoned(env, program, num):
+        step = real(env, program, num)
+
+        def run(state, active):
+            state, metrics = step(state, active)
+            return state, {**metrics, "loss": metrics["loss"] * np.nan}
+
+        return run
+
+    monkeypatch.setattr(driver, "group_step", poisoned)
+    with pytest.raises(TrainingDiverged, match="loss is nan at iteration 3; nothing after "
+                                               "iteration 2 was saved"):
+        train(RUN, run_dir, progress=None)
+    assert ckpt.checkpoint_steps(run_dir) == [2]
+    assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2]
+
+
+@pytest.mark.parametrize("where", ["empty", "a file", "under a file"])
+def test_run_directories_that_cannot_be_refused_before_any_work(tmp_path, where):
+    (tmp_path / "file").write_text("not a directory\n")
+    run_dir = {"empty": "", "a file": tmp_path / "file",
+               "under a file": tmp_path / "file" / "run"}[where]
+    with pytest.raises(ckpt.RunDirError):
+        train(RUN, run_dir, progress=None)
+    words = {"empty": "must not be empty", "a file": "is a file",
+             "under a file": "which is a file"}[where]
+    one_line_error(cli(run_dir), words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    assert (tmp_path / "file").read_text() == "not a directory\n"
+
+
+def test_unwritable_run_and_checkpoint_directories_are_one_line_errors(tmp_path):
+    # /sys refuses new directories even to root, where chmod would not.
+    one_line_error(cli("/sys/azjax-run"), "cannot write to run directory")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / ckpt.CHECKPOINT_DIR).write_text("in the way\n")
+    one_line_error(cli(run_dir, "--iterations", "2"), "checkpoint")
+
+
+def test_a_full_disk_is_one_line_and_the_run_resumes_after(tmp_path):
+    """A file size limit (as a full disk: writes fail) hits the first checkpoint."""
+    run_dir = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+
+    result = cli(run_dir, "--iterations", "4", env=env, max_file_bytes=20_000)
+    one_line_error(result, "could not write the checkpoint of iteration 2",
+                   "File too large")
+    assert ckpt.checkpoint_steps(run_dir) == [] or ckpt.verify(run_dir, 2) is not None
+    assert ckpt.read_metrics(run_dir) == []
+    resumed = cli(run_dir, "--iterations", "4")
+    assert resumed.returncode == 0, resumed.stderr
+    assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2, 3, 4]

@@ -1,0 +1,348 @@
+"""Every setting and game option is checked for type, finiteness and range, and sizes
+that cannot fit in memory are refused, with the bytes they would need, before anything
+is allocated."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import envs
+import envs.core
+from azjax import memory
+from azjax import replay as replay_lib
+from azjax.config import SEED_MAX, ProgramConfig, TrainConfig, setting_paths
+from azjax.networks import NetworkConfig, init_params, make_network
+from azjax.recipes import RECIPES
+from azjax.search import SearchConfig, make_search_fn
+from azjax.selfplay import SelfPlayConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+NON_FINITE = [math.nan, math.inf, -math.inf]
+FLOAT_SETTINGS = [path for path, kind in setting_paths().items() if kind is float]
+INT_SETTINGS = [path for path, kind in setting_paths().items() if kind is int]
+GB = 10**9
+
+
+def refused(config: TrainConfig, path: str) -> str:
+    """The message of the ValueError `config.validate()` raises; it names `path`."""
+    with pytest.raises(ValueError) as err:
+        config.validate()
+    message = str(err.value)
+    assert path in message and "\n" not in message
+    return message
+
+
+@pytest.fixture
+def memory_of(monkeypatch):
+    """Makes the machine look as if it had `n` bytes of memory."""
+    def set_memory(n: int) -> None:
+        monkeypatch.setattr(envs.core, "available_bytes", lambda: n)
+    return set_memory
+
+
+# --------------------------------------------------------------------------------------
+# Settings
+# --------------------------------------------------------------------------------------
+
+
+def test_the_settings_are_enumerated():
+    assert {"learner.learning_rate", "max_minutes", "search.c_puct", "gate_threshold",
+            "value_target_mix", "selfplay.random_move_prob"} <= set(FLOAT_SETTINGS)
+    assert {"seed", "replay_capacity", "selfplay.num_games", "iterations",
+            "search.num_simulations"} <= set(INT_SETTINGS)
+
+
+@pytest.mark.parametrize("path", FLOAT_SETTINGS)
+@pytest.mark.parametrize("value", NON_FINITE)
+def test_every_float_setting_refuses_nan_and_infinities(path, value):
+    message = refused(TrainConfig().with_value(path, value), path)
+    assert "finite" in message
+
+
+@pytest.mark.parametrize("path", FLOAT_SETTINGS)
+def test_every_float_setting_refuses_a_string_and_a_bool(path):
+    refused(TrainConfig().with_value(path, "0.5"), path)
+    refused(TrainConfig().with_value(path, True), path)
+
+
+@pytest.mark.parametrize("path", INT_SETTINGS)
+@pytest.mark.parametrize("value", [2.5, 7.0, True, "3", 2**40])
+def test_every_int_setting_refuses_non_integers_and_int32_overflow(path, value):
+    refused(TrainConfig().with_value(path, value), path)
+
+
+def test_the_message_names_the_option_and_the_rule():
+    config = TrainConfig()
+    assert refused(config.with_value("learner.learning_rate", math.nan),
+                   "learning_rate") == ("learner.learning_rate must be a finite number > 0, "
+                                        "got nan")
+    assert refused(config.with_value("max_minutes", math.nan), "max_minutes") == (
+        "max_minutes must be a finite number >= 0, got nan")
+    assert refused(config.with_value("selfplay.num_games", 0), "num_games") == (
+        "selfplay.num_games must be >= 1, got 0")
+    assert refused(config.with_value("search.rollout_lambda", 1.5), "rollout_lambda") == (
+        "search.rollout_lambda must be in [0, 1], got 1.5")
+    assert "int32" in refused(config.with_value("replay_capacity", 2**31), "replay_capacity")
+
+
+@settings(max_examples=30, deadline=None)
+@given(path=st.sampled_from(FLOAT_SETTINGS),
+       value=st.floats(allow_nan=True, allow_infinity=True))
+def test_a_float_setting_is_accepted_only_when_finite(path, value):
+    try:
+        TrainConfig().with_value(path, value).validate()
+    except ValueError as err:
+        assert path in str(err)
+    else:
+        assert math.isfinite(value)
+
+
+def test_seeds_are_32_bit_and_non_negative():
+    for seed in (0, 7, SEED_MAX):
+        TrainConfig(seed=seed).validate()
+        jax.random.key(seed)
+    for seed in (-1, SEED_MAX + 1, 2**63, 2**64, 1.0, True):
+        refused(TrainConfig(seed=seed), "seed")
+
+
+def test_products_that_overflow_int32_are_refused():
+    wide = SelfPlayConfig(num_games=2**16, steps_per_iteration=2**15)
+    assert "int32" in refused(TrainConfig().replace(selfplay=wide), "positions per iteration")
+    long_run = TrainConfig().replace(iterations=10**7)  # 10**7 x 256 games x 9 steps
+    assert "max_minutes" in refused(long_run, "iterations")
+    program = ProgramConfig(replay_capacity=2**31 - 100)
+    with pytest.raises(ValueError, match="replay ring indices"):
+        program.check(envs.make("tictactoe"))
+
+
+def test_game_options_must_be_finite_whatever_the_game():
+    for game in ("go", "my_games.hex:Hex"):
+        for value in NON_FINITE:
+            program = ProgramConfig(game=game, game_options={"komi": value})
+            with pytest.raises(ValueError, match="game_options komi must be a finite number"):
+                program.validate()
+    with pytest.raises(ValueError, match="game_options"):
+        ProgramConfig(game_options={3: 1}).validate()
+
+
+def test_valid_configs_still_pass():
+    TrainConfig().validate()
+    TrainConfig().check(envs.make("tictactoe"))
+    for config in RECIPES.values():
+        config.check(config.make_env())
+    TrainConfig().replace(max_minutes=0.5, value_target_mix=1.0, gate_threshold=0.5,
+                          learner=TrainConfig().program.learner.replace(
+                              max_grad_norm=0.0, weight_decay=0)).validate()
+
+
+def test_the_command_line_refuses_a_bad_setting_before_writing_anything(tmp_path):
+    run_dir = tmp_path / "run"
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / "tictactoe.py"),
+         "--learner.learning-rate", "nan", "--run-dir", str(run_dir)],
+        check=False, capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "error: learner.learning_rate must be a finite number > 0, got nan"]
+    assert not run_dir.exists()
+
+
+# --------------------------------------------------------------------------------------
+# Game options
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("game, options, name", [
+    ("go", {"komi": math.nan}, "komi"),
+    ("go", {"komi": math.inf}, "komi"),
+    ("go", {"komi": "7.5"}, "komi"),
+    ("go", {"size": 9.0}, "size"),
+    ("go", {"size": True}, "size"),
+    ("go", {"history": True}, "history"),
+    ("go", {"history": 2.5}, "history"),
+    ("go", {"max_moves": 2**31}, "max_moves"),
+    ("go", {"max_moves": 10.5}, "max_moves"),
+    ("gomoku", {"size": 2.5}, "size"),
+    ("gomoku", {"size": 7.0}, "size"),
+    ("gomoku", {"size": 46341}, "size"),  # size * size actions overflow int32
+    ("gomoku", {"size": 9, "k": 5.0}, "k"),
+    ("gomoku", {"size": 9, "k": math.nan}, "k"),
+    ("coin_split", {"coins": 7.5}, "coins"),
+    ("coin_split", {"coins": math.nan}, "coins"),
+    ("coin_split", {"coins": 7, "max_coins": 9.0}, "max_coins"),
+    ("tictactoe", {"size": 4}, "size"),
+    ("connect_four", {"rows": 7}, "rows"),
+])
+def test_bad_game_options_are_refused_naming_the_option(game, options, name):
+    with pytest.raises(ValueError, match=name) as err:
+        envs.make(game, **options)
+    assert "\n" not in str(err.value)
+
+
+def test_the_checked_options_keep_their_meaning():
+    go = envs.make("go", size=np.int64(5), komi=np.float32(0.5), history=2)
+    assert (go.size, go.komi, go.history, go.max_moves) == (5, 0.5, 2, 50)
+    assert type(go.size) is int and type(go.komi) is float
+    assert envs.make("go", size=2).komi == 7.5 and envs.make("go", komi=-3).komi == -3.0
+    gomoku = envs.make("gomoku", size=np.int32(9), k=4)
+    assert (gomoku.size, gomoku.k, gomoku.num_actions) == (9, 4, 81)
+    coins = envs.make("coin_split", coins=np.int64(9))
+    assert (coins.coins, coins.max_coins) == (9, 9) and type(coins.coins) is int
+
+
+def test_komi_nan_no_longer_pays_nan():
+    with pytest.raises(ValueError, match="Go komi must be a finite number, got nan"):
+        envs.make("go", komi=float("nan"))
+
+
+def test_a_gomoku_board_too_big_is_refused_before_its_tables_are_built(memory_of):
+    memory_of(16 * GB)
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as err:
+        envs.make("gomoku", size=10000)
+    assert time.perf_counter() - start < 1.0  # nothing was built
+    assert str(err.value) == (
+        "gomoku size=10000 would need 38.4 GB (its line and symmetry tables), more than "
+        "the 16.0 GB of memory here")
+    envs.make("gomoku", size=100)  # 10,000 points: a few MB
+
+
+def test_the_largest_gomoku_board_does_not_fit_anywhere():
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"gomoku size=46340 would need [\d.]+ GB"):
+        envs.make("gomoku", size=46340)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_a_go_history_too_long_is_refused(memory_of):
+    memory_of(GB)
+    with pytest.raises(ValueError, match=r"Go history=10000000 would need 10.8 GB"):
+        envs.make("go", size=19, history=10**7)
+
+
+def test_the_gomoku_table_estimate_covers_what_is_built():
+    from envs.gomoku import table_bytes
+
+    env = envs.make("gomoku", size=40, k=5)
+    built = env._rays.nbytes + 2 * memory.tree_bytes(env.symmetries)
+    assert built <= table_bytes(40, 5) <= 2 * built
+
+
+# --------------------------------------------------------------------------------------
+# Memory of a training program
+# --------------------------------------------------------------------------------------
+
+
+def test_format_bytes():
+    assert [memory.format_bytes(n) for n in (0, 999, 1000, 22.4e9, 3.5e12)] == [
+        "0 B", "999 B", "1.0 kB", "22.4 GB", "3.5 TB"]
+
+
+def test_available_bytes_is_the_device_or_host_memory():
+    n = memory.available_bytes()
+    device = jax.devices()[0]
+    if device.platform == "cpu":
+        import os
+        assert 0 < n <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    else:
+        assert n == device.memory_stats()["bytes_limit"]
+
+
+def test_check_fits(memory_of):
+    memory_of(2 * GB)
+    memory.check_fits("a small thing", GB)
+    with pytest.raises(ValueError) as err:
+        memory.check_fits("a big thing", 3 * GB)
+    assert str(err.value) == "a big thing would need 3.0 GB, more than the 2.0 GB of memory here"
+
+
+@pytest.mark.parametrize("game, options", [("tictactoe", {}), ("go", {"size": 5, "history": 2}),
+                                           ("coin_split", {"coins": 9})])
+def test_state_and_replay_bytes_match_what_is_allocated(game, options):
+    env = envs.make(game, **options)
+    assert memory.state_bytes(env) == memory.tree_bytes(env.init(jax.random.key(0)))
+    ring = replay_lib.init(100, env.observation_shape, env.num_actions)
+    assert memory.replay_entry_bytes(env) * 100 == memory.tree_bytes(ring.data)
+
+
+def test_search_tree_bytes_match_the_mctx_tree():
+    env = envs.make("tictactoe")
+    config = NetworkConfig(channels=4, policy_filters=1, value_filters=1, value_hidden=4)
+    net = make_network(env, config)
+    params = init_params(env, config, jax.random.key(0))
+    search = SearchConfig(num_simulations=3)
+    search_fn = make_search_fn(env, net.apply, search)
+    states = jax.vmap(env.init)(jax.random.split(jax.random.key(1), 2))
+    tree = jax.eval_shape(search_fn, params, search.as_arrays(), jax.random.key(2),
+                          states).search_tree
+    held = memory.tree_bytes(tree) - memory.tree_bytes((tree.root_invalid_actions,
+                                                        tree.extra_data))
+    assert memory.search_tree_bytes(env, 2, 3) == held
+
+
+def test_network_bytes_match_the_parameters():
+    env = envs.make("connect_four")
+    config = NetworkConfig(channels=8, num_blocks=1)
+    params = init_params(env, config, jax.random.key(0))
+    assert memory.network_bytes(env, config) == memory.tree_bytes(params)
+
+
+@pytest.mark.parametrize("change, part", [
+    ({"replay_capacity": 10**8}, "replay ring"),
+    ({"selfplay": SelfPlayConfig(num_games=10**6)}, "self-play search trees"),
+    ({"search": SearchConfig(num_simulations=10**5)}, "self-play search trees"),
+    ({"network": NetworkConfig(channels=4096, num_blocks=8)}, "network"),
+])
+def test_a_program_that_cannot_fit_is_refused_by_check(memory_of, change, part):
+    memory_of(GB)
+    program = ProgramConfig(**{"replay_capacity": 10**7, **change})
+    program.validate()  # every setting is fine on its own
+    with pytest.raises(ValueError) as err:
+        program.check(envs.make("tictactoe"))
+    message = str(err.value)
+    assert message.startswith("this training program would need ")
+    assert part in message and "GB" in message and "more than the 1.0 GB of memory here" in message
+    assert "\n" not in message
+
+
+def test_a_program_is_refused_without_touching_the_device(memory_of):
+    memory_of(GB)
+    program = ProgramConfig(replay_capacity=2**31 - 10**4)  # 172 GB of replay
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"would need 17\d\.\d GB \(replay ring"):
+        program.check(envs.make("tictactoe"))
+    assert time.perf_counter() - start < 5.0
+
+
+def test_program_bytes_adds_the_parts_and_scales_with_the_group():
+    env = envs.make("tictactoe")
+    program = ProgramConfig()
+    parts = memory.program_parts(program, env)
+    assert memory.program_bytes(program, env) == sum(parts.values())
+    assert memory.program_bytes(program, env, experiments=3) == 3 * sum(parts.values())
+    assert parts["replay ring"] == program.replay_capacity * memory.replay_entry_bytes(env)
+
+
+def test_a_run_whose_evaluation_cannot_fit_is_refused(memory_of):
+    env = envs.make("tictactoe")
+    config = TrainConfig().replace(eval_games=10**6, search=SearchConfig(num_simulations=64))
+    config.validate()
+    config.program.check(env)  # training alone fits in the machine's memory...
+    memory_of(memory.program_bytes(config.program, env) + GB)
+    with pytest.raises(ValueError, match=r"this training run would need .*evaluation games"):
+        config.check(env)  # ...not beside a million evaluation games with search
+    gated = TrainConfig().replace(regime="gating", gate_games=10**6, eval_every=0)
+    with pytest.raises(ValueError, match="gating arena"):
+        gated.check(env)
+
