@@ -32,8 +32,10 @@ from azjax.checkpoint_files import (  # noqa: F401 - re-exported: the run direct
     ITEM_DIR,
     MANIFEST_FILE,
     METRICS_COPY,
+    UNFINISHED,
     checkpoint_steps,
     damaged_steps,
+    is_unfinished,
     params_files,
     read_manifest,
     set_aside,
@@ -97,6 +99,10 @@ def check_run_dir_path(run_dir: Path | str) -> Path:
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise RunDirError(f"{str(run_dir)!r} is a file, not a run directory")
+    checkpoints = run_dir / CHECKPOINT_DIR
+    if checkpoints.exists() and not checkpoints.is_dir():
+        raise RunDirError(f"{str(checkpoints)!r} is a file; the run's checkpoints cannot go "
+                          "there")
     for parent in run_dir.absolute().parents:
         if parent.exists():
             if not parent.is_dir():
@@ -185,10 +191,12 @@ def checkpoint_manager(run_dir: Path, max_to_keep: int = 3,
     of `keep_period`."""
     options = ocp.CheckpointManagerOptions(
         max_to_keep=max_to_keep, keep_period=keep_period, create=True,
-        enable_async_checkpointing=False,
+        enable_async_checkpointing=False, cleanup_tmp_directories=True,
     )
-    return ocp.CheckpointManager(Path(run_dir).absolute() / CHECKPOINT_DIR, options=options,
-                                 item_handlers=ocp.StandardCheckpointHandler(use_ocdbt=False))
+    with _orbax_silenced():
+        return ocp.CheckpointManager(
+            Path(run_dir).absolute() / CHECKPOINT_DIR, options=options,
+            item_handlers=ocp.StandardCheckpointHandler(use_ocdbt=False))
 
 
 
@@ -215,7 +223,8 @@ def save(manager: ocp.CheckpointManager, step: int, train_state: Any,
                    None if records is None else len(records))
 
 
-def _all_finite(tree: Any) -> bool:
+def all_finite(tree: Any) -> bool:
+    """Whether every float leaf of `tree` is finite."""
     return all(bool(np.isfinite(np.asarray(x)).all()) for x in jax.tree.leaves(tree)
                if jax.dtypes.issubdtype(x.dtype, np.inexact))
 
@@ -247,7 +256,7 @@ class Restored:
     """A restored checkpoint: its step, the restored tree, its manifest (None for a run
     written before manifests) and the newer checkpoints passed over, with why."""
 
-    step: int
+    step: int | None
     tree: Any
     manifest: dict[str, Any] | None
     damaged: list[tuple[int, str]]
@@ -257,7 +266,8 @@ class Restored:
         if not self.damaged:
             return None
         passed = "; ".join(f"checkpoint {s}: {why}" for s, why in self.damaged)
-        return f"{run_dir}: passed over damaged {passed}; using checkpoint {self.step}"
+        using = "starting afresh" if self.step is None else f"using checkpoint {self.step}"
+        return f"{run_dir}: passed over damaged {passed}; {using}"
 
 
 def _first_intact(run_dir: Path, steps: Sequence[int], load: Callable[[Path], Any],
@@ -274,25 +284,40 @@ def _first_intact(run_dir: Path, steps: Sequence[int], load: Callable[[Path], An
                     tree = load(directory)
             except RunDirError:
                 raise
-            except Exception as err:  # noqa: BLE001 - any failure to read is damage
+            except Exception as err:  # noqa: BLE001 - any failure to read
+                if manifest is not None:  # its files are as saved: not damage, a failure
+                    raise RunDirError(f"checkpoint {step} of {str(run_dir)!r} passed its "
+                                      f"checksums but {_restore_error(err)[3:]}") from None
                 why = _restore_error(err)
             else:
-                if _all_finite(tree):
+                if all_finite(tree):
                     return Restored(step, tree, manifest, damaged)
                 why = "it holds non-finite numbers"
         damaged.append((step, why))
     described = "; ".join(f"checkpoint {s}: {why}" for s, why in damaged)
+    if len(steps) == 1 and len(damaged) == 1:
+        raise RunDirError(f"checkpoint {steps[0]} of {str(run_dir)!r} is damaged: "
+                          f"{damaged[0][1]}")
     raise RunDirError(f"no intact checkpoint in {str(run_dir)!r} ({described}); "
                       "restore the run from a copy, or use another --run-dir")
 
 
 def restore_newest(run_dir: Path, abstract_state: Any) -> Restored | None:
     """The newest intact checkpoint of the run restored into `abstract_state`'s shapes,
-    or None when the run has no checkpoint; RunDirError when none is intact."""
+    or None when the run has no checkpoint; RunDirError when none is intact.
+
+    Saves that did not finish (no manifest) are passed over like damaged checkpoints;
+    when they are all there is, the run starts afresh: a `Restored` with step and tree
+    None lists them (nothing of them was ever committed: no metrics record)."""
     steps = checkpoint_steps(run_dir)
-    if not steps:
-        return None
-    return _first_intact(run_dir, steps, lambda d: _restore_tree(d, abstract_state))
+    unfinished = [s for s in steps if is_unfinished(step_dir(run_dir, s))]
+    candidates = [s for s in steps if s not in unfinished]
+    passed = [(s, UNFINISHED) for s in unfinished]
+    if not candidates:
+        return Restored(None, None, None, passed) if passed else None
+    restored = _first_intact(run_dir, candidates, lambda d: _restore_tree(d, abstract_state))
+    restored.damaged = sorted(restored.damaged + passed, reverse=True)
+    return restored
 
 
 def restore(manager: ocp.CheckpointManager, abstract_state: Any, step: int | None = None) -> Any:

@@ -20,6 +20,7 @@ MANIFEST_FILE = "azjax_manifest.json"
 METRICS_COPY = "azjax_metrics.jsonl.gz"
 MANIFEST_FORMAT = 1
 ITEM_DIR = "default"  # orbax's directory of the one item of a step
+UNFINISHED = "it is incomplete (no manifest: the save did not finish)"
 
 
 def step_dir(run_dir: Path, step: int) -> Path:
@@ -66,24 +67,32 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
     return manifest if isinstance(manifest, dict) and "files" in manifest else None
 
 
-def is_checked_run(run_dir: Path) -> bool:
-    """Whether the run's checkpoints carry manifests (any of them does)."""
-    return any((step_dir(run_dir, s) / MANIFEST_FILE).exists() for s in checkpoint_steps(run_dir))
+def is_legacy(directory: Path) -> bool:
+    """Whether a step directory without a manifest was written before checkpoints had
+    them (in orbax's OCDBT layout, which azjax no longer writes)."""
+    item = Path(directory) / ITEM_DIR
+    return (item / "manifest.ocdbt").is_file() or (item / "ocdbt.process_0").is_dir()
+
+
+def is_unfinished(directory: Path) -> bool:
+    """Whether a step directory is a save that did not finish: no manifest, and not
+    written before checkpoints had them."""
+    return not (Path(directory) / MANIFEST_FILE).exists() and not is_legacy(directory)
 
 
 def verify(run_dir: Path, step: int, manifest: dict[str, Any] | None = None,
            only: Callable[[str], bool] | None = None) -> str | None:
     """Why checkpoint `step` is damaged, or None when it is intact: its files against
-    its manifest (those `only` selects, when given). A run written before manifests
-    passes unchecked."""
+    its manifest (those `only` selects, when given). A checkpoint written before
+    manifests (`is_legacy`) passes unchecked."""
     directory = step_dir(run_dir, step)
     manifest = manifest or read_manifest(directory)
     if manifest is None:
-        if not is_checked_run(run_dir):
-            return None if (directory / ITEM_DIR).is_dir() else "it holds no data"
         if (directory / MANIFEST_FILE).exists():
             return "its manifest is unreadable"
-        return "it is incomplete (no manifest: the save did not finish)"
+        if is_legacy(directory):
+            return None
+        return UNFINISHED
     expected = manifest["files"]
     if only is not None:
         expected = {k: v for k, v in expected.items() if only(k)}

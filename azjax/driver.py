@@ -18,6 +18,7 @@ stand at the same iteration.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from azjax import checkpoint as ckpt
@@ -33,7 +33,7 @@ from azjax.config import ProgramConfig, TrainConfig, game_settings
 from azjax.evaluation import Evaluator, make_evaluator, versus
 from azjax.files import os_error_text
 from azjax.gating import Gate
-from azjax.loop import TrainState, init_train_state, make_iteration_fn
+from azjax.loop import TrainState, init_train_state
 from azjax.memory import check_run_fits, run_parts
 from azjax.metrics_log import MetricsLog, check_tensorboard, resume_records
 from azjax.networks import make_network
@@ -44,13 +44,14 @@ from azjax.progress import Progress
 from azjax.run_lock import RunLock, lock_run_dir
 from azjax.run_status import (  # noqa: F401 - summarize and format_progress re-exported
     TrainingDiverged,
-    check_finite,
+    diverged_text,
+    divergence,
     finished,
     format_progress,
     summarize,
 )
-from azjax.selfplay import tree_select
 from azjax.specs import RUN_KINDS, parse_spec
+from azjax.stacked import cached, group_step, stack, unstack
 from envs import Env
 
 Say = Callable[[str], None]
@@ -68,48 +69,6 @@ class TrainResult:
     train_state: TrainState
     records: list[dict[str, Any]]
     perfect_at: dict[str, Any] | None
-
-
-def stack(trees: Sequence[Any]) -> Any:
-    """One pytree with a leading experiment axis [E, ...] from equally shaped pytrees."""
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
-
-
-def unstack(tree: Any, index: int) -> Any:
-    """Experiment `index` of a stacked pytree."""
-    return jax.tree.map(lambda x: x[index], tree)
-
-
-_CACHE: dict[Any, Any] = {}
-_MAX_CACHED = 8
-
-
-def _cached(key: Any, make: Callable[[], Any]) -> Any:
-    if key not in _CACHE:
-        if len(_CACHE) >= _MAX_CACHED:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = make()
-    return _CACHE[key]
-
-
-def group_step(env: Env, program: ProgramConfig, num: int) -> Callable:
-    """`step(state [E], active bool [E]) -> (state, metrics [E])`: one jitted, vmapped
-    iteration of E experiments (the state is donated); experiments not `active` keep
-    their state. Cached by program, so another group of the same program reuses it."""
-
-    def make() -> Callable:
-        iteration = jax.vmap(make_iteration_fn(env, program))
-        if num == 1:
-            def step(state, active):
-                del active  # a run of one steps only while it is active
-                return iteration(state)
-        else:
-            def step(state, active):
-                new, metrics = iteration(state)
-                return tree_select(active, new, state), metrics
-        return jax.jit(step, donate_argnums=0)
-
-    return _cached(("step", id(env), program.compile_key(), num), make)
 
 
 class _Players:
@@ -153,9 +112,11 @@ class _Players:
 class _Run:
     """The host side of one experiment: its records, run directory, budget and clock."""
 
-    def __init__(self, config: TrainConfig, run_dir: Path | None, name: str, say: Say):
+    def __init__(self, config: TrainConfig, run_dir: Path | None, name: str, say: Say,
+                 alone: bool = True):
         self.config, self.run = config, config.run
-        self.run_dir, self.name, self.say = run_dir, name, say
+        self.run_dir, self.name, self.say, self.alone = run_dir, name, say, alone
+        self.diverged = False
         self.records: list[dict[str, Any]] = []
         self.manager = self.log = None
         self.eval_key = jax.random.key(config.seed + 1)
@@ -170,9 +131,10 @@ class _Run:
         self.restored = None
         if self.run_dir is not None:
             self.restored = ckpt.restore_newest(self.run_dir, state)
-            if self.restored is not None:
-                state = self.restored.tree
-            self.records, self.metrics_notice = resume_records(self.run_dir, self.restored)
+            resumed = self.restored if self.restored and self.restored.tree is not None else None
+            if resumed is not None:
+                state = resumed.tree
+            self.records, self.metrics_notice = resume_records(self.run_dir, resumed)
         return state
 
     def start(self, state: TrainState, clock_start: float) -> None:
@@ -187,8 +149,8 @@ class _Run:
                     moved = ckpt.set_aside(self.run_dir, [s for s, _ in self.restored.damaged])
                     self.say(f"moved the damaged checkpoints to {moved[0].parent}")
             if not (self.run_dir / ckpt.CONFIG_FILE).is_file() and step is not None:
-                self.say(f"{self.run_dir / ckpt.CONFIG_FILE} was missing; restored it from "
-                         f"checkpoint {step}")
+                self.say(f"{self.run_dir / ckpt.CONFIG_FILE} was missing; wrote it again (its "
+                         f"program and seed are those checkpoint {step} records)")
             ckpt.save_config(self.run_dir, self.config)
             if self.metrics_notice:
                 self.say(self.metrics_notice)
@@ -250,7 +212,9 @@ class _Run:
             if do_gate:
                 state = self._gate(index, state, agent, players, record)
         record["wall_time"] = self.wall_time()
-        check_finite(record, self.saved_at)
+        if divergence(record):
+            self.stop_diverged(divergence(record))
+            return state
         self.records.append(record)
         if lines:
             left = self.eta.eta(iteration)
@@ -311,21 +275,33 @@ class _Run:
         record["best_iteration"] = int(state.best_iteration[index])
         return state
 
+    def stop_diverged(self, what: str) -> None:
+        """Ends a run whose training diverged, saving nothing more: TrainingDiverged for
+        a run of its own; in a group, a notice, and the others go on."""
+        text = diverged_text(what, self.iteration, self.saved_at)
+        if self.alone:
+            raise TrainingDiverged(text)
+        self.say(f"{text}; the other experiments go on")
+        self.done = self.diverged = True
+
     def save(self, index: int, state: TrainState) -> None:
-        """Checkpoints the experiment's state, then appends the records it covers to
-        metrics.jsonl (and redraws the plot now and then)."""
+        """Checkpoints the experiment's state (never a diverged one), then appends the
+        records it covers to metrics.jsonl (and redraws the plot now and then)."""
+        experiment = unstack(state, index)
+        if not ckpt.all_finite(experiment.params):
+            self.stop_diverged("the network's parameters are not finite")
+            return
         try:
-            ckpt.save(self.manager, self.iteration, unstack(state, index), self.config,
-                      self.records)
+            ckpt.save(self.manager, self.iteration, experiment, self.config, self.records)
+            self.saved_at = self.iteration
             self.log.flush(self.iteration)
         except Exception as err:  # noqa: BLE001 - OS errors, and the same wrapped by orbax
             why = (os_error_text(err) if isinstance(err, OSError)
                    else (str(err).strip().splitlines() or [type(err).__name__])[0][:200])
             raise ckpt.RunDirError(
-                f"could not write the checkpoint of iteration {self.iteration} to "
-                f"{self.run_dir} ({why}); rerun the command to resume from iteration "
-                f"{self.saved_at} once the cause is fixed") from None
-        self.saved_at = self.iteration
+                f"could not write the checkpoint of iteration {self.iteration} to {self.run_dir} "
+                f"({why}); rerun the command to resume from iteration {self.saved_at} "
+                "once the cause is fixed") from None
         if self.done or time.perf_counter() - self.last_plot >= PLOT_EVERY_S:
             plot_run(self.records, self.run_dir / PLOT_FILE)
             self.last_plot = time.perf_counter()
@@ -355,7 +331,7 @@ def _game(configs: Sequence[TrainConfig], env: Env | None) -> tuple[list[TrainCo
     if env is None:
         program = configs[0].program
         options = tuple(sorted(program.game_options.items()))
-        return list(configs), _cached(("env", program.game, options), program.make_env)
+        return list(configs), cached(("env", program.game, options), program.make_env)
     if not isinstance(env, Env):
         raise ValueError(f"env must be an envs.Env, got {type(env).__name__}")
     game = game_settings(env)
@@ -428,7 +404,7 @@ def train_group(
     configs, env = _game(configs, env)
     _check_group(configs, run_dirs, env)
     program = configs[0].program
-    players = _cached(("players", id(env), program.compile_key()),
+    players = cached(("players", id(env), program.compile_key()),
                       lambda: _Players(env, program))
     env = players.env
     players.forget_loaded()
@@ -439,12 +415,14 @@ def train_group(
     runs = []
     for config, run_dir, name in zip(configs, run_dirs, _names(run_dirs)):
         prefix = "" if num == 1 else f"[{name}] "
-        runs.append(_Run(config, run_dir, name, lambda line, p=prefix: say(p + line)))
+        runs.append(_Run(config, run_dir, name, lambda line, p=prefix: say(p + line),
+                         alone=num == 1))
     locks: list[RunLock] = []
     try:
-        for run_dir in run_dirs:
+        for config, run_dir in zip(configs, run_dirs):
             if run_dir is not None:
                 locks.append(lock_run_dir(run_dir))
+                ckpt.check_run_dir(run_dir, config)  # again: another writer may have been first
         restored = [run.restore(env) for run in runs]  # every run reads before any writes
         for run, run_state in zip(runs, restored):
             _writing(run.run_dir, run.start, run_state, clock_start)
@@ -476,13 +454,14 @@ def train_group(
             if on_iteration is not None:
                 on_iteration([run.iteration for run in runs])
         for i, run in enumerate(runs):
-            if run.run_dir is not None and run.saved_at != run.iteration:
+            if run.run_dir is not None and run.saved_at != run.iteration and not run.diverged:
                 run.save(i, state)
     finally:
-        for run in runs:
-            run.close()
-        for lock in locks:
-            lock.release()
+        with contextlib.ExitStack() as stack_:
+            for lock in locks:
+                stack_.callback(lock.release)
+            for run in runs:
+                stack_.callback(run.close)
     return [TrainResult(unstack(state, i), run.records, run.perfect_at)
             for i, run in enumerate(runs)]
 

@@ -62,9 +62,15 @@ def resume_records(run_dir: Path, restored: ckpt.Restored | None
                       f"dropped the unreadable lines of {path}")
     if text == ckpt.metrics_text(copy):
         return copy, None
+    if ckpt.same_records(found, copy):
+        return copy, f"dropped the unreadable lines of {path}"
     if ckpt.same_records(found[:len(copy)], copy):
         return copy, (f"dropped {len(found) - len(copy)} records of metrics.jsonl after "
                       f"iteration {restored.step} (they belong to damaged checkpoints)")
+    if text == ckpt.metrics_text(copy[:len(found)]):
+        return copy, (f"metrics.jsonl lacked the records after iteration "
+                      f"{found[-1]['iteration'] if found else 0} (the process stopped before "
+                      f"appending them); added them from checkpoint {restored.step}")
     return copy, (f"metrics.jsonl was damaged ({len(found)} readable records, checkpoint "
                   f"{restored.step} holds {len(copy)}); rewrote it from the checkpoint")
 
@@ -90,7 +96,7 @@ class MetricsLog:
         if rewrite:
             write_atomic(self.run_dir / ckpt.METRICS_FILE, ckpt.metrics_text(records))
         if self.tensorboard:
-            purge = step + 1 if step is not None else None
+            purge = (step or 0) + 1  # events of iterations that run again are dropped
             self._writer = tensorboard_writer(self.run_dir / TENSORBOARD_DIR, purge)
 
     def append(self, record: dict[str, Any]) -> None:

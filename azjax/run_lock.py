@@ -41,11 +41,16 @@ class RunLock:
             raise RunDirError(
                 f"{str(self.path.parent)!r} is in use by another process (PID {holder}); "
                 "wait for it to finish or stop it, or use another --run-dir") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
         self._file = handle
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+        except OSError as err:
+            self.release()
+            raise RunDirError(f"cannot write to run directory {str(self.path.parent)!r} "
+                              f"({os_error_text(err)})") from None
         return self
 
     def release(self) -> None:

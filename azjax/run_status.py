@@ -62,21 +62,23 @@ def summarize(result: Any) -> str:
 
 
 class TrainingDiverged(ValueError):
-    """The loss became NaN or infinite: the run stops without checkpointing."""
+    """The loss or the network became NaN or infinite: the run stops without saving."""
 
 
 LOSSES = ("loss", "value_loss", "policy_loss")
 
 
-def check_finite(record: dict[str, Any], saved_at: int) -> None:
-    """TrainingDiverged when a record's losses are not finite (nothing of the diverged
-    iterations is checkpointed; the run's newest checkpoint stays at `saved_at`)."""
+def divergence(record: dict[str, Any]) -> str | None:
+    """What is not finite among a record's losses ('loss is nan'), or None."""
     bad = [k for k in LOSSES if k in record and not np.isfinite(record[k])]
-    if bad:
-        raise TrainingDiverged(
-            f"training diverged: {bad[0]} is {record[bad[0]]} at iteration "
-            f"{record['iteration']}; nothing after iteration {saved_at} was saved (lower "
-            "--learner.learning-rate, or resume with other run options)")
+    return f"{bad[0]} is {record[bad[0]]}" if bad else None
+
+
+def diverged_text(what: str, iteration: int, saved_at: int) -> str:
+    """The one line that says a run diverged, and what of it is kept."""
+    return (f"training diverged: {what} at iteration {iteration}; nothing after iteration "
+            f"{saved_at} was saved (train again in a new --run-dir with a lower "
+            "--learner.learning-rate or another seed)")
 
 
 def finished(run: RunConfig, records: Sequence[dict[str, Any]], iteration: int) -> str | None:

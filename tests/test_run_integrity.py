@@ -20,9 +20,10 @@ import pytest
 from test_resume import final_state, without_timing
 from test_training import ROOT, SMALL, leaves_equal
 
-from azjax import Agent, TrainConfig, train
+from azjax import Agent, train
 from azjax import checkpoint as ckpt
 from azjax.driver import TrainingDiverged
+from azjax.loop import init_train_state
 from azjax.networks import NetworkConfig
 from azjax.run_lock import RunLock
 
@@ -112,7 +113,8 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
         """)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(ckpt.RunDirError, match=f"in use by another process \\(PID {holder.pid}\\)"):
+        in_use = f"in use by another process \\(PID {holder.pid}\\)"
+        with pytest.raises(ckpt.RunDirError, match=in_use):
             train(RUN.replace(iterations=2), run_dir, progress=None)
         line = one_line_error(cli(run_dir, "--iterations", "2"), f"PID {holder.pid}")
         assert "--run-dir" in line
@@ -156,7 +158,8 @@ def test_a_deleted_config_is_recovered_and_a_changed_program_refused(tmp_path):
         np.zeros((1, *Agent.load(run_dir).env.observation_shape), np.float32))[0].shape == (1, 9)
     messages = []
     train(RUN, run_dir, progress=messages.append)
-    assert any("config.json was missing; restored it from checkpoint 4" in m for m in messages)
+    assert any("config.json was missing; wrote it again (its program and seed are those "
+               "checkpoint 4 records)" in m for m in messages)
     assert ckpt.load_config(run_dir) == RUN
 
 
@@ -231,23 +234,32 @@ def test_no_intact_checkpoint_is_a_clear_error_and_nothing_is_overwritten(tmp_pa
     one_line_error(cli(run_dir, "--iterations", "6"), "no intact checkpoint")
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbled line", "deleted"])
+@pytest.mark.parametrize("damage", ["truncated", "garbled line", "deleted", "not appended"])
 def test_damaged_metrics_are_repaired_from_the_checkpoint(tmp_path, straight, damage):
     run_dir = tmp_path / "run"
     train(RUN.replace(iterations=4), run_dir, progress=None)
     path = run_dir / ckpt.METRICS_FILE
     text = path.read_text()
+    lines = text.splitlines(keepends=True)
     if damage == "truncated":
         path.write_text(text[: len(text) // 3])
     elif damage == "garbled line":
-        lines = text.splitlines(keepends=True)
         path.write_text("".join(lines[:1] + ["{garbage\n"] + lines[2:]))
-    else:
+    elif damage == "deleted":
         path.unlink()
+    else:  # killed between the checkpoint's manifest and the append of its records
+        path.write_text("".join(lines[:2]))
     messages = []
     resumed = train(RUN, run_dir, progress=messages.append)
-    assert any("metrics.jsonl was damaged" in m and "rewrote it from the checkpoint" in m
-               for m in messages)
+    expected = {
+        "truncated": "metrics.jsonl was damaged (1 readable records, checkpoint 4 holds 4); "
+                     "rewrote it from the checkpoint",
+        "garbled line": "metrics.jsonl was damaged (3 readable records, checkpoint 4 holds 4)",
+        "deleted": "metrics.jsonl lacked the records after iteration 0",
+        "not appended": "metrics.jsonl lacked the records after iteration 2 (the process "
+                        "stopped before appending them); added them from checkpoint 4",
+    }[damage]
+    assert any(expected in m for m in messages), messages
     assert without_timing(resumed.records) == without_timing(straight.records)
     records = ckpt.read_metrics(run_dir)
     assert without_timing(records) == without_timing(straight.records)
@@ -304,7 +316,8 @@ def test_a_diverging_run_stops_without_saving_the_diverged_state(tmp_path, monke
 
     monkeypatch.setattr(driver, "group_step", poisoned)
     with pytest.raises(TrainingDiverged, match="loss is nan at iteration 3; nothing after "
-                                               "iteration 2 was saved"):
+                                               "iteration 2 was saved \\(train again in a "
+                                               "new --run-dir"):
         train(RUN, run_dir, progress=None)
     assert ckpt.checkpoint_steps(run_dir) == [2]
     assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2]
@@ -330,7 +343,8 @@ def test_unwritable_run_and_checkpoint_directories_are_one_line_errors(tmp_path)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / ckpt.CHECKPOINT_DIR).write_text("in the way\n")
-    one_line_error(cli(run_dir, "--iterations", "2"), "checkpoint")
+    one_line_error(cli(run_dir, "--iterations", "2"), "checkpoints' is a file")
+    assert sorted(p.name for p in run_dir.iterdir()) == [ckpt.CHECKPOINT_DIR]
 
 
 def test_a_full_disk_is_one_line_and_the_run_resumes_after(tmp_path):
@@ -346,3 +360,100 @@ def test_a_full_disk_is_one_line_and_the_run_resumes_after(tmp_path):
     resumed = cli(run_dir, "--iterations", "4")
     assert resumed.returncode == 0, resumed.stderr
     assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2, 3, 4]
+
+
+def test_a_first_save_that_did_not_finish_starts_the_run_afresh(tmp_path):
+    """Killed after orbax's arrays of the first checkpoint, before its manifest: nothing
+    of the run was committed, so it starts again (and says so) rather than refusing."""
+    run_dir = tmp_path / "run"
+    config = RUN.replace(iterations=2)
+    first = train(config, run_dir, progress=None)
+    (ckpt.step_dir(run_dir, 2) / ckpt.MANIFEST_FILE).unlink()
+    (run_dir / ckpt.METRICS_FILE).write_text("")  # records follow the manifest
+    messages = []
+    again = train(config, run_dir, progress=messages.append)
+    assert any("checkpoint 2: it is incomplete" in m and "starting afresh" in m
+               for m in messages)
+    assert not any("resumed" in m for m in messages)
+    assert without_timing(again.records) == without_timing(first.records)
+    assert leaves_equal(again.train_state.params, first.train_state.params)
+    assert ckpt.verify(run_dir, 2) is None
+
+
+def test_checkpoints_written_before_manifests_stay_intact_beside_new_ones(tmp_path):
+    from test_training import OLD_RUN
+
+    from azjax.league import checkpoint_steps
+    run_dir = tmp_path / "old"
+    shutil.copytree(OLD_RUN, run_dir)
+    config = ckpt.load_config(run_dir)
+    train(config.replace(iterations=4), run_dir, progress=None)
+    assert ckpt.checkpoint_steps(run_dir) == [4, 2]
+    assert ckpt.verify(run_dir, 2) is None and ckpt.verify(run_dir, 4) is None
+    assert checkpoint_steps(run_dir) == [2, 4]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no damage reported
+        assert not leaves_equal(Agent.load(run_dir, step=2).params, Agent.load(run_dir).params)
+
+
+def test_a_checked_checkpoint_that_fails_to_restore_is_an_error_not_damage(tmp_path):
+    run_dir = tmp_path / "run"
+    train(RUN.replace(iterations=2), run_dir, progress=None)
+    env = RUN.make_env()
+    other = init_train_state(env, RUN.replace(replay_capacity=4096).program,
+                             jax.random.key(0))
+    with pytest.raises(ckpt.RunDirError, match="checkpoint 2 of .* passed its checksums but "
+                                               "cannot be read"):
+        ckpt.restore_newest(run_dir, other)
+    assert ckpt.checkpoint_steps(run_dir) == [2]
+    assert not (run_dir / ckpt.DAMAGED_DIR).exists()
+
+
+def poison(monkeypatch, experiment: int, after: int, what: str):
+    """Makes the jitted step report a NaN loss (or NaN parameters) for `experiment` from
+    iteration `after` + 1 on."""
+    from azjax import driver
+
+    real = driver.group_step
+
+    def poisoned(env, program, num):
+        step = real(env, program, num)
+
+        def run(state, active):
+            state, metrics = step(state, active)
+            hit = (np.arange(num) == experiment) & (np.asarray(state.iteration) > after)
+            if what == "loss":
+                metrics = {**metrics, "loss": np.where(hit, np.nan, metrics["loss"])}
+            else:
+                state = state.replace(params=jax.tree.map(
+                    lambda x: np.where(hit.reshape((-1,) + (1,) * (x.ndim - 1)), np.nan, x),
+                    state.params))
+            return state, metrics
+
+        return run
+
+    monkeypatch.setattr(driver, "group_step", poisoned)
+
+
+def test_non_finite_parameters_are_never_saved(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    poison(monkeypatch, 0, after=3, what="params")  # the loss of iteration 4 is finite
+    with pytest.raises(TrainingDiverged, match="the network's parameters are not finite at "
+                                               "iteration 4; nothing after iteration 2"):
+        train(RUN, run_dir, progress=None)
+    assert ckpt.checkpoint_steps(run_dir) == [2]
+
+
+def test_one_diverging_experiment_of_a_group_stops_alone(tmp_path, monkeypatch):
+    from azjax import train_group
+    configs = [RUN, RUN.replace(seed=1)]
+    run_dirs = [tmp_path / "e0", tmp_path / "e1"]
+    poison(monkeypatch, 1, after=2, what="loss")
+    messages = []
+    results = train_group(configs, run_dirs, progress=messages.append)
+    assert any(m.startswith("[e1] training diverged: loss is nan at iteration 3")
+               and "the other experiments go on" in m for m in messages)
+    assert ckpt.checkpoint_steps(run_dirs[0]) == [6, 4, 2]
+    assert ckpt.checkpoint_steps(run_dirs[1]) == [2]
+    assert [r["iteration"] for r in results[0].records] == list(range(1, 7))
+    assert [r["iteration"] for r in ckpt.read_metrics(run_dirs[1])] == [1, 2]
