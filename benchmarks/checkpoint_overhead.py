@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 import orbax.checkpoint as ocp
 
 from azjax import checkpoint as ckpt
@@ -34,11 +36,24 @@ def _median_seconds(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+def _incompressible(state):
+    """The state with random numbers in every array (as in a run's full replay ring;
+    a fresh state's zeros would compress to nothing)."""
+    rng = np.random.default_rng(0)
+
+    def fill(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) or x.dtype == bool:
+            return x
+        return jnp.asarray(rng.integers(0, 100, x.shape).astype(x.dtype))
+
+    return jax.tree.map(fill, state)
+
+
 def measure(name: str, repeats: int) -> dict[str, float]:
     """Median seconds of orbax-only and checked save and restore for recipe `name`."""
     config = recipe(name)
     env = config.make_env()
-    state = init_train_state(env, config.program, jax.random.key(0))
+    state = _incompressible(init_train_state(env, config.program, jax.random.key(0)))
     jax.block_until_ready(state)
     records = [{"iteration": i, "loss": 1.0 / i} for i in range(1, 201)]
     root = Path(tempfile.mkdtemp(prefix="azjax-ckpt-bench-"))
@@ -68,8 +83,8 @@ def measure(name: str, repeats: int) -> dict[str, float]:
 
         out["restore_orbax"] = _median_seconds(restore_plain, repeats)
         out["restore_checked"] = _median_seconds(restore_checked, repeats)
-        out["megabytes"] = sum(p.stat().st_size for p in (root / "checked" / "1").rglob("*")
-                               if p.is_file()) / 1e6
+        saved = root / "checked" / ckpt.CHECKPOINT_DIR / "1"
+        out["megabytes"] = sum(p.stat().st_size for p in saved.rglob("*") if p.is_file()) / 1e6
         plain.close()
         checked.close()
         return out
