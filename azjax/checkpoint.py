@@ -44,7 +44,7 @@ from azjax.checkpoint_files import (  # noqa: F401 - re-exported: the run direct
     write_manifest,
 )
 from azjax.config import TrainConfig
-from azjax.files import os_error_text, write_atomic
+from azjax.files import error_line, os_error_text, write_atomic
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
@@ -149,13 +149,14 @@ def check_run_dir(run_dir: Path, config: TrainConfig) -> None:
 
 
 def save_config(run_dir: Path, config: TrainConfig) -> None:
-    """Writes the run's config.json atomically."""
-    write_atomic(Path(run_dir) / CONFIG_FILE, config_text(config))
+    """Writes the run's config.json (atomically)."""
+    config.save(Path(run_dir) / CONFIG_FILE)
 
 
-def config_text(config: TrainConfig) -> str:
-    """config.json's text for `config`."""
-    return json.dumps(config.to_dict(), indent=2) + "\n"
+def cannot_write(run_dir: Path, err: OSError) -> RunDirError:
+    """The one-line error for a run directory that cannot be created or written."""
+    return RunDirError(f"cannot write to run directory {str(run_dir)!r} "
+                       f"({os_error_text(err)})")
 
 
 def load_config(run_dir: Path) -> TrainConfig:
@@ -230,8 +231,7 @@ def all_finite(tree: Any) -> bool:
 
 
 def _restore_error(err: BaseException) -> str:
-    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return f"it cannot be read ({text[:160]})"
+    return f"it cannot be read ({error_line(err, 160)})"
 
 
 def _restore_tree(directory: Path, abstract: Any) -> Any:

@@ -26,6 +26,7 @@ import tyro
 import envs
 from azjax import memory
 from azjax.fields import check_setting, compiled_part, setting_types
+from azjax.files import write_atomic
 from azjax.learner import LearnerConfig
 from azjax.networks import NetworkConfig
 from azjax.search import SearchConfig
@@ -290,8 +291,8 @@ class TrainConfig:
                    run=_build(RunConfig, run, "run"), seed=data.get("seed", 0))
 
     def save(self, path: Path) -> None:
-        """Writes `config.json`."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        """Writes `config.json` (atomically: a crash leaves the old file or the new)."""
+        write_atomic(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> "TrainConfig":

@@ -31,7 +31,7 @@ import numpy as np
 from azjax import checkpoint as ckpt
 from azjax.config import ProgramConfig, TrainConfig, game_settings
 from azjax.evaluation import Evaluator, make_evaluator, versus
-from azjax.files import os_error_text
+from azjax.files import error_line
 from azjax.gating import Gate
 from azjax.loop import TrainState, init_train_state
 from azjax.memory import check_run_fits, run_parts
@@ -296,8 +296,7 @@ class _Run:
             self.saved_at = self.iteration
             self.log.flush(self.iteration)
         except Exception as err:  # noqa: BLE001 - OS errors, and the same wrapped by orbax
-            why = (os_error_text(err) if isinstance(err, OSError)
-                   else (str(err).strip().splitlines() or [type(err).__name__])[0][:200])
+            why = error_line(err)
             raise ckpt.RunDirError(
                 f"could not write the checkpoint of iteration {self.iteration} to {self.run_dir} "
                 f"({why}); rerun the command to resume from iteration {self.saved_at} "
@@ -364,8 +363,7 @@ def _writing(run_dir: Path | None, write: Callable, *args: Any) -> Any:
     try:
         return write(*args)
     except OSError as err:
-        raise ckpt.RunDirError(f"cannot write to run directory {str(run_dir)!r} "
-                               f"({os_error_text(err)})") from None
+        raise ckpt.cannot_write(run_dir, err) from None
 
 
 def train_group(

@@ -9,6 +9,15 @@ import secrets
 from pathlib import Path
 
 
+def error_line(err: BaseException, limit: int = 200) -> str:
+    """Any error as one short line: an OS error by `os_error_text`, another by the first
+    line of its message (at most `limit` characters), or by its type."""
+    if isinstance(err, OSError):
+        return os_error_text(err)
+    lines = str(err).strip().splitlines()
+    return lines[0][:limit] if lines else type(err).__name__
+
+
 def os_error_text(err: OSError) -> str:
     """An OS error as one line, `PATH: reason` (the reason alone when it names no path)."""
     reason = err.strerror or (errno.errorcode.get(err.errno, "") if err.errno else "") or str(err)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from azjax.checkpoint import LOCK_FILE, RunDirError
-from azjax.files import os_error_text
+from azjax.checkpoint import LOCK_FILE, RunDirError, cannot_write
 
 try:
     import fcntl
@@ -30,8 +29,7 @@ class RunLock:
         try:
             handle = open(self.path, "a+")  # noqa: SIM115 - held open: it is the lock
         except OSError as err:
-            raise RunDirError(f"cannot write to run directory {str(self.path.parent)!r} "
-                              f"({os_error_text(err)})") from None
+            raise cannot_write(self.path.parent, err) from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -49,8 +47,7 @@ class RunLock:
             handle.flush()
         except OSError as err:
             self.release()
-            raise RunDirError(f"cannot write to run directory {str(self.path.parent)!r} "
-                              f"({os_error_text(err)})") from None
+            raise cannot_write(self.path.parent, err) from None
         return self
 
     def release(self) -> None:
@@ -66,6 +63,5 @@ def lock_run_dir(run_dir: Path) -> RunLock:
     try:
         Path(run_dir).mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise RunDirError(f"cannot write to run directory {str(run_dir)!r} "
-                          f"({os_error_text(err)})") from None
+        raise cannot_write(run_dir, err) from None
     return RunLock(run_dir).acquire()
