@@ -14,15 +14,35 @@ from flax import serialization
 from test_training import ROOT, SMALL, leaves_equal
 
 from azjax import Agent, train
+from azjax import checkpoint as ckpt
 from azjax.agent_file import AgentFileError, write_agent_file
+from azjax.export import main as export_main
+from azjax.loop import init_train_state
 from azjax.networks import NetworkConfig
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
+    """A run with checkpoints 1 and 2."""
     path = tmp_path_factory.mktemp("export") / "run"
-    train(SMALL.replace(iterations=2), path, progress=None)
+    train(SMALL.replace(iterations=2, checkpoint_every=1), path, progress=None)
     return path
+
+
+def checkpoint_params(run_dir, step):
+    """The network parameters of checkpoint `step`, restored with the whole state."""
+    config = ckpt.load_config(run_dir)
+    state = init_train_state(config.make_env(), config.program, jax.random.key(0))
+    manager = ckpt.checkpoint_manager(run_dir)
+    try:
+        return ckpt.restore(manager, state, step).params
+    finally:
+        manager.close()
+
+
+def export_command(*args):
+    return subprocess.run([sys.executable, "-m", "azjax.export", *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
 
 
 def test_exported_agent_is_the_same_agent(run_dir, tmp_path):
@@ -48,17 +68,30 @@ def test_exported_agent_is_the_same_agent(run_dir, tmp_path):
 
 
 def test_export_command_line(run_dir, tmp_path):
+    assert ckpt.checkpoint_steps(run_dir) == [2, 1]
+    newest, first = checkpoint_params(run_dir, 2), checkpoint_params(run_dir, 1)
+    assert not leaves_equal(newest, first)
     out = tmp_path / "agent.azjax"
-    done = subprocess.run([sys.executable, "-m", "azjax.export", str(run_dir), str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = export_command(run_dir, out)
     assert done.returncode == 0, done.stderr
     assert f"wrote {out}" in done.stdout
-    assert leaves_equal(Agent.load(out).params, Agent.load(run_dir).params)
-    bad = subprocess.run([sys.executable, "-m", "azjax.export", str(tmp_path / "none"),
-                          str(out)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert leaves_equal(Agent.load(out).params, newest)
+    chosen = export_command(run_dir, tmp_path / "first.azjax", "--step", "1")
+    assert chosen.returncode == 0, chosen.stderr
+    assert leaves_equal(Agent.load(tmp_path / "first.azjax").params, first)
+    bad = export_command(tmp_path / "none", out)
     assert bad.returncode == 2
     assert "error:" in bad.stderr and "does not exist" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_export_of_a_missing_step_lists_the_steps_there(run_dir, tmp_path, capsys):
+    out = tmp_path / "agent.azjax"
+    assert export_main([str(run_dir), str(out), "--step", "7"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no checkpoint at step 7 in ") and err.count("\n") == 1
+    assert str(run_dir) in err and err.rstrip().endswith("steps there: [1, 2]")
+    assert not out.exists()
 
 
 def test_bad_agent_files_are_clear_errors(run_dir, tmp_path):

@@ -1,5 +1,6 @@
-"""Evaluators against exact ground truth (`azjax.evaluation.PositionEvaluator`): Connect
-Four solver positions, coin-split Grundy values."""
+"""Evaluators: against exact ground truth (`azjax.evaluation.PositionEvaluator`: Connect
+Four solver positions, coin-split Grundy values, tic-tac-toe) and against random play for
+games without one (`RandomOpponentEvaluator`: Gomoku, Go, pgx games)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import numpy as np
 import pytest
 
 import envs
-from azjax.evaluation import PositionEvaluator, make_evaluator
-from envs import connect_four as c4_eval
-from azjax.players import network_player, search_player
+from azjax.evaluation import PositionEvaluator, RandomOpponentEvaluator, make_evaluator
+from azjax.match import play_match
+from azjax.players import network_player, random_player, search_player
 from azjax.search import SearchConfig
+from envs import connect_four as c4_eval
 from envs.connect_four import boards_from_moves
 
 SEARCH = SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=4)
@@ -159,3 +161,85 @@ def test_tictactoe_oracle_is_perfect_and_one_wrong_move_is_not():
     assert metrics["net_optimal_share"] == pytest.approx(1 - 1 / 4520)
     assert metrics["net_unbeatable_first"] == 1.0 and metrics["net_unbeatable_second"] == 0.0
     assert metrics["perfect"] == 0.0
+
+
+# ------------------------------------------------------- games without ground truth
+
+
+def table_network(params, obs):
+    """A fake `apply_fn` whose logits are `params` [A] in every position."""
+    return jnp.broadcast_to(params, (obs.shape[0], params.shape[0])), jnp.zeros(obs.shape[0])
+
+
+# One sampling policy for every table, so that each game compiles one match.
+TABLE_PLAYER = network_player(table_network, greedy=False, name="table")
+TABLES = {
+    "random": lambda a: jnp.zeros(a),  # uniform over the legal moves
+    "first": lambda a: -30.0 * jnp.arange(a),  # the lowest legal action
+    "pass": lambda a: 30.0 * (jnp.arange(a) == a - 1),  # Go's pass
+}
+NO_GROUND_TRUTH = {
+    "gomoku": ("gomoku", {"size": 5, "k": 4}),
+    "go": ("go", {"size": 5}),
+    "pgx_connect_four": ("pgx:connect_four", {}),
+}
+
+
+@pytest.fixture(scope="module", params=list(NO_GROUND_TRUTH))
+def no_truth(request):
+    game, options = NO_GROUND_TRUTH[request.param]
+    env = envs.make(game, **options)
+    return request.param, env, make_evaluator(env)
+
+
+def table_player(env, table):
+    return TABLE_PLAYER.with_params(TABLES[table](env.num_actions))
+
+
+def test_games_without_ground_truth_score_the_network_against_random_play(no_truth):
+    _, env, evaluator = no_truth
+    assert isinstance(evaluator, RandomOpponentEvaluator) and not evaluator.can_be_perfect
+    assert evaluator.summary_metrics == ("net_vs_random", "search_vs_random")
+    player = table_player(env, "first")
+    metrics = evaluator.network_metrics(player)
+    assert set(metrics) == {"net_vs_random", "perfect"} and metrics["perfect"] == 0.0
+    # The score of 128 games against uniform random play, the same opponent every time.
+    match = play_match(env, player, random_player(), jax.random.key(0), 128)
+    assert metrics["net_vs_random"] == match.score
+    assert evaluator.network_metrics(player) == metrics
+
+
+# (strong, its floor, weak, its ceiling): Gomoku's lowest legal cell fills the top row
+# toward a line (scores 84% or more against random play), Connect Four's stacks the first
+# column (78% or more), and a Go player that always passes scores 4% or less; measured
+# over 2,560 games each, rounded 2 standard errors towards 50%. Random play scores 50%.
+STRONG_WEAK = {"gomoku": ("first", 0.75, "random", 0.59),
+               "go": ("random", 0.41, "pass", 0.13),
+               "pgx_connect_four": ("first", 0.69, "random", 0.59)}
+
+
+def test_a_strong_player_scores_clearly_better_than_a_weak_one(no_truth):
+    """Scores over 4 x 128 games (4 keys). Hoeffding, 512 games: each bound is missed
+    with probability <= exp(-2 * 512 * 0.09**2) < 2.5e-4 (random play's two-sided), so
+    the test fails falsely with probability < 7.5e-4."""
+    name, env, evaluator = no_truth
+
+    def score(table):
+        player = table_player(env, table)
+        return np.mean([evaluator.network_metrics(player, jax.random.key(k))["net_vs_random"]
+                        for k in range(1, 5)])
+
+    strong, floor, weak, ceiling = STRONG_WEAK[name]
+    scores = {table: score(table) for table in {strong, weak, "random"}}
+    assert abs(scores["random"] - 0.5) < 0.09  # the same player on both sides
+    assert scores[strong] > floor >= ceiling > scores[weak]
+
+
+def test_search_metrics_score_network_and_search_against_random_play():
+    env = envs.make("gomoku", size=5, k=4)
+    evaluator = make_evaluator(env)
+    player = search_player(env, table_network, TABLES["first"](env.num_actions), SEARCH)
+    metrics = evaluator.search_metrics(player, jax.random.key(3))
+    assert set(metrics) == {"search_vs_random"}
+    match = play_match(env, player, random_player(), jax.random.key(3), 32)
+    assert metrics["search_vs_random"] == match.score

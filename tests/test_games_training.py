@@ -7,12 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import binomial
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import TrainConfig, train
+from azjax import TrainConfig, train, train_group
 from azjax.learner import LearnerConfig
 from azjax.loop import init_train_state, make_iteration_fn
 from azjax.networks import NetworkConfig, PatchConv
@@ -80,8 +81,17 @@ def test_one_iteration_writes_legal_search_targets(game, options, steps):
     assert np.isfinite(float(metrics["loss"]))
 
 
+COIN_SEEDS = 16
+# Offline, seeds 1000-1159 of this config: 144 of 160 were not perfect at their first
+# evaluation and perfect within 24 iterations (most by iteration 8-12; the others stall
+# one winning move short). One-sided 99% Clopper-Pearson bound: p >= 0.83 per seed.
+COIN_OFFLINE = (144, 160)
+
+
 def test_coin_split_training_reaches_perfect_play():
-    """The whole pipeline on a game that is not a board: exact Grundy ground truth."""
+    """The whole pipeline on a game that is not a board: exact Grundy ground truth.
+    16 seeds trained as one program; at least half reach perfect play from an imperfect
+    start within 24 iterations (with p >= 0.83 per seed fewer do with chance < 1e-3)."""
     config = TINY.replace(game="coin_split",
         game_options={"coins": 9},
         network=NetworkConfig(channels=32, policy_filters=4, value_filters=2, value_hidden=32),
@@ -92,15 +102,21 @@ def test_coin_split_training_reaches_perfect_play():
         replay_capacity=2048,
         gradient_steps=16,
         value_target_mix=0.5,
-        iterations=60,
+        iterations=24,
         eval_every=2,
         stop_when_perfect=True,
     )
-    result = train(config, run_dir=None, progress=None)
-    first = next(r for r in result.records if "perfect" in r)
-    assert first["net_winning_move_share"] < 1.0
-    assert result.perfect_at is not None
-    assert result.perfect_at["net_winning_move_share"] == 1.0
+    results = train_group([config.replace(seed=s) for s in range(COIN_SEEDS)], progress=None)
+    learned = 0
+    for result in results:
+        first = next(r for r in result.records if "perfect" in r)
+        if result.perfect_at is not None:
+            assert result.perfect_at["net_winning_move_share"] == 1.0
+            assert result.perfect_at["iteration"] == result.records[-1]["iteration"]  # stopped
+            learned += first["net_winning_move_share"] < 1.0
+    needed = binomial.min_successes(COIN_SEEDS, binomial.lower_bound(*COIN_OFFLINE))
+    assert needed == 8
+    assert learned >= needed
 
 
 @pytest.mark.parametrize(
@@ -166,6 +182,7 @@ def test_patch_conv_is_a_same_padded_convolution(kernel_size):
     assert jnp.abs(expected).max() > 0.1
 
 
+@pytest.mark.slow  # about a minute: animal_shogi's program is large to compile
 def test_a_wrapped_pgx_game_trains_and_keeps_its_observation_dtype():
     """animal_shogi observes float32 planes (counters): replay must not squash them to bool."""
     config = TINY.replace(game="pgx:animal_shogi", iterations=2, eval_every=0)

@@ -9,6 +9,7 @@ import pytest
 
 import envs
 from azjax import Agent, TrainConfig, train, train_group
+from azjax import checkpoint as ckpt
 from azjax.checkpoint import read_metrics
 from azjax.gating import gate_decision
 from azjax.learner import LearnerConfig
@@ -67,8 +68,12 @@ def test_gating_self_play_uses_the_best_network_not_the_latest():
     )
 
 
-GATED = SMALL.replace(regime="gating", gate_every=2, gate_games=32,
-                      checkpoint_every=1, keep_every=2)
+# Nine random opening plies play out a whole tic-tac-toe game, the same one in both
+# seats of each pair of arena games: such an arena scores exactly 0.5, so a threshold of
+# 0.5 promotes at every gate and any higher one at none.
+TIED = {"gate_openings": 9, "gate_games": 16}
+GATED = SMALL.replace(regime="gating", gate_every=2, gate_threshold=0.5, iterations=7,
+                      checkpoint_every=1, keep_every=2, **TIED)
 
 
 @pytest.fixture(scope="module")
@@ -77,45 +82,80 @@ def gated_run(tmp_path_factory):
     return run_dir, train(GATED, run_dir, progress=None)
 
 
-def test_gating_run_promotes_only_on_a_winning_arena(gated_run):
+def trees_equal(a, b) -> bool:
+    return all(np.array_equal(np.asarray(x), np.asarray(y))
+               for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+
+
+def saved_state(run_dir, step):
+    """The whole train state of a run's checkpoint at `step`."""
+    template = init_train_state(envs.make("tictactoe"), GATED.program, jax.random.key(0))
+    return ckpt.restore(ckpt.checkpoint_manager(run_dir), template, step)
+
+
+def test_a_promotion_makes_the_best_network_a_copy_of_the_latest(gated_run):
+    """Every gate promotes: the best network is then the latest one of that iteration,
+    and stays so while the latest trains on until the next gate."""
     run_dir, result = gated_run
     gates = [r for r in result.records if "gate_score" in r]
-    assert [r["iteration"] for r in gates] == [2, 4, 6]
-    best = 0
-    for record in gates:
-        assert 0.0 <= record["gate_score"] <= 1.0
-        assert record["promoted"] == float(record["gate_score"] >= 0.55)
-        if record["promoted"]:
-            best = record["iteration"]
-        assert record["best_iteration"] == best
-    assert int(result.train_state.best_iteration) == best
+    assert [(r["iteration"], r["gate_score"], r["promoted"], r["best_iteration"])
+            for r in gates] == [(i, 0.5, 1.0, i) for i in (2, 4, 6)]
+    for step, promoted_at in ((2, 2), (4, 4), (5, 4), (6, 6), (7, 6)):
+        saved = saved_state(run_dir, step)
+        latest_then = Agent.load(run_dir, step=promoted_at).params
+        assert int(saved.best_iteration) == promoted_at
+        assert trees_equal(saved.best_params, latest_then), step
+        assert trees_equal(saved.params, latest_then) == (step == promoted_at), step
+    final = result.train_state
+    assert int(final.best_iteration) == 6
+    assert trees_equal(final.best_params, Agent.load(run_dir, step=6).params)
+    assert not trees_equal(final.best_params, final.params)
     # The metrics file holds the same gate records.
     logged = [r for r in read_metrics(run_dir) if "gate_score" in r]
-    assert [r["gate_score"] for r in logged] == [r["gate_score"] for r in gates]
+    assert logged == gates
 
 
 def test_gate_that_cannot_be_passed_keeps_the_first_network(tmp_path):
-    config = SMALL.replace(regime="gating", gate_every=2, gate_games=16,
-                                 gate_threshold=1.0, gate_openings=0, iterations=4)
+    config = SMALL.replace(regime="gating", gate_every=2, gate_threshold=0.55, iterations=4,
+                           **TIED)
     result = train(config, tmp_path / "run", progress=None)
     env = envs.make("tictactoe")
     initial = init_train_state(env, config.program, jax.random.key(config.seed)).params
     final = result.train_state
-    assert all(r["promoted"] == float(r["gate_score"] == 1.0) for r in result.records
-               if "gate_score" in r)
-    if int(final.best_iteration) == 0:
-        for a, b in zip(jax.tree.leaves(initial), jax.tree.leaves(final.best_params)):
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    gates = [r for r in result.records if "gate_score" in r]
+    assert [(r["iteration"], r["gate_score"], r["promoted"], r["best_iteration"])
+            for r in gates] == [(2, 0.5, 0.0, 0), (4, 0.5, 0.0, 0)]
+    assert int(final.best_iteration) == 0
+    assert trees_equal(final.best_params, initial)
     # The latest network trained away from the initial one regardless.
-    assert any(not np.array_equal(np.asarray(a), np.asarray(b))
-               for a, b in zip(jax.tree.leaves(initial), jax.tree.leaves(final.params)))
+    assert not trees_equal(final.params, initial)
+
+
+def test_gate_simulations_set_the_arena_search():
+    """The arena searches with gate_simulations (0: the training budget, here 4): with
+    the same key, the budget's own count replays its arena exactly, another count plays
+    other games. Each arena's decision is its score against the threshold."""
+    config = SMALL.replace(regime="gating", gate_every=1, iterations=1, gate_games=64,
+                           gate_openings=2)
+    assert config.program.search.num_simulations == 4
+
+    def gate(simulations):
+        (record,) = train(config.replace(gate_simulations=simulations), None,
+                          progress=None).records
+        assert record["promoted"] == float(record["gate_score"] >= 0.55)
+        assert record["best_iteration"] == record["promoted"]
+        return record["gate_score"]
+
+    budget = gate(0)
+    assert gate(4) == budget
+    assert gate(1) != budget
 
 
 def test_keep_every_keeps_older_checkpoints_for_a_league(gated_run):
     run_dir, _ = gated_run
     kept = sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit())
-    # The newest three (4, 5, 6) and every multiple of keep_every=2; 1 and 3 are gone.
-    assert kept == [2, 4, 5, 6]
+    # The newest three (5, 6, 7) and every multiple of keep_every=2; 1 and 3 are gone.
+    assert kept == [2, 4, 5, 6, 7]
 
 
 def test_gating_state_survives_a_resume(gated_run):
@@ -161,10 +201,11 @@ def test_bad_gating_and_opponent_options_are_clear_errors(options, message):
 
 def test_a_gated_group_gates_each_experiment_as_its_own_run(gated_run, tmp_path):
     """In a vmapped group every experiment has its own best network and gates: the
-    group's first experiment is the single gated run (to float rounding), and the second
-    (another seed, under a bar it cannot pass) keeps its initial network."""
+    group's first experiment is the single gated run (to float rounding), promoting at
+    every gate, and the second (another seed, under a bar it cannot pass) keeps its
+    initial network."""
     _, alone = gated_run
-    strict = GATED.replace(seed=1, gate_threshold=1.0, gate_openings=0)
+    strict = GATED.replace(seed=1, gate_threshold=0.55)
     group = train_group([GATED, strict], [tmp_path / "a", tmp_path / "b"], progress=None)
     first, second = group
     gates = [r for r in first.records if "gate_score" in r]
@@ -174,16 +215,13 @@ def test_a_gated_group_gates_each_experiment_as_its_own_run(gated_run, tmp_path)
     for a, b in zip(jax.tree.leaves(alone.train_state.best_params),
                     jax.tree.leaves(first.train_state.best_params)):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-6)
+    assert trees_equal(first.train_state.best_params,
+                       Agent.load(tmp_path / "a", step=6).params)
     env = envs.make("tictactoe")
     initial = init_train_state(env, strict.program, jax.random.key(strict.seed)).params
     strict_gates = [r for r in second.records if "gate_score" in r]
-    assert [r["iteration"] for r in strict_gates] == [2, 4, 6]
-    for record in strict_gates:
-        assert record["promoted"] == float(record["gate_score"] == 1.0)
-    # Its best network is the initial one, or the latest of the iteration that promoted.
-    best = int(second.train_state.best_iteration)
-    assert best == max([0] + [r["iteration"] for r in strict_gates if r["promoted"]])
-    expected = initial if best == 0 else Agent.load(tmp_path / "b", step=best).params
-    for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(second.train_state.best_params)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert [(r["iteration"], r["gate_score"], r["promoted"], r["best_iteration"])
+            for r in strict_gates] == [(i, 0.5, 0.0, 0) for i in (2, 4, 6)]
+    assert int(second.train_state.best_iteration) == 0
+    assert trees_equal(second.train_state.best_params, initial)
     assert read_metrics(tmp_path / "b") == second.records

@@ -145,17 +145,23 @@ def played(request):
 
 
 def test_random_games_match_reference(played):
-    env, states, _, games, num_legal = played
+    env, states, actions, games, num_legal = played
     legal = games[:num_legal]
     wins = [sum(g.winner == p for g in legal) for p in (0, 1)]
     assert min(wins) > num_legal // 5, wins
     assert sum(g.forfeited for g in games[num_legal:]) > 10
     # The winner really has k in a row (full-board scan), the loser does not, and the
-    # position before the last move had no line.
-    for g in legal[:100]:
-        if g.winner is not None:
-            assert has_line(g.grid, g.winner, g.k)
-            assert not has_line(g.grid, 1 - g.winner, g.k)
+    # position before the winning move (the game's last) had no line.
+    won = [(i, g) for i, g in enumerate(legal[:100]) if g.winner is not None]
+    assert len(won) > 20
+    for i, g in won:
+        assert has_line(g.grid, g.winner, g.k)
+        assert not has_line(g.grid, 1 - g.winner, g.k)
+        last = int(actions[g.step_count - 1, i])
+        before = [row[:] for row in g.grid]
+        assert before[last // g.size][last % g.size] == g.winner
+        before[last // g.size][last % g.size] = -1
+        assert not has_line(before, g.winner, g.k)
     # The sizes follow the board, and the game's own field keeps its type.
     size = env.size
     assert env.num_actions == size * size and env.observation_shape == (size, size, 3)

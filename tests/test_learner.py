@@ -137,9 +137,34 @@ def test_invalid_config_raises(kwargs):
         LearnerConfig(**kwargs).validate()
 
 
-def test_valid_configs_pass():
+def adam_steps(grads, lr, b1=0.9, b2=0.999, eps=1e-8):
+    """Adam's updates for a sequence of gradients, by hand."""
+    m = v = 0.0
+    updates = []
+    for t, g in enumerate(grads, start=1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g**2
+        updates.append(-lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps))
+    return updates
+
+
+def test_valid_configs_pass_and_max_grad_norm_zero_stops_clipping():
+    """The edge values are accepted; max_grad_norm clips the global norm, 0 does not."""
     LearnerConfig().validate()
     LearnerConfig(weight_decay=0.0, max_grad_norm=0.0, batch_size=1).validate()
+    # Norms 5 then 0.5: clipping the first to norm 1 changes Adam's second step.
+    grads = [np.array([3.0, 4.0]), np.array([0.3, -0.4])]
+    clipped = [grads[0] / 5.0, grads[1]]
+    for max_grad_norm, seen in ((1.0, clipped), (0.0, grads)):
+        opt = LearnerConfig(learning_rate=0.1, max_grad_norm=max_grad_norm).optimizer()
+        params = {"x": jnp.zeros(2)}
+        state = opt.init(params)
+        got = []
+        for g in grads:
+            updates, state = opt.update({"x": jnp.asarray(g, jnp.float32)}, state, params)
+            got.append(np.asarray(updates["x"]))
+        np.testing.assert_allclose(got, adam_steps(seen, 0.1), rtol=1e-4)
+    assert not np.allclose(adam_steps(clipped, 0.1)[1], adam_steps(grads, 0.1)[1], rtol=0.1)
 
 
 def test_optimizer_learning_rate_is_injectable():

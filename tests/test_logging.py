@@ -38,12 +38,19 @@ def test_tensorboard_gets_the_same_scalars_as_metrics_jsonl(tmp_path):
     train(config, run_dir, progress=None)
     scalars = read_events(run_dir / "tensorboard")
     records = ckpt.read_metrics(run_dir)
-    for record in records:
-        for key in ("loss", "value_loss", "games", "net_optimal_share"):
-            if key in record:
-                assert scalars[key][record["iteration"]] == pytest.approx(record[key], rel=1e-6)
-    assert scalars["vs_random"][2] == pytest.approx(records[1]["vs random"])
-    assert set(scalars["loss"]) == {1, 2, 3}
+    assert [r["iteration"] for r in records] == [1, 2, 3]
+    # Every iteration logs its training scalars; evaluations (every 2nd, and the last)
+    # log theirs.
+    logged = {"loss": {1, 2, 3}, "value_loss": {1, 2, 3}, "games": {1, 2, 3},
+              "net_optimal_share": {2, 3}}
+    by_iteration = {r["iteration"]: r for r in records}
+    for key, iterations in logged.items():
+        assert set(scalars[key]) == iterations, key
+        for i in iterations:
+            assert scalars[key][i] == pytest.approx(by_iteration[i][key], rel=1e-6)
+    assert set(scalars["vs_random"]) == {2, 3}
+    for i in (2, 3):
+        assert scalars["vs_random"][i] == pytest.approx(by_iteration[i]["vs random"])
 
 
 def test_progress_line_rate_eta_and_throttle():

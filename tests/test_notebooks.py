@@ -4,6 +4,9 @@ Each notebook is executed once with nbclient in a fresh kernel of this interpret
 a cell injected after its `parameters` cell (papermill-style) that sets `SMOKE = True`,
 the run directory and the moves typed into the play cell. The tests then read the
 executed notebook's outputs and the run directory it wrote.
+
+Slow (a kernel and a training run per notebook, about four minutes in all on 2 cores):
+`.ci/run` runs them in its second step (`pytest -m slow`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import pytest
 from nbclient import NotebookClient
 
 from azjax.checkpoint import read_metrics
+
+pytestmark = pytest.mark.slow
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 CELL_TIMEOUT = 300  # seconds per cell (a whole smoke run takes about a minute)

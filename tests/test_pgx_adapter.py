@@ -7,9 +7,8 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pgx
 import pytest
-
-pgx = pytest.importorskip("pgx")
 
 import envs
 from envs.pgx_adapter import PgxEnv, make_pgx
@@ -109,6 +108,7 @@ def test_dtypes_and_shapes(games):
     assert states.legal_action_mask.shape == (n, t, env.num_actions)
     assert states.current_player.dtype == np.int32 and states.step_count.dtype == np.int32
     assert states.rewards.dtype == np.float32 and states.rewards.shape == (n, t, 2)
+    assert isinstance(env.pgx_env, pgx.Env) and env.name == f"pgx:{env.pgx_env.id}"
     assert env.num_actions == env.pgx_env.num_actions
     assert env.observation_shape == env.pgx_env.observation_shape
     assert env.num_players == 2

@@ -1,4 +1,5 @@
-"""Runs that survive interruption: exact resume (twice), a process killed during a save.
+"""Runs that survive interruption: exact resume (twice), a process killed during a save,
+run options changed on resume (the program may not change).
 
 Both kinds of run go through the one driver: a plain run (`train`, one experiment) and a
 sweep's compile group (`train_group`, several experiments vmapped in one program, each
@@ -7,11 +8,9 @@ with a run directory of its own)."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -64,6 +63,7 @@ def final_state(config: TrainConfig, run_dir: Path):
         manager.close()
 
 
+@pytest.mark.slow  # about 50 s each; the kill tests below cover the same resume quickly
 @pytest.mark.parametrize("kind", ["run", "group"])
 def test_twice_interrupted_run_matches_the_uninterrupted_run(tmp_path, kind):
     configs = [RESUMABLE] if kind == "run" else GROUP
@@ -122,86 +122,168 @@ def test_a_group_resumes_experiments_cut_off_between_their_saves(tmp_path):
         assert leaves_equal(a.train_state.params, b.train_state.params)
 
 
+def test_changed_cadences_on_resume_take_effect_and_leave_the_training_alone(tmp_path):
+    """Run options given on resume replace the saved ones and steer the rest of the run;
+    the network trained is that of an uninterrupted run."""
+    run_dir = tmp_path / "run"
+    train(SMALL, run_dir, progress=None)  # 4 iterations: evaluated and saved at 2 and 4
+    changed = SMALL.replace(iterations=9, checkpoint_every=3, keep_every=1, eval_every=3,
+                            log_every=2, eval_opponents=("random",), eval_games=8)
+    messages = []
+    result = train(changed, run_dir, progress=messages.append)
+    assert f"resumed {run_dir} at iteration 4" in messages
+    assert ckpt.load_config(run_dir) == changed
+    records = ckpt.read_metrics(run_dir)
+    assert [r["iteration"] for r in records] == [1, 2, 3, 4, 6, 8, 9]
+    assert [r["iteration"] for r in records if "perfect" in r] == [2, 4, 6, 9]
+    assert [r["iteration"] for r in records if "vs random" in r] == [6, 9]
+    assert ckpt.checkpoint_steps(run_dir) == [9, 6, 4, 2]  # newest 3 + keep_every
+    straight = train(SMALL.replace(iterations=9, eval_every=0), None, progress=None)
+    assert leaves_equal(result.train_state.params, straight.train_state.params)
+
+
+class AlwaysPerfect:
+    """An evaluator that calls every network perfect."""
+
+    def network_metrics(self, player, key=None):
+        return {"perfect": 1.0}
+
+    def search_metrics(self, player, key):
+        return {}
+
+
+def test_changed_stopping_rules_on_resume_take_effect(tmp_path):
+    run_dir = tmp_path / "run"
+    base = SMALL.replace(iterations=2, eval_every=1)  # stop_when_perfect off
+
+    def resume(config):
+        messages = []
+        result = train_group([config], [run_dir], messages.append,
+                             evaluator=AlwaysPerfect())[0]
+        return int(result.train_state.iteration), messages
+
+    assert resume(base)[0] == 2  # perfect at 1, trained on
+    iteration, messages = resume(base.replace(iterations=4, stop_when_perfect=True))
+    assert iteration == 2
+    assert "this run already reached perfect play at iteration 1" in messages
+    iteration, messages = resume(base.replace(iterations=4, max_minutes=1e-6))
+    assert iteration == 2 and any("already used its 1e-06 minutes" in m for m in messages)
+    assert resume(base.replace(iterations=4))[0] == 4
+    assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2, 3, 4]
+
+
+def test_a_changed_program_on_resume_is_one_error_line_naming_each_change(
+        tmp_path, capsys, monkeypatch):
+    run_dir = tmp_path / "run"
+    train(SMALL.replace(iterations=1), run_dir, progress=None)
+    files = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    monkeypatch.syspath_prepend(str(ROOT / "experiments"))
+    from _cli import main  # what experiments/tictactoe.py runs, over SMALL
+
+    capsys.readouterr()
+    argv = ["--search.num-simulations", "16", "--seed", "3", "--iterations", "5"]
+    assert main(SMALL, str(run_dir), argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert "different config" in err and "iterations" not in err
+    assert "search.num_simulations: saved 8, given 16" in err
+    assert "seed: saved 0, given 3" in err
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == files
+
+
+# SMALL's program (compiled once for the whole module), a checkpoint every iteration.
 KILLED_ARGS = [
     "--network.channels", "32", "--network.policy-filters", "8",
-    "--search.num-simulations", "8", "--selfplay.num-games", "32",
-    "--learner.batch-size", "64", "--replay-capacity", "2048", "--gradient-steps", "8",
-    "--iterations", "10", "--eval-every", "2", "--eval-search-every", "0",
+    "--network.value-filters", "1", "--network.value-hidden", "32",
+    "--search.num-simulations", "8", "--search.max-num-considered-actions", "9",
+    "--selfplay.num-games", "32", "--selfplay.random-move-prob", "0",
+    "--selfplay.random-opening-moves", "4", "--learner.learning-rate", "0.003",
+    "--learner.weight-decay", "0.0001", "--learner.batch-size", "64",
+    "--replay-capacity", "2048", "--gradient-steps", "8", "--value-target-mix", "0",
+    "--iterations", "4", "--eval-every", "2", "--eval-search-every", "0",
     "--checkpoint-every", "1", "--no-stop-when-perfect",
 ]
+KILLED = SMALL.replace(checkpoint_every=1)
 SWEPT = ["--param", "learning_rate=0.001,0.003", "--seeds", "1"]
+KILL_STEP = 3
 
 
-def start(kind: str, out: Path) -> subprocess.Popen:
+def run_killed(kind: str, where: str, nth: int, out: Path, marker: Path
+               ) -> subprocess.CompletedProcess:
+    """Runs the experiment (or sweep) in a process that SIGKILLs itself at `where` in the
+    `nth` save of checkpoint KILL_STEP (tests/kill_mid_save.py)."""
     if kind == "run":
         command = [ROOT / "experiments" / "tictactoe.py", "--run-dir", out]
     else:
         command = [ROOT / "experiments" / "sweep.py", "--game", "tictactoe", "--out", out,
                    *SWEPT]
-    return subprocess.Popen(
-        [sys.executable, *map(str, command), *KILLED_ARGS],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-    )
+    hook = [ROOT / "tests" / "kill_mid_save.py", where, KILL_STEP, nth, marker]
+    return subprocess.run([sys.executable, *map(str, hook + command), *KILLED_ARGS],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
 
 
 def checkpoint_dirs(kind: str, out: Path) -> list[Path]:
     if kind == "run":
         return [out / "checkpoints"]
-    # <out>/runs/learning_rate=<v>/seed=0/checkpoints (not a recursive walk: orbax
-    # renames directories inside checkpoints/ while it saves)
-    return sorted((out / "runs").glob("*/*/checkpoints"))
+    return sorted((out / "runs").glob("*/*/checkpoints"))  # runs/learning_rate=<v>/seed=0
 
 
-def kill_during_a_save(process: subprocess.Popen, kind: str, out: Path, after_step: int
-                       ) -> bool:
-    """SIGKILLs `process` as soon as orbax is writing a checkpoint past `after_step`
-    (a temporary directory appears); True if it was caught mid-save."""
-    deadline = time.monotonic() + 240
-    while process.poll() is None and time.monotonic() < deadline:
-        for checkpoints in checkpoint_dirs(kind, out):
-            names = os.listdir(checkpoints) if checkpoints.is_dir() else []
-            steps = [int(n) for n in names if n.isdigit()]
-            if steps and max(steps) >= after_step and any("tmp" in n for n in names):
-                process.send_signal(signal.SIGKILL)
-                process.wait()
-                return True
-        time.sleep(0.0005)
-    process.kill()
-    process.wait()
-    return False
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The run of KILLED, never killed."""
+    return train(KILLED, tmp_path_factory.mktemp("uninterrupted") / "run", progress=None)
 
 
-@pytest.mark.parametrize("kind", ["run", "group"])
-def test_a_process_killed_during_a_save_resumes_and_loses_nothing_complete(tmp_path, kind):
-    out = tmp_path / "out"
-    killed = start(kind, out)
-    assert kill_during_a_save(killed, kind, out, after_step=3)
-    assert killed.returncode == -signal.SIGKILL
+@pytest.mark.parametrize("kind, where, nth", [
+    ("run", "orbax", 1),  # orbax's temporary directory written, not yet renamed
+    ("run", "manifest", 1),  # arrays and records in place, the commit point not
+    ("group", "manifest", 2),  # the first experiment's checkpoint complete, the second's not
+])
+def test_a_process_killed_during_a_save_resumes_and_loses_nothing_complete(
+        tmp_path, uninterrupted, kind, where, nth):
+    out, marker = tmp_path / "out", tmp_path / "killed_in"
+    killed = run_killed(kind, where, nth, out, marker)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    saving = Path(marker.read_text())  # what the save was writing when it died
     run_dirs = [d.parent for d in checkpoint_dirs(kind, out)]
     assert len(run_dirs) == (1 if kind == "run" else 2)
-    lasts = {}
-    for run_dir in run_dirs:
-        complete = sorted(int(n) for n in os.listdir(run_dir / "checkpoints") if n.isdigit())
-        logged = [r["iteration"] for r in ckpt.read_metrics(run_dir)]
-        assert complete and logged[-1] >= complete[-1]  # the records of every checkpoint
-        lasts[run_dir] = complete[-1]
-    assert max(lasts.values()) >= 3
+    victim = saving.parents[1]
+    assert victim == run_dirs[nth - 1]
+    if where == "orbax":
+        assert KILL_STEP not in ckpt.checkpoint_steps(victim) and list(saving.rglob(".zarray"))
+    else:
+        assert saving == ckpt.step_dir(victim, KILL_STEP) and list(saving.rglob(".zarray"))
+        assert ckpt.is_unfinished(saving)
+    committed = {d: KILL_STEP - (d == victim) for d in run_dirs}
+    for run_dir, step in committed.items():
+        intact = [s for s in ckpt.checkpoint_steps(run_dir) if ckpt.verify(run_dir, s) is None]
+        assert intact[0] == step
+        assert ckpt.read_metrics(run_dir)[-1]["iteration"] == step
 
-    resumed = start(kind, out)
-    stdout, stderr = resumed.communicate(timeout=300)
-    assert resumed.returncode == 0, stderr
-    for run_dir, last in lasts.items():
-        assert f"resumed {run_dir} at iteration {last}" in stdout
-
+    # Resumed from disk alone, in this process.
+    messages = []
     if kind == "run":
         config = ckpt.load_config(out)
-        straight = train(config, tmp_path / "straight", progress=None)
-        assert without_timing(ckpt.read_metrics(out)) == without_timing(straight.records)
-        assert leaves_equal(final_state(config, out).params, straight.train_state.params)
+        assert config == KILLED
+        train(config, out, progress=messages.append)
+    else:
+        saved = json.loads((out / "sweep.json").read_text())
+        base = TrainConfig.from_dict(saved["base"])
+        assert base == KILLED
+        run_sweep(base, parse_params(SWEPT[1:2]), [0], out, write=messages.append)
+    for run_dir, step in committed.items():
+        assert any(f"resumed {run_dir} at iteration {step}" in m for m in messages)
+        assert all(p.name.isdigit() for p in (run_dir / "checkpoints").iterdir())
+    passed_over = f"passed over damaged checkpoint {KILL_STEP}: {ckpt.UNFINISHED}"
+    assert any(passed_over in m for m in messages) == (where == "manifest")
+    set_aside = [p.name.split("-")[0] for p in (victim / ckpt.DAMAGED_DIR).glob("*")]
+    assert set_aside == ([str(KILL_STEP)] if where == "manifest" else [])
+
+    if kind == "run":
+        assert without_timing(ckpt.read_metrics(out)) == without_timing(uninterrupted.records)
+        assert leaves_equal(final_state(config, out).params, uninterrupted.train_state.params)
         return
     # The same sweep, never killed, in this process.
-    saved = json.loads((out / "sweep.json").read_text())
-    base = TrainConfig.from_dict(saved["base"])
     reference = tmp_path / "straight"
     run_sweep(base, parse_params(SWEPT[1:2]), [0], reference, write=None)
     for run_dir in run_dirs:

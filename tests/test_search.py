@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+import binomial
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -59,9 +60,8 @@ PER_CASE = 8  # positions per (kind, player)
 
 
 @functools.lru_cache(maxsize=1)
-def tactical_positions():
-    """Boards [4*PER_CASE, 9] and their only good move, in four groups of PER_CASE:
-    (win, X to move), (win, O to move), (block, X to move), (block, O to move).
+def all_tactics():
+    """Every reachable tactical position: {kind: (boards [N, 9], only good move [N])}.
 
     win: the mover has exactly one immediate winning move, and no other move wins
     under perfect play either (so a slower forced win is not an equally good answer).
@@ -69,7 +69,7 @@ def tactical_positions():
     blocking it does not lose under perfect play (so blocking is the unique best move;
     every other move loses at once).
     """
-    groups = {("win", 0): [], ("win", 1): [], ("block", 0): [], ("block", 1): []}
+    groups = {"win": [], "block": []}
     for b in reachable_boards():
         if terminal(b):
             continue
@@ -78,16 +78,29 @@ def tactical_positions():
         threats = winning_cells(b, 1 - p)
         others_win = any(-negamax(play(b, m)) == 1 for m in moves(b) if m not in wins)
         if len(wins) == 1 and not others_win:
-            groups[("win", p)].append((b, wins[0]))
+            groups["win"].append((b, wins[0]))
         if not wins and len(threats) == 1 and negamax(b) >= 0:
-            groups[("block", p)].append((b, threats[0]))
+            groups["block"].append((b, threats[0]))
+    return {
+        kind: (np.array([b for b, _ in cases], np.int8), np.array([a for _, a in cases], np.int32))
+        for kind, cases in groups.items()
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def tactical_positions():
+    """Boards [4*PER_CASE, 9] and their only good move, in four groups of PER_CASE:
+    (win, X to move), (win, O to move), (block, X to move), (block, O to move)."""
     rng = np.random.default_rng(2024)
     boards, answers = [], []
-    for key in (("win", 0), ("win", 1), ("block", 0), ("block", 1)):
-        cases = groups[key]
-        for i in rng.choice(len(cases), PER_CASE, replace=False):
-            boards.append(cases[i][0])
-            answers.append(cases[i][1])
+    for kind in ("win", "block"):
+        kind_boards, kind_answers = all_tactics()[kind]
+        movers = np.array([to_move(tuple(b)) for b in kind_boards])
+        for player in (0, 1):
+            cases = np.flatnonzero(movers == player)
+            chosen = rng.choice(cases, PER_CASE, replace=False)
+            boards.extend(kind_boards[chosen])
+            answers.extend(kind_answers[chosen])
     return np.array(boards, np.int8), np.array(answers, np.int32)
 
 
@@ -136,48 +149,92 @@ def make_greedy(env, apply_fn, config):
     return run
 
 
-def group(answers, got, index):
-    sl = slice(index * PER_CASE, (index + 1) * PER_CASE)
-    return got[sl], answers[sl]
-
-
 # --------------------------------------------------------------------------------------
 # Tactics with an untrained network
 # --------------------------------------------------------------------------------------
 
 
-def test_puct_wins_and_blocks_with_untrained_net(env, net, tactics):
-    states, answers = tactics
-    # 128 simulations is not always enough for the non-blocking moves' refutations to be
-    # found (deterministic, but position-dependent); 256 is.
+TRIALS = 64  # independent trials per kind (win, block)
+
+
+@pytest.fixture(scope="module")
+def random_net_trials(net):
+    """2 * TRIALS independent trials, wins then blocks: each a position drawn uniformly
+    from all reachable ones of its kind and a freshly initialised network of its own."""
+    pick_key, init_key = jax.random.split(jax.random.key(7))
+    boards, answers = [], []
+    for kind, key in zip(("win", "block"), jax.random.split(pick_key)):
+        kind_boards, kind_answers = all_tactics()[kind]
+        index = np.asarray(jax.random.randint(key, (TRIALS,), 0, len(kind_boards)))
+        boards.append(kind_boards[index])
+        answers.append(kind_answers[index])
+    states = jax.jit(jax.vmap(state_from_board))(jnp.asarray(np.concatenate(boards)))
+    one = states.observation[:1]
+    params = jax.vmap(lambda k: net.init(k, one))(jax.random.split(init_key, 2 * TRIALS))
+    return states, np.concatenate(answers), params
+
+
+def row_apply(net):
+    """apply_fn for a batch whose row i has its own network, params[i]."""
+
+    def apply(params, obs):
+        logits, value = jax.vmap(lambda p, o: net.apply(p, o[None]))(params, obs)
+        return logits[:, 0], value[:, 0]
+
+    return apply
+
+
+def misses(answers, action):
+    """(wins missed, blocks missed) of the random_net_trials."""
+    wrong = np.asarray(action) != answers
+    return int(wrong[:TRIALS].sum()), int(wrong[TRIALS:].sum())
+
+
+# Offline (misses, trials) per kind: fresh networks and positions drawn as in
+# random_net_trials, with other seeds. A test allows the fewest misses that a miss rate at
+# the one-sided 99% Clopper-Pearson bound of these counts exceeds with chance < 5e-4
+# (tests/binomial.py): with two checks, it fails falsely with chance < 1e-3.
+PUCT_256_MISSES = {"win": (0, 4096), "block": (9, 4096)}
+GUMBEL_64_MISSES = {"win": (0, 4096), "block": (549, 4096)}
+
+
+def allowed_misses(offline):
+    """{kind: misses allowed in TRIALS}."""
+    return {kind: binomial.max_failures(TRIALS, binomial.upper_bound(*counts),
+                                        binomial.FALSE_FAILURE / 2)
+            for kind, counts in offline.items()}
+
+
+def test_puct_wins_and_blocks_with_untrained_nets(env, net, random_net_trials):
+    """PUCT with 256 simulations finds the win or the only block with a random network:
+    at most 2 of 64 wins and 3 of 64 blocks missed (offline 0 and 9 misses in 4,096;
+    128 simulations miss 1.5% of blocks, a refutation not yet found)."""
+    states, answers, params = random_net_trials
     config = SearchConfig(policy="puct", num_simulations=256)
-    run = make_greedy(env, lambda p, o: net.apply(p, o), config)
-    for seed in (0, 1, 2, 3):
-        params = net.init(jax.random.key(seed), states.observation)
-        action, out = run(params, jax.random.key(100 + seed), states)
-        action = np.asarray(action)
-        for index, name in enumerate(("win X", "win O", "block X", "block O")):
-            got, want = group(answers, action, index)
-            np.testing.assert_array_equal(got, want, err_msg=f"seed {seed}: {name}")
-        # greedy_action for PUCT is the most visited root action.
-        np.testing.assert_array_equal(
-            action, np.argmax(np.asarray(visit_counts(out)), axis=-1)
-        )
+    action, out = make_greedy(env, row_apply(net), config)(params, jax.random.key(100), states)
+    allowed = allowed_misses(PUCT_256_MISSES)
+    assert allowed == {"win": 2, "block": 3}
+    missed_wins, missed_blocks = misses(answers, action)
+    assert missed_wins <= allowed["win"] and missed_blocks <= allowed["block"]
+    # greedy_action for PUCT is the most visited root action.
+    np.testing.assert_array_equal(action, np.argmax(np.asarray(visit_counts(out)), axis=-1))
 
 
-def test_gumbel_wins_with_untrained_net(env, net, tactics):
-    states, answers = tactics
+def test_gumbel_wins_and_mostly_blocks_with_untrained_nets(env, net, random_net_trials):
+    """Gumbel with 64 simulations finds the win with a random network (at most 2 of 64
+    missed; offline 0 in 4,096) and the only block at least 44 times in 64 (offline 549
+    misses in 4,096: with a random network deterministic interior selection can lock
+    onto one opponent reply and never try the winning one, because the visited reply's Q
+    exceeds the mixed value used for unvisited ones)."""
+    states, answers, params = random_net_trials
     config = SearchConfig(policy="gumbel", num_simulations=64)
-    run = make_greedy(env, lambda p, o: net.apply(p, o), config)
-    for seed in (0, 1, 2, 3):
-        params = net.init(jax.random.key(seed), states.observation)
-        action, out = run(params, jax.random.key(200 + seed), states)
-        action = np.asarray(action)
-        for index, name in enumerate(("win X", "win O")):
-            got, want = group(answers, action, index)
-            np.testing.assert_array_equal(got, want, err_msg=f"seed {seed}: {name}")
-        # Gumbel's greedy action is the search's selected action.
-        np.testing.assert_array_equal(action, np.asarray(out.action))
+    action, out = make_greedy(env, row_apply(net), config)(params, jax.random.key(200), states)
+    allowed = allowed_misses(GUMBEL_64_MISSES)
+    assert allowed == {"win": 2, "block": 20}
+    missed_wins, missed_blocks = misses(answers, action)
+    assert missed_wins <= allowed["win"] and missed_blocks <= allowed["block"]
+    # Gumbel's greedy action is the search's selected action.
+    np.testing.assert_array_equal(action, np.asarray(out.action))
 
 
 @pytest.fixture(scope="module")

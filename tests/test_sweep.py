@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 import math
 import shutil
 import statistics
@@ -165,8 +166,7 @@ def test_shards_are_a_deterministic_partition_of_the_grid():
                         for s in sw.split_shards(groups, n)]
         sizes = [len(k) for k in keys]
         assert max(sizes) - min(sizes) <= 6  # at most one whole group apart
-        if n <= len(experiments):
-            assert min(sizes) > 0
+        assert min(sizes) > 0  # (n <= 7 shards of 18 experiments)
         for s in shards:  # every unit still runs as one program
             for g in s:
                 assert len({e.config.program.compile_key() for e in g.experiments}) == 1
@@ -245,29 +245,53 @@ def test_every_experiment_is_a_run_directory_and_the_sweep_a_table(swept):
         player = make_player(f"alphazero:{run_dir},sims=2", agent.env)
         assert player.name == f"alphazero:{run_dir},sims=2" and player.jittable
 
+    # The tables against the runs' own files, read as plain JSON.
+    on_disk = {}
+    for path in (out / "runs").glob("**/config.json"):
+        config = json.loads(path.read_text())
+        records = [json.loads(line) for line in
+                   (path.parent / "metrics.jsonl").read_text().splitlines()]
+        on_disk[str(path.parent.relative_to(out / "runs"))] = (config, records)
+    assert len(on_disk) == 8
     rows = read_csv(out / "seeds.csv")
+    assert sorted(r["run_dir"] for r in rows) == sorted(on_disk)
     assert sorted((r["config"], r["seed"]) for r in rows) == sorted(
         (e.label, str(e.seed)) for e in experiments)
     for r in rows:
-        assert r["gradient_steps"] in ("2", "4")
-        assert r["learner.learning_rate"] in ("0.003", "0.01")
-        assert int(r["iterations"]) == TINY.run.iterations
-        records = ckpt.read_metrics(out / "runs" / r["run_dir"])
-        assert float(r["net_optimal_share"]) == records[-1]["net_optimal_share"]
-        assert int(r["games"]) == records[-1]["games"] > 0
-        assert int(r["positions"]) == 2 * 16 * 9
-        if r["reached_perfect"] == "0":  # censored at the budget
-            assert r["games_to_perfect"] == r["games"]
-            assert int(r["iterations_to_perfect"]) == TINY.run.iterations
+        config, records = on_disk[r["run_dir"]]
+        last = records[-1]
+        assert r["gradient_steps"] == str(config["program"]["gradient_steps"])
+        assert float(r["learner.learning_rate"]) == config["program"]["learner"]["learning_rate"]
+        assert int(r["seed"]) == config["seed"]
+        assert int(r["iterations"]) == last["iteration"] == TINY.run.iterations
+        assert float(r["net_optimal_share"]) == last["net_optimal_share"]
+        assert int(r["games"]) == last["games"] > 0
+        assert int(r["positions"]) == last["positions"] == 2 * 16 * 9
+        # The first perfect evaluation, or censored at the budget.
+        perfect = [rec for rec in records if rec.get("perfect")]
+        reached = (perfect or [last])[0]
+        assert r["reached_perfect"] == str(int(bool(perfect)))
+        assert int(r["games_to_perfect"]) == reached["games"]
+        assert int(r["iterations_to_perfect"]) == reached["iteration"]
+    assert sorted((r["gradient_steps"], r["learner.learning_rate"], r["seed"]) for r in rows) == (
+        sorted((g, lr, s) for g in ("2", "4") for lr in ("0.003", "0.01") for s in ("0", "1")))
+    # Per configuration: the mean and 95% t-interval over its two seeds, the t quantile
+    # (12.706 for one degree of freedom) from the tables.
+    shares = {}
+    for config, records in on_disk.values():
+        program = config["program"]
+        key = (str(program["gradient_steps"]), program["learner"]["learning_rate"])
+        shares.setdefault(key, []).append(records[-1]["net_optimal_share"])
     table = read_csv(out / "results.csv")
     assert len(table) == 4
     for t in table:
-        members = [float(r["net_optimal_share"]) for r in rows if r["config"] == t["config"]]
-        assert int(t["seeds"]) == 2
-        assert float(t["net_optimal_share_mean"]) == pytest.approx(np.mean(members))
-        half = t_quantile(0.975, 1) * np.std(members, ddof=1) / math.sqrt(2)
-        assert float(t["net_optimal_share_ci_high"]) == pytest.approx(np.mean(members) + half)
-        assert float(t["net_optimal_share_ci_low"]) == pytest.approx(np.mean(members) - half)
+        members = shares[(t["gradient_steps"], float(t["learner.learning_rate"]))]
+        assert int(t["seeds"]) == len(members) == 2
+        mean = statistics.mean(members)
+        half = 12.706 * statistics.stdev(members) / math.sqrt(2)
+        assert float(t["net_optimal_share_mean"]) == pytest.approx(mean)
+        high, low = float(t["net_optimal_share_ci_high"]), float(t["net_optimal_share_ci_low"])
+        assert (high - mean, mean - low) == pytest.approx((half, half), rel=1e-4, abs=1e-9)
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     assert any("ETA" in line or "done" in line for line in lines if line.startswith("group:"))
     assert "| gradient_steps | learning_rate | seeds | perfect |" in result.markdown
@@ -397,6 +421,7 @@ def test_vmapped_group_matches_unbatched_runs():
                         jax.tree.leaves(vmapped.train_state.params)):
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-6)
         assert int(vmapped.train_state.games) == int(alone.train_state.games)
+        assert len(vmapped.records) == len(alone.records) == TINY.run.iterations
         for ours, theirs in zip(vmapped.records, alone.records):
             assert ours.keys() == theirs.keys()
             for key, value in theirs.items():

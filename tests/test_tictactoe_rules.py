@@ -193,12 +193,19 @@ def test_random_games_match_reference(random_play):
     final = host_states[-1]
     legal = slice(0, NUM_LEGAL_GAMES)
     assert np.all(final.terminated)
-    outcomes = final.board[legal]
     x_wins = sum(g.winner() == 0 for g in games[legal])
     o_wins = sum(g.winner() == 1 for g in games[legal])
     draws = sum(g.winner() is None for g in games[legal])
     assert x_wins > 100 and o_wins > 100 and draws > 50, (x_wins, o_wins, draws)
-    assert outcomes.shape == (NUM_LEGAL_GAMES, 9)
+    # Each legal game's final board shows how the env paid it: the winner owns a line
+    # and the loser none; a draw fills the board without a line.
+    paid = sum(np.asarray(s.rewards) for s in host_states)[legal]
+    for board, reward in zip(final.board[legal], paid):
+        owners = {int(board[a]) for a, b, c in REF_LINES
+                  if board[a] != -1 and board[a] == board[b] == board[c]}
+        assert reward.tolist() in ([1.0, -1.0], [-1.0, 1.0], [0.0, 0.0])
+        assert owners == {p for p in (0, 1) if reward[p] == 1.0}, (board.tolist(), reward)
+        assert owners or (board != -1).all(), board.tolist()
     # Some noisy games ended by forfeit.
     assert sum(g.forfeited for g in games[NUM_LEGAL_GAMES:]) > 50
     # The game's own fields keep their types (the protocol's are checked by check_env).

@@ -1,0 +1,79 @@
+"""The experiment scripts other than tic-tac-toe, run as users run them, at a smoke budget.
+
+Each script must train its own recipe (`azjax.recipes`) with the options given on the
+command line over it, evaluate with its game's evaluator, checkpoint, and print a summary.
+Tic-tac-toe's script is covered by tests/test_training.py and tests/test_run_integrity.py;
+go9x9's bad options by tests/test_games_training.py; the sweep script by tests/test_sweep.py.
+
+Slow (each script compiles its own programs: about 40 s of CPU each); `.ci/run` runs them in
+its second step (`pytest -m slow`).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from azjax import TrainConfig
+from azjax.recipes import recipe
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow
+
+# Small enough to train two iterations and evaluate once in seconds; every other setting is
+# the recipe's own.
+SMOKE = {
+    "--network.channels": 8, "--network.num-blocks": 1, "--network.value-hidden": 8,
+    "--search.num-simulations": 4, "--search.max-num-considered-actions": 4,
+    "--selfplay.num-games": 8, "--selfplay.steps-per-iteration": 4,
+    "--learner.batch-size": 16, "--replay-capacity": 256, "--gradient-steps": 1,
+    "--iterations": 2, "--eval-every": 2, "--eval-search-every": 1, "--checkpoint-every": 2,
+}
+
+# script: (game options on its command line, the keys its evaluation must record)
+SCRIPTS = {
+    "connect_four": ({}, {"net_move_accuracy", "net_move_accuracy_hard", "net_value_accuracy",
+                         "search_move_accuracy"}),
+    "coin_split": ({"coins": 7}, {"net_winning_move_share", "search_winning_move_share"}),
+    "gomoku": ({"size": 7, "k": 4}, {"net_vs_random", "search_vs_random"}),
+    "go9x9": ({"size": 5}, {"net_vs_random", "search_vs_random"}),
+}
+
+
+def expected_config(name: str, options: dict) -> TrainConfig:
+    """The script's recipe with the smoke options applied, built without the script."""
+    config = recipe(name)
+    for flag, value in SMOKE.items():
+        config = config.with_value(flag.removeprefix("--").replace("-", "_"), value)
+    return config.replace(game_options={**config.program.game_options, **options})
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_experiment_script_trains_its_recipe(name, tmp_path):
+    options, metric_keys = SCRIPTS[name]
+    run_dir = tmp_path / "run"
+    args = [str(a) for item in SMOKE.items() for a in item]
+    for key, value in options.items():
+        args += [f"--game-options.{key}", str(value)]
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / f"{name}.py"), "--run-dir", str(run_dir),
+         *args],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"run directory: {run_dir}" in out.stdout
+
+    assert TrainConfig.load(run_dir / "config.json") == expected_config(name, options)
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in records] == [1, 2]
+    evaluated = records[-1]
+    assert metric_keys <= evaluated.keys(), sorted(evaluated)
+    for key in metric_keys:
+        assert 0.0 <= evaluated[key] <= 1.0
+    assert not metric_keys & records[0].keys()  # evaluated at --eval-every only
+    assert (run_dir / "checkpoints" / "2" / "azjax_manifest.json").is_file()

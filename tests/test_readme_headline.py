@@ -1,0 +1,56 @@
+"""The README's headline: `python experiments/tictactoe.py`, the default command, reaches
+perfect play from a fresh run directory.
+
+Slow (about a minute and a half of training on 2 CPU cores): `.ci/run` runs it in its
+second step (`pytest -m slow`). Perfect play is checked twice: by the run's own evaluator
+(what stops training), and independently of every package solver by the retrograde solver
+of `tests/test_tictactoe_oracle.py` on the agent loaded back from the run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from test_tictactoe_oracle import SOLVED, X, O, from_board, guaranteed
+
+import envs
+from azjax import Agent
+from azjax.evaluation import make_evaluator
+from azjax.recipes import recipe
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_default_tictactoe_command_reaches_perfect_play(tmp_path):
+    run_dir = tmp_path / "runs" / "tictactoe"
+    out = subprocess.run([sys.executable, str(ROOT / "experiments" / "tictactoe.py"),
+                          "--run-dir", str(run_dir)],
+                         capture_output=True, text=True, timeout=1200, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    last = records[-1]
+    assert last["perfect"] == 1.0 and last["net_optimal_share"] == 1.0
+    assert last["net_unbeatable_first"] == 1.0 and last["net_unbeatable_second"] == 1.0
+    assert last["iteration"] < recipe("tictactoe").run.iterations  # it stopped on reaching it
+    assert not any(r.get("perfect") == 1.0 for r in records[:-1])
+
+    agent = Agent.load(run_dir)
+    assert agent.program == recipe("tictactoe").program
+    states = make_evaluator(envs.make("tictactoe")).truth.states
+    logits, _ = jax.device_get(agent.evaluate(states.observation))
+    legal = np.asarray(states.legal_action_mask)
+    moves = np.where(legal, logits, -np.inf).argmax(axis=1)
+    positions = [from_board(b) for b in np.asarray(states.board)]
+    assert sorted(positions) == sorted(SOLVED.live)
+    policy = dict(zip(positions, moves.tolist()))
+    wrong = [p for p in SOLVED.live if policy[p] not in SOLVED.optimal[p]]
+    assert not wrong, f"{len(wrong)} positions without an optimal move, e.g. {wrong[:3]}"
+    assert guaranteed(policy, X) == 0 and guaranteed(policy, O) == 0  # draws from both seats
