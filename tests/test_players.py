@@ -154,18 +154,18 @@ def test_rollout_mcts_wins_and_blocks_in_connect_four(c4):
             expected.append(safe)
     assert expected == [[0], [3], [0], [3]]
     # (a 2-ply block needs more simulations than a win in one: 400 for all). Each of the
-    # 4 copies of the 4 positions is an independent trial: offline (other keys) 0 misses
+    # 8 copies of the 4 positions is an independent trial: offline (other keys) 0 misses
     # in 2,048 trials of each position, so the miss rate is below 0.0022 (one-sided 99%)
     # and more than the misses allowed occur with chance < 1e-3. The last position, with
     # column 1 full, checks that a full column is never visited.
-    copies = 4
+    copies = 8
     states = stack([state_from_moves(m) for m in win_moves + block_moves] * copies
                    + [state_from_moves("1111114")])
     search = jax.jit(make_uct_search(c4, UCTConfig(num_simulations=400)))
     visits = np.asarray(search(jax.random.key(0), states).summary().visit_counts)
     missed = int((visits[:-1].argmax(-1) != [0, 3, 0, 3] * copies).sum())
     allowed = binomial.max_failures(4 * copies, binomial.upper_bound(0, 2048))
-    assert allowed == 1
+    assert allowed == 2
     assert missed <= allowed
     assert visits[-1, 0] == 0 and np.all(visits[-1, 1:] >= 1)
     np.testing.assert_array_equal(visits.sum(-1), [400.0] * (4 * copies + 1))

@@ -76,6 +76,14 @@ def test_iteration_compiles_once_and_advances_counters():
     assert np.all(~np.asarray(state.selfplay.state.terminated))
 
 
+def test_two_seeds_give_different_parameters():
+    env = envs.make("tictactoe")
+    iteration = jax.jit(make_iteration_fn(env, SMALL.program))
+    a, _ = iteration(init_train_state(env, SMALL.program, jax.random.key(1)))
+    b, _ = iteration(init_train_state(env, SMALL.program, jax.random.key(2)))
+    assert not leaves_equal(a.params, b.params)
+
+
 def live_boards():
     """Every reachable tic-tac-toe position where the game goes on (4,520)."""
     seen, stack = set(), [(-1,) * 9]
@@ -88,28 +96,26 @@ def live_boards():
 
 
 TRAIN_SEEDS = 16
-# Offline, seeds 1100-1115 and 1200-1295 of this config: all 112 improved both (the
-# optimal-move share by 0.06 or more). One-sided 99% Clopper-Pearson bound: p >= 0.96.
-TRAIN_OFFLINE = (112, 112)
+# Offline, seeds 1100-1115 and 1200-1295 of this config: 111 of 112 improved both (the
+# optimal-move share by 0.068 or more; one value error rose, from an untrained network
+# that happened to be good). One-sided 99% Clopper-Pearson bound: p >= 0.94 per seed.
+TRAIN_OFFLINE = (111, 112)
 
 
 def test_short_training_improves_the_policy_and_the_value():
-    """10 iterations, 16 seeds trained as one program (two seeds give different
-    parameters). A seed improves when its network's optimal-move share rises by more than
-    0.05 and its value's squared error against the exact game values of every live
-    position falls; at least 12 seeds do (with p >= 0.96 per seed fewer do with chance
-    < 1e-3)."""
-    config = SMALL.replace(iterations=10, eval_every=10, gradient_steps=16)
+    """20 iterations, 16 seeds trained as one program. A seed improves when its network's
+    optimal-move share rises by more than 0.05 and its value's squared error against the
+    exact game values of every live position falls; at least 11 seeds do (with p >= 0.94
+    per seed fewer do with chance < 1e-3)."""
+    config = SMALL.replace(iterations=20, eval_every=20, gradient_steps=16)
     seeds = range(TRAIN_SEEDS)
     results = train_group([config.replace(seed=s) for s in seeds], progress=None)
-    assert not leaves_equal(results[0].train_state.params, results[1].train_state.params)
     env = envs.make("tictactoe")
     apply = make_network(env, config.program.network).apply
     network = network_player(apply)
     evaluator = make_evaluator(env)
     boards = live_boards()
-    states = jax.jit(jax.vmap(state_from_board))(jnp.asarray(np.array(boards, np.int8)))
-    observation = states.observation
+    observation = jax.vmap(state_from_board)(jnp.asarray(np.array(boards, np.int8))).observation
     truth = np.array([negamax(b) for b in boards], np.float32)
     value = jax.jit(lambda params: apply(params, observation)[1])
 
@@ -118,13 +124,13 @@ def test_short_training_improves_the_policy_and_the_value():
 
     improved = 0
     for seed, result in zip(seeds, results):
-        assert [r["iteration"] for r in result.records] == list(range(1, 11))
+        assert [r["iteration"] for r in result.records] == list(range(1, 21))
         params = init_train_state(env, config.program, jax.random.key(seed)).params
         before = evaluator.network_metrics(network.with_params(params))["net_optimal_share"]
         improved += (result.records[-1]["net_optimal_share"] > before + 0.05
                      and value_error(result.train_state.params) < value_error(params))
     needed = binomial.min_successes(TRAIN_SEEDS, binomial.lower_bound(*TRAIN_OFFLINE))
-    assert needed == 12
+    assert needed == 11
     assert improved >= needed
 
 
