@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ttt_reference import legal_moves, negamax, play, terminal, to_move, winner
+from ttt_reference import legal_moves, negamax, play, reachable_boards, terminal, to_move, winner
 
 import envs
 from azjax.networks import PolicyValueNet
@@ -42,18 +42,6 @@ def winning_cells(b, p):
             if winner(c) == p:
                 out.append(m)
     return out
-
-
-@functools.lru_cache(maxsize=1)
-def reachable_boards():
-    seen, stack = set(), [(-1,) * 9]
-    while stack:
-        b = stack.pop()
-        if b in seen:
-            continue
-        seen.add(b)
-        stack.extend(play(b, m) for m in moves(b))
-    return sorted(seen)
 
 
 PER_CASE = 8  # positions per (kind, player)

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ttt_reference import legal_moves, negamax, play, terminal
+from ttt_reference import negamax, reachable_boards, terminal
 
 import envs
 from azjax import Agent, TrainConfig, train, train_group
@@ -86,13 +86,7 @@ def test_two_seeds_give_different_parameters():
 
 def live_boards():
     """Every reachable tic-tac-toe position where the game goes on (4,520)."""
-    seen, stack = set(), [(-1,) * 9]
-    while stack:
-        b = stack.pop()
-        if b not in seen:
-            seen.add(b)
-            stack.extend(play(b, m) for m in legal_moves(b))
-    return sorted(b for b in seen if not terminal(b))
+    return [b for b in reachable_boards() if not terminal(b)]
 
 
 TRAIN_SEEDS = 16

@@ -39,6 +39,18 @@ def play(b, m):
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=1)
+def reachable_boards():
+    """Every board reachable from the empty one (5,478), sorted."""
+    seen, stack = set(), [(-1,) * 9]
+    while stack:
+        b = stack.pop()
+        if b not in seen:
+            seen.add(b)
+            stack.extend(play(b, m) for m in legal_moves(b))
+    return sorted(seen)
+
+
 @functools.lru_cache(maxsize=None)
 def negamax(b):
     """Game value for the player to move under perfect play."""
