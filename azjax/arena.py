@@ -2,15 +2,18 @@
 
     python -m azjax.arena alphazero:runs/connect_four mcts:1000 --games 100
     python -m azjax.arena random solver --game tictactoe --games 1000 --openings 2
+    python -m azjax.arena random mcts:100 --game go --game-option size=9 --games 10 --sgf games/
 
 Seats are swapped for half the games, and the two halves play the same openings
 (`--openings K` random plies first, so deterministic players do not replay one game).
-The games are played by `azjax.match.play_match` (also `azjax.play_match`).
+The games are played by `azjax.match.play_match` (also `azjax.play_match`). For Go,
+`--sgf DIR` saves every game as DIR/game-0001.sgf, ... (`azjax.sgf`).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 import time
@@ -19,8 +22,14 @@ from collections.abc import Sequence
 import jax
 
 import envs
-from azjax import memory, player_specs
-from azjax.cli import check_output_path, check_seed, one_line_errors, write_atomic
+from azjax import memory, player_specs, sgf
+from azjax.cli import (
+    check_output_dir,
+    check_output_path,
+    check_seed,
+    one_line_errors,
+    write_atomic,
+)
 from azjax.match import play_match
 from azjax.players import AgentParams, Player
 from azjax.progress import Progress
@@ -31,9 +40,9 @@ from envs import Env
 @one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """`python -m azjax.arena A B [--game G] [--games N] [--openings K] [--seed S]
-    [--json F]`; exit status 2 with one `error:` line for a bad argument, player or
-    output (the output is checked before the match and the result printed before it is
-    written)."""
+    [--json F] [--sgf DIR]`; exit status 2 with one `error:` line for a bad argument,
+    player or output (the outputs are checked before the match and the result printed
+    before they are written)."""
     parser = argparse.ArgumentParser(
         prog="python -m azjax.arena",
         description="Play two players against each other and report W/D/L with a 95% CI.",
@@ -51,10 +60,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="random plies before the players take over (default 0)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON")
+    parser.add_argument("--sgf", metavar="DIR",
+                        help="Go only: also save every game as DIR/game-0001.sgf, ... "
+                             "(SGF, random opening moves included)")
     args = parser.parse_args(argv)
     check_seed(args.seed)
     out = None if args.json is None else check_output_path(args.json, "--json")
     env = _arena_env(args)
+    sgf_dir = None
+    if args.sgf is not None:
+        sgf.check_go(env, "--sgf")
+        sgf_dir = check_output_dir(args.sgf, "--sgf")
     player_a = player_specs.make_player(args.player_a, env)
     player_b = player_specs.make_player(args.player_b, env)
     check_match_fits(env, args.games, [(p.name, search_simulations(spec, p)) for spec, p in
@@ -66,11 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     status = Progress(args.games, "games", "arena", every=5.0,
                       write=lambda line: print(line, file=sys.stderr, flush=True))
     result = play_match(env, player_a, player_b, jax.random.key(args.seed), args.games,
-                        args.openings, progress=status.update)
+                        args.openings, progress=status.update, record=sgf_dir is not None)
     print(f"{env.name}: {result.summary()}")
     print(f"  ({time.perf_counter() - start:.1f}s)", flush=True)
     if out is not None:
         write_atomic(out, json.dumps({"game": env.name, **result.as_dict()}, indent=2) + "\n")
+    if sgf_dir is not None:
+        paths = sgf.write_match_sgfs(env, result, sgf_dir, event="arena",
+                                     date=datetime.date.today().isoformat())
+        print(f"wrote {len(paths)} SGF files to {sgf_dir}", flush=True)
     return 0
 
 
@@ -105,7 +125,10 @@ def _arena_env(args) -> Env:
         key, eq, value = item.partition("=")
         if not eq:
             raise ValueError(f"--game-option expects KEY=VALUE, got {item!r}")
-        options[key] = float(value) if "." in value else int(value)
+        try:
+            options[key] = float(value) if "." in value else int(value)
+        except ValueError:
+            options[key] = value  # not a number: a word, such as go's ko=simple
     if args.game:
         return envs.make(args.game, **options)
     env = player_specs.game_of([args.player_a, args.player_b])

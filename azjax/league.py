@@ -5,7 +5,8 @@
 Every pair of players plays `games_per_pair` games in the arena (seats swapped for half of
 them, paired random openings); the results are fitted to Bradley-Terry Elo ratings anchored
 at one player (`random` at 0 by default). The run directory receives `league.csv`,
-`league.md`, `league.json` and `league.png` (Elo against training wall time).
+`league.md`, `league.json` and `league.png` (Elo against training wall time). For Go,
+`--sgf DIR` also saves every game as DIR/<a>-vs-<b>/game-0001.sgf, ... (`azjax.sgf`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import datetime
 import io
 import itertools
 import json
@@ -27,9 +29,16 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from azjax import checkpoint as ckpt
+from azjax import sgf
 from azjax.agent import Agent
 from azjax.arena import check_match_fits, search_simulations
-from azjax.cli import check_output_path, check_seed, one_line_errors, write_atomic
+from azjax.cli import (
+    check_output_dir,
+    check_output_path,
+    check_seed,
+    one_line_errors,
+    write_atomic,
+)
 from azjax.match import MatchResult, play_match
 from azjax.player_specs import make_player
 from azjax.players import Player
@@ -199,10 +208,30 @@ def plot_league(league: League, path: Path | None = None) -> bytes:
     return png.getvalue()
 
 
+def pair_dirs(names: Sequence[str]) -> list[str]:
+    """The SGF folder of every pair of `names` in `itertools.combinations` order:
+    `<a>-vs-<b>` with file-safe names (`azjax.sgf.safe_name`), numbered `-2`, `-3`, ...
+    where two pairs would get the same folder."""
+    dirs, seen = [], set()
+    for a, b in itertools.combinations(names, 2):
+        base = f"{sgf.safe_name(a)}-vs-{sgf.safe_name(b)}"
+        name, k = base, 1
+        while name.lower() in seen:  # also apart on case-insensitive file systems
+            k += 1
+            name = f"{base}-{k}"
+        seen.add(name.lower())
+        dirs.append(name)
+    return dirs
+
+
 def round_robin(env: Env, players: Sequence[Player], key: chex.PRNGKey, games_per_pair: int,
-                opening_plies: int = 0, progress: Progress | None = None) -> list[MatchResult]:
+                opening_plies: int = 0, progress: Progress | None = None,
+                sgf_dir: str | Path | None = None) -> list[MatchResult]:
     """Every unordered pair of `players` plays `games_per_pair` games (`play_match`,
-    one fresh subkey per pair); returns the results in `itertools.combinations` order."""
+    one fresh subkey per pair); returns the results in `itertools.combinations` order.
+    With `sgf_dir` (Go only), each pair's games are recorded and written as soon as the
+    pair has played, into `sgf_dir/<pair_dirs>/game-0001.sgf`, ... (the results are the
+    same)."""
     names = [p.name for p in players]
     if len(set(names)) != len(names):
         raise ValueError(f"player names must be unique, got {names}")
@@ -210,12 +239,22 @@ def round_robin(env: Env, players: Sequence[Player], key: chex.PRNGKey, games_pe
         raise ValueError(f"a round robin needs at least 2 players, got {len(players)}")
     if games_per_pair < 1:
         raise ValueError(f"games_per_pair must be >= 1, got {games_per_pair}")
+    if sgf_dir is not None:
+        sgf.check_go(env, "sgf_dir")
     pairs = list(itertools.combinations(players, 2))
+    folders = pair_dirs(names)
     keys = jax.random.split(key, len(pairs))
     results = []
     status = ProgressLine(len(pairs), "pairs", "league", write=progress)
+    date = datetime.date.today().isoformat()
     for k, ((a, b), pair_key) in enumerate(zip(pairs, keys), start=1):
-        result = play_match(env, a, b, pair_key, games_per_pair, opening_plies)
+        result = play_match(env, a, b, pair_key, games_per_pair, opening_plies,
+                            record=sgf_dir is not None)
+        if sgf_dir is not None:
+            sgf.write_match_sgfs(env, result, Path(sgf_dir) / folders[k - 1], date=date,
+                                 event="league")
+            # written: keep the league small
+            result = dataclasses.replace(result, moves=None, final_states=None)
         results.append(result)
         status.update(k, f"{a.name} vs {b.name}: {result.wins} W / {result.draws} D / "
                          f"{result.losses} L, score {100 * result.score:.0f}%")
@@ -300,15 +339,19 @@ def run_league(run_dir: str | Path, baselines: Sequence[str] = ("random",),
                simulations: int | None = None, kind: str = "alphazero",
                opening_plies: int = DEFAULT_OPENING_PLIES, anchor: str = "random",
                seed: int = 0, progress: Progress | None = print,
-               show: Callable[[League], None] | None = None) -> League:
+               show: Callable[[League], None] | None = None,
+               sgf_dir: str | Path | None = None) -> League:
     """Round robin of a run's checkpoints (players `it{step}`) and `baselines` (player
     specs), Elo anchored at `anchor` = 0; `show(league)` is called (if given) before the
     league files are written into `run_dir`, so a failure to write loses nothing shown.
+    With `sgf_dir` (Go only), every game is also saved as SGF under
+    `sgf_dir/<a>-vs-<b>/` (see `round_robin`), each pair's as soon as it has played.
 
     Everything is checked before the first game: RunDirError for a missing run, a run
     without checkpoints or an unknown step; ValueError for bad options, a bad baseline
-    spec, an anchor that is not a player, league files that cannot be written, or pairs
-    that would not fit in memory.
+    spec, an anchor that is not a player, league files or an `sgf_dir` that cannot be
+    written (or `sgf_dir` for a game other than Go), or pairs that would not fit in
+    memory.
     """
     _check_options(kind, simulations, games_per_pair, opening_plies)
     check_seed(seed, "seed")
@@ -317,6 +360,9 @@ def run_league(run_dir: str | Path, baselines: Sequence[str] = ("random",),
     baselines = [spec.strip() for spec in baselines]
     run_dir = Path(run_dir)
     env = ckpt.load_config(run_dir).make_env()
+    if sgf_dir is not None:
+        sgf.check_go(env, "--sgf")
+        sgf_dir = check_output_dir(sgf_dir, "--sgf")
     steps = checkpoint_steps(run_dir, steps)
     metrics = ckpt.read_metrics(run_dir)
     entrants = [_checkpoint_entrant(s, metrics) for s in steps]
@@ -337,7 +383,7 @@ def run_league(run_dir: str | Path, baselines: Sequence[str] = ("random",),
     say(f"league of {len(players)} players on {env.name}: {', '.join(names)}; "
         f"{games_per_pair} games per pair")
     matches = round_robin(env, players, jax.random.key(seed), games_per_pair, opening_plies,
-                          progress)
+                          progress, sgf_dir)
     league = League(env.name, entrants, matches, fit_league(names, matches, anchor))
     if show is not None:
         show(league)
@@ -379,14 +425,21 @@ def main(argv: list[str] | None = None) -> int:
                              f"(default {DEFAULT_OPENING_PLIES})")
     parser.add_argument("--anchor", default="random", help="player fixed at 0 Elo")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sgf", metavar="DIR",
+                        help="Go only: also save every game as DIR/<a>-vs-<b>/game-0001.sgf, "
+                             "... (SGF, random opening moves included)")
     args = parser.parse_args(argv)
     check_seed(args.seed)
-    run_league(args.run_dir, split_specs(args.baselines), _int_list(args.steps, "--steps"),
-               args.games, args.simulations, args.kind, args.openings, args.anchor,
-               args.seed, progress=print,
-               show=lambda league: print(league.markdown(), flush=True))
+    league = run_league(args.run_dir, split_specs(args.baselines),
+                        _int_list(args.steps, "--steps"), args.games, args.simulations,
+                        args.kind, args.openings, args.anchor, args.seed, progress=print,
+                        show=lambda league: print(league.markdown(), flush=True),
+                        sgf_dir=args.sgf)
     for name in FILES:
         print(f"wrote {Path(args.run_dir) / name}")
+    if args.sgf is not None:
+        games = sum(m.num_games for m in league.matches)
+        print(f"wrote {games} SGF files under {args.sgf}")
     return 0
 
 

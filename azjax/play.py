@@ -215,7 +215,7 @@ def load_agent(game: str, path: str, simulations: int | None = None) -> Agent:
     return agent
 
 
-def _check_source(run_dir: str | None, agent_file: str | None) -> None:
+def check_source(run_dir: str | None, agent_file: str | None) -> None:
     """ValueError for a run directory that is a file or an agent file that is not one."""
     if run_dir is not None and Path(run_dir).is_file():
         raise ValueError(f"{run_dir!r} is a file, not a run directory; use --agent FILE "
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="show the agent's evaluation and search visits after its moves")
     args = parser.parse_args(argv)
     check_seed(args.seed)
-    _check_source(args.run_dir, args.agent)
+    check_source(args.run_dir, args.agent)
     agent = load_agent(args.game, args.run_dir or args.agent, args.simulations)
     try:
         session(agent, args.side, args.seed, args.show_eval)

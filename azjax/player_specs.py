@@ -8,6 +8,7 @@ Grammar: `kind[:arg][,key=value ...]`:
 | `solver` | exact solution (tic-tac-toe, coin splitting) |
 | `mcts:N[,c=C]` | pure MCTS with random rollouts, N simulations, UCB1 constant C |
 | `alphabeta:D[,eval=lines\\|zero]` | minimax with alpha-beta pruning to depth D (host) |
+| `gnugo:LEVEL[,seed=S]` | GNU Go at level 0-10 (Go only; host; needs the `gnugo` program) |
 | `network:DIR[,step=S][,greedy=false]` | a trained run's policy head alone (argmax, or sampled) |
 | `alphazero:DIR[,sims=N][,step=S][,policy=puct\\|gumbel][,greedy=false]` | a trained run's network + search (noise off and the search's choice, or noise on and sampled from its policy) |
 | `alphago:DIR,lambda=L[,sims=N][,step=S][,policy=...]` | the same with AlphaGo leaf mix L |
@@ -22,6 +23,7 @@ from pathlib import Path
 from azjax import checkpoint as ckpt
 from azjax.agent import Agent
 from azjax.alphabeta import alphabeta_player, line_count_eval, zero_eval
+from azjax.gnugo import gnugo_player
 from azjax.players import Player, random_player, rollout_mcts_player, solver_player
 from azjax.specs import RUN_KINDS, PlayerSpec, parse_spec
 from envs import Env
@@ -111,4 +113,10 @@ def make_player(text: str, env: Env, name: str | None = None) -> Player:
             raise ValueError(f"player {spec.text!r}: eval must be 'lines' or 'zero'")
         eval_fn = evals[choice]() if choice else None
         return alphabeta_player(env, depth, eval_fn=eval_fn, name=name)
+    if spec.kind == "gnugo":
+        _check_options(spec, ("seed",))
+        seed = _number(spec, spec.options.get("seed", "0"), int, "seed")
+        if not 0 <= seed < 2**31:
+            raise ValueError(f"player {spec.text!r}: seed must be from 0 to {2**31 - 1}")
+        return gnugo_player(env, int(spec.arg), seed, name)
     return _run_player(spec, env, name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-KINDS = ("random", "solver", "mcts", "alphabeta", "network", "alphazero", "alphago")
+KINDS = ("random", "solver", "mcts", "alphabeta", "gnugo", "network", "alphazero", "alphago")
 RUN_KINDS = ("network", "alphazero", "alphago")
 """Kinds whose argument is a training run directory (or an exported agent file)."""
 
@@ -40,8 +40,11 @@ def parse_spec(text: str) -> PlayerSpec:
         if key in options:
             raise ValueError(f"player {text!r}: option {key!r} given twice")
         options[key] = value
-    if kind in RUN_KINDS + ("mcts", "alphabeta") and not arg:
+    if kind in RUN_KINDS + ("mcts", "alphabeta", "gnugo") and not arg:
         raise ValueError(f"player {text!r}: '{kind}' needs an argument ('{kind}:...')")
+    if kind == "gnugo" and not (arg.isascii() and arg.isdigit() and 0 <= int(arg) <= 10):
+        raise ValueError(f"player {text!r}: GNU Go's level must be an integer from 0 to 10 "
+                         f"('gnugo:LEVEL'), got {arg!r}")
     if kind in ("random", "solver") and arg:
         raise ValueError(f"player {text!r}: '{kind}' takes no argument")
     return PlayerSpec(kind, arg or None, options, text.strip())

@@ -1,4 +1,4 @@
-"""The game of Go as a pure JAX state machine (Tromp-Taylor area scoring, simple ko).
+"""The game of Go as a pure JAX state machine (Tromp-Taylor area scoring, positional superko).
 
 Board `size` x `size` (2..19, default 9). Player 0 is Black and moves first.
 
@@ -7,19 +7,36 @@ Row 0 is the top line, printed as line `size`; columns are lettered A B C D E F 
 (no I), so on 9x9 action 0 is "A9" and action 72 is "A1" (see `parse_move`, `format_move`).
 
 Rules: stones of the opponent left without liberties are captured (any number of groups at
-once); suicide is illegal; **simple ko**: a move that recaptures a single stone just captured
-by a single stone, recreating the position before the previous move, is illegal (the point is
-kept in `ko`, cleared by any other move or a pass). Positional superko is not implemented.
-Pass is always legal. The game ends after two consecutive passes or at `max_moves` plies
-(default `2 * size * size`), and is scored by Tromp-Taylor area: a point counts for a colour
-if it holds that colour's stone, or is empty and reaches only that colour's stones through
-empty points. Black wins (+1, -1) if black - white - komi > 0, White wins if < 0, and an
-exact tie (integer komi) is a draw (0, 0).
+once); suicide is illegal. The `ko` option picks the repetition rule:
+
+* `ko="positional"` (the default), **positional superko**: a stone move may not recreate
+  any whole-board position (after its captures) that the game has had before: the empty
+  initial board, and every board after every earlier ply, whoever was to move then. Passes
+  create no new position and are never forbidden. Positions are compared by 64-bit
+  Zobrist-style hashes (two additive uint32 words, kept in `hashes`; 55 of the bits are
+  random), so two different boards hash alike with probability 2**-55.
+* `ko="simple"`, **simple ko** only: a move that recaptures a single stone just captured by
+  a single stone, recreating the position before the previous move, is illegal. Longer
+  cycles (triple ko, sending two and returning one...) are legal and can repeat until the
+  move cap.
+
+In both modes the simple-ko point is kept in `ko` (cleared by any other move or a pass);
+superko forbids that point too. Pass is always legal. The game ends after two consecutive
+passes or at `max_moves` plies (default `2 * size * size`), and is scored by Tromp-Taylor
+area: a point counts for a colour if it holds that colour's stone, or is empty and reaches
+only that colour's stones through empty points. Black wins (+1, -1) if black - white - komi
+> 0, White wins if < 0, and an exact tie (integer komi) is a draw (0, 0).
 
 Observation [size, size, 2T+1] bool (AlphaGo Zero), from the mover's point of view, T =
 `history`: planes 0..T-1 are the mover's stones at t, t-1, ..., t-T+1; planes T..2T-1 the
 opponent's stones at the same times; the last plane is all True when the mover is Black.
 Boards before the start of the game are empty.
+
+Symmetries: the hashes of past boards cannot be rotated, so a state carries `frame`, the
+symmetry that maps the board of the game as played to the state's board, and always hashes
+boards as they were played (the Zobrist key of a point is looked up through the frame's
+cell permutation). `transform_state` composes `frame` with the symmetry and leaves
+`hashes` alone, so a transformed state forbids exactly the transformed moves.
 """
 
 from __future__ import annotations
@@ -39,6 +56,7 @@ from envs.core import (
     check_option,
     dihedral_symmetries,
 )
+from envs.go_superko import frame_tables, repeated_positions, zobrist_keys
 
 EMPTY = -1
 BLACK = 0
@@ -57,8 +75,16 @@ class GoState(State):
       history: int8 [T, N*N] boards at t, t-1, ..., t-T+1 (history[0] == board).
       chain: int16 [N*N] for a stone, the id of its chain (the cell of one of the chain's
         stones: the stone whose move last formed the chain); -1 on empty points.
-      ko: int32 [] the point the mover may not play because of simple ko, or -1.
+      ko: int32 [] the point the mover may not play because of simple ko, or -1 (kept
+        under both `ko` rules; positional superko forbids it as well).
       passes: int32 [] consecutive passes just played.
+      frame: int32 [] the symmetry g such that this board is the board of the game as
+        played transformed by g (`transform_state`); 0 for a state reached by play alone.
+      hashes: uint32 [max_moves + 1, 2] with `ko="positional"`: hashes[i] is the hash
+        (two uint32 words) of the board, as played (frame 0), after ply i, so rows
+        0..step_count are the positions of the game (a pass repeats its row); later rows
+        are zero, the hash of the empty board (row 0), which no move recreates. With
+        `ko="simple"`: uint32 [1, 2] zeros, unused.
     """
 
     board: chex.Array = None
@@ -66,6 +92,8 @@ class GoState(State):
     chain: chex.Array = None
     ko: chex.Array = None
     passes: chex.Array = None
+    frame: chex.Array = None
+    hashes: chex.Array = None
 
 
 def _neighbour_table(n: int) -> np.ndarray:
@@ -80,10 +108,21 @@ def _neighbour_table(n: int) -> np.ndarray:
     return table
 
 
-def _state_bytes(size: int, history: int) -> int:
+KO_RULES = ("positional", "simple")
+"""The values of `Go(ko=...)`: positional superko (the default) or simple ko."""
+
+
+def _hash_rows(max_moves: int, ko: str) -> int:
+    """Rows of `GoState.hashes`: every position of the game under superko, else one."""
+    return max_moves + 1 if ko == "positional" else 1
+
+
+def _state_bytes(size: int, history: int, max_moves: int, ko: str = "positional") -> int:
     """Bytes of one `GoState`: int8 past boards [T, N*N], bool observation [N, N, 2T+1],
-    and a few per-point arrays (board, chain, legal mask: 4 bytes a point)."""
-    return size * size * (history + (2 * history + 1) + 4) + 64
+    a few per-point arrays (board, chain, legal mask: 4 bytes a point), the position
+    hashes (uint32 [rows, 2]) and a few scalars."""
+    return (size * size * (history + (2 * history + 1) + 4)
+            + 8 * _hash_rows(max_moves, ko) + 64)
 
 
 def _shifted(x: chex.Array, fill) -> list[chex.Array]:
@@ -136,6 +175,9 @@ class Go(Env):
       komi: points added to White's score.
       history: T, the number of past boards per player in the observation.
       max_moves: plies after which the game ends and is scored (default 2 * size * size).
+      ko: "positional" (default): positional superko, a stone move may not recreate any
+        earlier board of the game; "simple": simple ko only (see the module docstring).
+        Superko keeps max_moves + 1 position hashes (8 bytes each) in every state.
     """
 
     name = "go"
@@ -143,20 +185,38 @@ class Go(Env):
     move_notation = "a point like D4 (column letter, I skipped, row number from the bottom) or pass"
 
     def __init__(
-        self, size: int = 9, komi: float = 7.5, history: int = 8, max_moves: int | None = None
+        self,
+        size: int = 9,
+        komi: float = 7.5,
+        history: int = 8,
+        max_moves: int | None = None,
+        ko: str = "positional",
     ):
         self.size = check_option("Go size", size, int, 2, MAX_SIZE)
         self.komi = check_option("Go komi", komi, float)
         self.history = check_option("Go history", history, int, 1)
-        check_fits(f"Go history={self.history}", _state_bytes(self.size, self.history),
-                   "one state's past boards and observation")
         self.max_moves = check_option(
             "Go max_moves", 2 * self.size**2 if max_moves is None else max_moves, int, 1, INT32_MAX)
+        if not isinstance(ko, str) or ko not in KO_RULES:
+            raise ValueError(f"Go ko must be one of {', '.join(map(repr, KO_RULES))} "
+                             f"(positional superko or simple ko), got {ko!r}")
+        self.ko = ko
+        needed = _state_bytes(self.size, self.history, self.max_moves, ko)
+        hash_bytes = 8 * _hash_rows(self.max_moves, ko)
+        if 2 * hash_bytes <= needed:
+            what, detail = f"Go history={self.history}", "one state's past boards and observation"
+        else:
+            what = f"Go max_moves={self.max_moves} with ko='positional'"
+            detail = "one state's superko position hashes; ko='simple' keeps none"
+        check_fits(what, needed, detail)
         self.max_plies = self.max_moves
         self.num_actions = self.size * self.size + 1
         self.observation_shape = (self.size, self.size, 2 * self.history + 1)
         self._nbr = _neighbour_table(self.size)
         self._symmetries = dihedral_symmetries(self.size, self.size, extra_actions=1)
+        self._keys = zobrist_keys(self.size)
+        self._cell_perm = np.asarray(self._symmetries.cell_perm)
+        self._frame_keys, self._compose = frame_tables(self._cell_perm, self._keys)
 
     # ---------------------------------------------------------------------------------
     # Rules
@@ -170,12 +230,30 @@ class Go(Env):
         planes = jnp.concatenate([own, opp, colour], axis=0)
         return planes.T.reshape(n, n, 2 * t + 1)
 
+    def _stone_keys(self, board: chex.Array, keys: chex.Array) -> chex.Array:
+        """uint32 [N*N, 2] the key of each point's stone (`keys` [2, N*N, 2]), 0 where
+        empty; the board's hash is their sum."""
+        return jnp.where((board == BLACK)[:, None], keys[BLACK],
+                         jnp.where((board == WHITE)[:, None], keys[WHITE], jnp.uint32(0)))
+
     def _legal_mask(
-        self, board: chex.Array, chain: chex.Array, ko: chex.Array, player: chex.Array
+        self,
+        board: chex.Array,
+        chain: chex.Array,
+        ko: chex.Array,
+        player: chex.Array,
+        superko: tuple[chex.Array, ...] | None = None,
     ) -> chex.Array:
         """Legal points (without pass) of `player` on a position where every chain has a
         liberty: an empty point with an empty neighbour, a neighbouring own chain with two or
-        more liberties, or a neighbouring opponent chain with exactly one (a capture)."""
+        more liberties, or a neighbouring opponent chain with exactly one (a capture); not
+        the simple-ko point.
+
+        With `superko` = (keys [2, N*N, 2] of the state's frame, key [N*N, 2] of each
+        point's stone (0 if empty), hash [2] of the board, hashes [R, 2] of the game's
+        positions, cell permutation [N*N] of the frame), also not a point whose move makes
+        a board the game has had: its hash is the board's, plus the new stone's key, minus
+        the keys of the stones it captures."""
         n = self.size
         nn = n * n
         grid = board.reshape(n, n)
@@ -196,7 +274,16 @@ class Go(Env):
         support = (own & (chain_lo < chain_hi)) | (opp & (chain_lo == chain_hi))
         ok = _any_neighbour(empty) | _any_neighbour(support.reshape(n, n))
         legal = empty & ok
-        return legal.reshape(nn) & (jnp.arange(nn) != ko)
+        legal = legal.reshape(nn) & (jnp.arange(nn) != ko)
+        if superko is None:
+            return legal
+        keys, stone_key, position, hashes, perm = superko
+        atari = (opp & (chain_lo == chain_hi)).reshape(n, n)
+        captures = empty.reshape(nn) & _any_neighbour(atari).reshape(nn)
+        repeats = repeated_positions(
+            legal, captures, jnp.where(atari.reshape(nn), chain_lo, nn), keys[player],
+            jnp.asarray(self._keys)[player], stone_key, position, hashes, perm)
+        return legal & ~repeats
 
     def _area_scores(self, board: chex.Array, needed: chex.Array) -> chex.Array:
         """float32 [2] Tromp-Taylor area (black, white); only computed where `needed`
@@ -237,6 +324,9 @@ class Go(Env):
         passes: chex.Array,
         player: chex.Array,
         step_count: chex.Array,
+        frame: chex.Array,
+        hashes: chex.Array,
+        superko: tuple[chex.Array, ...] | None,
     ) -> GoState:
         terminated = (passes >= 2) | (step_count >= self.max_moves)
         scores = self._area_scores(board, terminated)
@@ -246,7 +336,7 @@ class Go(Env):
             terminated, jnp.stack([black_result, -black_result]), jnp.zeros(2, jnp.float32)
         )
         legal = jnp.concatenate(
-            [self._legal_mask(board, chain, ko, player), jnp.ones(1, jnp.bool_)]
+            [self._legal_mask(board, chain, ko, player, superko), jnp.ones(1, jnp.bool_)]
         )
         return GoState(
             current_player=player,
@@ -260,6 +350,8 @@ class Go(Env):
             chain=chain,
             ko=ko,
             passes=passes,
+            frame=frame,
+            hashes=hashes,
         )
 
     def _init(self, key: chex.PRNGKey) -> GoState:
@@ -279,6 +371,9 @@ class Go(Env):
             chain=jnp.full(nn, -1, jnp.int16),
             ko=jnp.int32(NO_POINT),
             passes=jnp.int32(0),
+            frame=jnp.int32(0),
+            # The empty board's hash is 0: row 0 is the initial position under superko.
+            hashes=jnp.zeros((_hash_rows(self.max_moves, self.ko), 2), jnp.uint32),
         )
 
     def _step(self, state: GoState, action: chex.Array) -> GoState:
@@ -320,6 +415,17 @@ class Go(Env):
 
         history = jnp.concatenate([board[None], state.history[:-1]], axis=0)
         passes = jnp.where(is_pass, state.passes + 1, 0).astype(jnp.int32)
+        step_count = state.step_count + 1
+        hashes, superko = state.hashes, None
+        if self.ko == "positional":
+            # Row step_count: this board, hashed as played (a pass repeats the last row).
+            keys = jnp.asarray(self._frame_keys)[state.frame]
+            stone_key = self._stone_keys(board, keys)
+            position = jnp.sum(stone_key, axis=0, dtype=jnp.uint32)
+            row = jnp.arange(hashes.shape[0])[:, None] == step_count
+            hashes = jnp.where(row, position[None, :], hashes)
+            perm = jnp.asarray(self._cell_perm)[state.frame]
+            superko = (keys, stone_key, position, hashes, perm)
         return self._make_state(
             board=board,
             history=history,
@@ -327,7 +433,10 @@ class Go(Env):
             ko=ko,
             passes=passes,
             player=1 - mover,
-            step_count=state.step_count + 1,
+            step_count=step_count,
+            frame=state.frame,
+            hashes=hashes,
+            superko=superko,
         )
 
     # ---------------------------------------------------------------------------------
@@ -352,6 +461,7 @@ class Go(Env):
             history=state.history[:, perm],
             chain=move_point(state.chain[perm]),
             ko=move_point(state.ko),
+            frame=jnp.asarray(self._compose)[state.frame, g],
             observation=sym.observation(state.observation, g),
             legal_action_mask=sym.policy(state.legal_action_mask, g),
         )

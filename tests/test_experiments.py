@@ -41,7 +41,7 @@ SCRIPTS = {
                          "search_move_accuracy"}),
     "coin_split": ({"coins": 7}, {"net_winning_move_share", "search_winning_move_share"}),
     "gomoku": ({"size": 7, "k": 4}, {"net_vs_random", "search_vs_random"}),
-    "go9x9": ({"size": 5}, {"net_vs_random", "search_vs_random"}),
+    "go9x9": ({"size": 5}, {"net_vs_random", "search_vs_random", "vs gnugo:1"}),
 }
 
 

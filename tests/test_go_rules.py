@@ -7,6 +7,7 @@ tests/test_check_env.py."""
 from __future__ import annotations
 
 import functools
+import types
 
 import jax
 import jax.numpy as jnp
@@ -24,17 +25,27 @@ from envs.go import Go, format_move, parse_move
 class RefGo:
     """One game of Go: board list of N*N (-1 empty, 0 black, 1 white); black moves first.
 
-    Simple ko is checked literally: a move may not recreate the board as it was before the
-    previous move.
+    Repetition is checked literally, on whole boards: with ko="simple" a move may not
+    recreate the board as it was before the previous move; with ko="positional" it may not
+    recreate any board the game has had (the empty board and the board after every ply).
     """
 
-    def __init__(self, size, komi=7.5, history=8, max_moves=None):
+    def __init__(self, size, komi=7.5, history=8, max_moves=None, ko="positional"):
+        assert ko in ("positional", "simple")
         self.n = size
         self.komi = komi
         self.t = history
+        self.ko_rule = ko
         self.max_moves = 2 * size * size if max_moves is None else max_moves
         self.board = [-1] * (size * size)
         self.boards = [list(self.board)]  # every board of the game, oldest first
+        self.seen = {tuple(self.board)}  # the same boards, as a set
+        self.by_count = {(0, 0): [tuple(self.board)]}  # and by (black, white) stone counts
+        # Positions (of a live game) with a point that superko forbids and simple ko allows,
+        # and moves played that recreated an earlier board (possible under simple ko only).
+        self.superko_positions = 0
+        self.repeats_played = 0
+        self.superko_plies = []  # the plies of those positions
         self.player = 0
         self.passes = 0
         self.step_count = 0
@@ -81,6 +92,8 @@ class RefGo:
             return None, "suicide"
         if len(self.boards) >= 2 and b == self.boards[-2]:
             return None, "ko"
+        if self.ko_rule == "positional" and tuple(b) in self.seen:
+            return None, "superko"
         return b, captured
 
     def _analyse(self):
@@ -100,6 +113,8 @@ class RefGo:
         if self.terminated:
             return
         self.mask[n2] = True
+        quiet = self.quiet_repeats()
+        superko_here = False
         for p in range(n2):
             if self.board[p] != -1:
                 continue
@@ -108,19 +123,46 @@ class RefGo:
                 for q in self.nbrs[p]
                 if self.board[q] != -1
             ]
+            if any(c != self.player and libs == {p} for c, libs in nbr_libs):
+                # A capture: legal unless it recreates the previous position (ko), or under
+                # superko any earlier one.
+                board, why = self.play_on(self.board, p, self.player)
+                self.mask[p] = board is not None
+                if why == "ko":
+                    self.ko = p
+                    self.events.add("ko")
+                elif why == "superko" or (board is not None and tuple(board) in self.seen):
+                    superko_here = True
+                    self.events.add("superko capture")
+                continue
             if len(nbr_libs) < len(self.nbrs[p]):
                 self.mask[p] = True  # an empty neighbour: a liberty whatever happens
             elif any(c == self.player and libs != {p} for c, libs in nbr_libs):
                 self.mask[p] = True  # joins a chain that keeps another liberty
-            elif any(c != self.player and libs == {p} for c, libs in nbr_libs):
-                # A capture: legal unless it recreates the previous position (ko).
-                if self.play_on(self.board, p, self.player)[0] is None:
-                    self.ko = p
-                    self.events.add("ko")
-                else:
-                    self.mask[p] = True
             else:
                 self.events.add("suicide point")
+            if self.mask[p] and p in quiet:
+                # No capture: the board plus this stone is an earlier board (never the one
+                # before the last move, which had a stone less of the mover or a pass).
+                superko_here = True
+                self.events.add("superko without capture")
+                self.mask[p] = self.ko_rule == "simple"
+        self.superko_positions += superko_here
+        if superko_here:
+            self.superko_plies.append(self.step_count)
+
+    def quiet_repeats(self):
+        """The empty points p where the board plus the mover's stone at p (no capture) is
+        a board the game has had: earlier boards that differ from this one at one point
+        only, where this board is empty and that one holds the mover's stone."""
+        counts = [self.board.count(0), self.board.count(1)]
+        counts[self.player] += 1
+        points = set()
+        for old in self.by_count.get(tuple(counts), ()):
+            diff = [p for p in range(len(old)) if old[p] != self.board[p]]
+            if len(diff) == 1 and self.board[diff[0]] == -1 and old[diff[0]] == self.player:
+                points.add(diff[0])
+        return points
 
     def step(self, action):
         n2 = self.n * self.n
@@ -146,9 +188,16 @@ class RefGo:
                 self.events.add("several groups captured")
             if captured and all(self.board[q] != -1 for q in self.nbrs[action]):
                 self.events.add("capture without liberty before")
+            if tuple(board) in self.seen:
+                self.repeats_played += 1
             self.board = board
             self.passes = 0
         self.boards.append(list(self.board))
+        key = tuple(self.board)
+        if key not in self.seen:
+            self.seen.add(key)
+            counts = (self.board.count(0), self.board.count(1))
+            self.by_count.setdefault(counts, []).append(key)
         self.step_count += 1
         self.player = 1 - mover
         self.rewards = [0.0, 0.0]
@@ -229,11 +278,12 @@ FIELDS = (
 )
 
 
-def make_rollout(env: Go, num_games: int, num_plies: int):
+def make_rollout(env: Go, num_games: int, num_plies: int, pass_logits=(-6.0, 0.0)):
     """A jitted function (key) -> (actions [P, G], states [P+1, G, ...]) of random games.
 
-    Moves are uniform over legal actions except that each game draws how likely a pass is;
-    the last quarter of the games sometimes plays a random (often illegal) action.
+    Moves are uniform over legal actions except that each game draws how likely a pass is
+    (a logit added to the pass's, uniform in `pass_logits`); the last quarter of the games
+    sometimes plays a random (often illegal) action.
     """
     a = env.num_actions
 
@@ -249,7 +299,8 @@ def make_rollout(env: Go, num_games: int, num_plies: int):
     def rollout(key):
         init_key, pass_key, play_key = jax.random.split(key, 3)
         state = jax.vmap(env.init)(jax.random.split(init_key, num_games))
-        pass_logit = jax.random.uniform(pass_key, (num_games,), minval=-6.0, maxval=0.0)
+        pass_logit = jax.random.uniform(pass_key, (num_games,), minval=pass_logits[0],
+                                        maxval=pass_logits[1])
         noisy = jnp.arange(num_games) >= num_games * 3 // 4
 
         def body(state, key):
@@ -267,7 +318,8 @@ def make_rollout(env: Go, num_games: int, num_plies: int):
 def compare_with_reference(env: Go, actions: np.ndarray, states) -> list[RefGo]:
     """Replays every game in the reference and compares all fields after every ply."""
     num_plies, num_games = actions.shape
-    games = [RefGo(env.size, env.komi, env.history, env.max_moves) for _ in range(num_games)]
+    games = [RefGo(env.size, env.komi, env.history, env.max_moves, env.ko)
+             for _ in range(num_games)]
     for ply in range(num_plies + 1):
         if ply > 0:
             for g, game in enumerate(games):
@@ -302,26 +354,33 @@ def compare_with_reference(env: Go, actions: np.ndarray, states) -> list[RefGo]:
     return games
 
 
+SMALL_LONG = {"size": 4, "history": 2, "max_moves": 64}
 RANDOM_CONFIGS = {
-    # size: (env kwargs, games, plies)
-    5: ({"size": 5, "history": 3}, 1536, 56),
-    7: ({"size": 7, "komi": 0.0, "history": 8}, 512, 100),
-    9: ({"size": 9}, 128, 170),
+    # name: (env kwargs (default ko="positional"), games, plies, pass logits)
+    "5x5": ({"size": 5, "history": 3}, 1536, 56, (-6.0, 0.0)),
+    "7x7": ({"size": 7, "komi": 0.0, "history": 8}, 512, 100, (-6.0, 0.0)),
+    "9x9": ({"size": 9}, 128, 170, (-6.0, 0.0)),
+    # Long games on a small board with few passes: positions where superko forbids a move
+    # that simple ko allows come in about one game in eight. The same games (same key)
+    # under both rules, until a game meets such a move.
+    "4x4 superko": (SMALL_LONG, 512, 65, (-9.0, -5.0)),
+    "4x4 simple ko": ({**SMALL_LONG, "ko": "simple"}, 512, 65, (-9.0, -5.0)),
 }
+SUPERKO_CONFIGS = ("4x4 superko", "4x4 simple ko")
 
 
-@pytest.fixture(scope="module", params=sorted(RANDOM_CONFIGS))
+@pytest.fixture(scope="module", params=list(RANDOM_CONFIGS))
 def random_games(request):
-    kwargs, num_games, num_plies = RANDOM_CONFIGS[request.param]
+    kwargs, num_games, num_plies, pass_logits = RANDOM_CONFIGS[request.param]
     env = envs.make("go", **kwargs)
-    actions, states = make_rollout(env, num_games, num_plies)(jax.random.key(request.param))
-    actions, states = jax.device_get((actions, states))
+    rollout = make_rollout(env, num_games, num_plies, pass_logits)
+    actions, states = jax.device_get(rollout(jax.random.key(env.size)))
     games = compare_with_reference(env, actions, states)
-    return env, actions, states, games
+    return env, actions, states, games, request.param
 
 
 def test_random_games_match_reference(random_games):
-    env, _actions, states, games = random_games
+    env, _actions, states, games, _name = random_games
     seen = set().union(*(g.events for g in games))
     required = {
         "multi-stone capture",
@@ -346,6 +405,52 @@ def test_random_games_match_reference(random_games):
     assert states.board.dtype == np.int8 and states.board.shape[1:] == (g, n * n)
     assert states.history.dtype == np.int8 and states.history.shape[1:] == (g, t, n * n)
     assert env.observation_shape == (n, n, 2 * t + 1) and env.num_actions == n * n + 1
+    rows = env.max_moves + 1 if env.ko == "positional" else 1
+    assert states.hashes.dtype == np.uint32 and states.hashes.shape[1:] == (g, rows, 2)
+    assert states.frame.dtype == np.int32 and not states.frame.any()
+
+
+def test_random_games_exercise_superko(random_games):
+    """The random games meet positions where superko forbids a move that simple ko allows
+    (and where the two rules' masks were compared with the reference's); under simple ko
+    such moves are played, under superko never."""
+    env, _, _, games, name = random_games
+    positions = sum(g.superko_positions for g in games)
+    in_games = sum(g.superko_positions > 0 for g in games)
+    repeats = sum(g.repeats_played for g in games)
+    print(f"{name}: {positions} superko positions in {in_games} of {len(games)} games, "
+          f"{repeats} earlier boards recreated")
+    if env.ko == "positional":
+        assert repeats == 0
+    if name in SUPERKO_CONFIGS:
+        seen = set().union(*(g.events for g in games))
+        assert {"superko capture", "superko without capture"} <= seen
+        assert in_games >= len(games) // 20, in_games
+        if env.ko == "simple":
+            assert repeats > 0
+
+
+def test_position_hashes_tell_boards_apart(random_games):
+    """Rows 0..step_count of `hashes` are equal exactly where the game's boards are (the
+    empty board hashes to 0); later rows are zero. Under simple ko they are all zero."""
+    env, _, states, games, _ = random_games
+    hashes = states.hashes[-1]
+    if env.ko == "simple":
+        assert not hashes.any()
+        return
+    repeated = 0
+    for g, game in enumerate(games):
+        count = int(states.step_count[-1, g]) + 1
+        assert len(game.boards) == count
+        rows = hashes[g, :count]
+        assert not rows[0].any() and not hashes[g, count:].any()
+        hash_ids = np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1)
+        board_ids = np.unique(np.array(game.boards), axis=0, return_inverse=True)[1].reshape(-1)
+        same_hash = hash_ids[:, None] == hash_ids[None]
+        same_board = board_ids[:, None] == board_ids[None]
+        np.testing.assert_array_equal(same_hash, same_board)
+        repeated += same_board.sum() - count
+    assert repeated > 0  # (boards repeat after passes and, under simple ko, cycles)
 
 
 @pytest.mark.slow
@@ -366,7 +471,7 @@ def test_more_sizes_match_reference(size, komi, games, plies):
 
 
 def test_area_scores_match_reference(random_games):
-    env, _, states, games = random_games
+    env, _, states, games, _ = random_games
     boards = states.board[-1]
     got = jax.device_get(
         jax.jit(jax.vmap(lambda b: env.area_scores(env.init(None).replace(board=b))))(boards)
@@ -379,40 +484,63 @@ def test_area_scores_match_reference(random_games):
 # Symmetries
 # --------------------------------------------------------------------------------------
 
-ALL_FIELDS = FIELDS + ("chain", "ko")
+ALL_FIELDS = FIELDS + ("chain", "ko", "frame", "hashes")
 
 
-def test_step_is_equivariant_on_ko_positions(random_games):
-    """Symmetries commute with step where a ko point is set (check_env checks random
-    positions, where a ko is rare), on every field including `chain` and `ko`."""
-    env, _, states, _ = random_games
+def test_step_is_equivariant_on_ko_and_superko_positions(random_games):
+    """Symmetries commute with step on every field (`chain`, `ko`, `frame` and `hashes`
+    included) where check_env's random positions rarely go: positions with a ko point
+    (a random legal move), and moves into positions where superko forbids a point that
+    simple ko allows (the move played). The state is transformed by two symmetries in
+    turn, so the frame composes, and the hashes of the boards as played stay valid for
+    the transformed board."""
+    env, actions, states, games, name = random_games
     sym = env.symmetries
     rng = np.random.default_rng(env.size)
     ko_rows = np.argwhere((states.ko >= 0) & ~states.terminated)
-    pick = ko_rows[rng.choice(len(ko_rows), 32)]
-    batch = jax.tree.map(lambda x: x[pick[:, 0], pick[:, 1]], states)
-    masks = batch.legal_action_mask
-    acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks], np.int32)
-    num = len(pick)
-    g = np.repeat(np.arange(sym.size, dtype=np.int32), num)
+    ko_rows = ko_rows[rng.choice(len(ko_rows), 32)]
+    ko_acts = [rng.choice(np.flatnonzero(states.legal_action_mask[t, g])) for t, g in ko_rows]
+    into = np.array([(ply - 1, g) for g, game in enumerate(games) for ply in game.superko_plies],
+                    np.int64).reshape(-1, 2)
+    # The 5x5..9x9 games meet few of those (see test_random_games_exercise_superko); the
+    # 4x4 games dozens.
+    assert len(into) > 0 or name not in SUPERKO_CONFIGS
+    into = into[:64]
+    rows = np.concatenate([ko_rows, into])
+    acts = np.concatenate([ko_acts, actions[into[:, 0], into[:, 1]]]).astype(np.int32)
+    batch = jax.tree.map(lambda x: x[rows[:, 0], rows[:, 1]], states)
+    num = len(rows)
+    g1 = np.repeat(np.arange(sym.size, dtype=np.int32), num)
+    g2 = np.where(np.arange(len(g1)) % 2 == 0, 0, rng.integers(0, sym.size, g1.shape))
+    g2 = g2.astype(np.int32)
     tiled = jax.tree.map(lambda x: np.concatenate([x] * sym.size), batch)
     acts = np.tile(acts, sym.size)
 
-    def both_sides(s, a, g):
-        lhs = env.transform_state(env.step(s, a), g)
-        rhs = env.step(env.transform_state(s, g), sym.action(a, g))
-        return lhs, rhs, env.transform_state(s, g)
+    def both_sides(s, a, g1, g2):
+        after = env.step(s, a)
+        lhs = env.transform_state(env.transform_state(after, g1), g2)
+        moved = env.transform_state(env.transform_state(s, g1), g2)
+        rhs = env.step(moved, sym.action(sym.action(a, g1), g2))
+        return lhs, rhs, moved, after
 
-    lhs, rhs, moved = jax.device_get(jax.jit(jax.vmap(both_sides))(tiled, acts, g))
+    lhs, rhs, moved, after = jax.device_get(
+        jax.jit(jax.vmap(both_sides))(tiled, acts, g1, g2))
     for field in ALL_FIELDS:
         np.testing.assert_array_equal(getattr(lhs, field), getattr(rhs, field), err_msg=field)
     # No forfeits (the transformed action was legal), and the ko point moved with the board.
     assert np.all(lhs.step_count == tiled.step_count + 1)
-    assert np.all(moved.ko >= 0) and (moved.ko != tiled.ko).any()
+    ko = np.arange(len(g1)) % num < len(ko_rows)
+    assert np.all(moved.ko[ko] >= 0) and (moved.ko[ko] != tiled.ko[ko]).any()
+    # The hashes are those of the boards as played; the frame is the composed symmetry:
+    # cell_perm[frame] == cell_perm[g1][cell_perm[g2]].
+    np.testing.assert_array_equal(rhs.hashes, after.hashes)
+    perms = np.asarray(sym.cell_perm)
+    np.testing.assert_array_equal(perms[rhs.frame], np.take_along_axis(perms[g1], perms[g2], 1))
+    assert (rhs.frame != 0).any() and not after.frame.any()
 
 
 def test_transform_state_is_geometric(random_games):
-    env, _, states, _ = random_games
+    env, _, states, _, _ = random_games
     n = env.size
     sym = env.symmetries
     s = jax.tree.map(lambda x: x[len(x) // 2, :8], states)
@@ -441,14 +569,14 @@ def test_transform_state_is_geometric(random_games):
 
 
 @functools.cache
-def jitted(size, komi=7.5, max_moves=None):
-    env = Go(size=size, komi=komi, history=2, max_moves=max_moves)
+def jitted(size, komi=7.5, max_moves=None, ko="positional"):
+    env = Go(size=size, komi=komi, history=2, max_moves=max_moves, ko=ko)
     return env, jax.jit(env.step), jax.jit(env.init)
 
 
-def play(moves, size=5, komi=7.5, max_moves=None):
+def play(moves, size=5, komi=7.5, max_moves=None, ko="positional"):
     """The state after a space-separated list of moves ("C3 D3 pass ..."), each legal."""
-    env, step, init = jitted(size, komi, max_moves)
+    env, step, init = jitted(size, komi, max_moves, ko)
     state = init(jax.random.key(0))
     for m in moves.split():
         a = parse_move(m, size)
@@ -509,27 +637,145 @@ def test_capture_that_looks_like_suicide_is_legal():
     assert board_of(s)[0] == "X.X.." and board_of(s)[1] == ".X..."
 
 
-def test_simple_ko():
+@pytest.mark.parametrize("ko", ["positional", "simple"])
+def test_simple_ko(ko):
     #   4 . X O . .
     #   3 X O . O .    black C3 captures B3 and is left in atari at B3: a ko.
     #   2 . X O . .
     setup = "B4 C4 A3 D3 B2 C2 pass B3"
-    s = play(setup)
+    s = play(setup, ko=ko)
     # White B3 is in atari (liberty C3); black C3 captures it and is itself in atari.
     assert legal(s, "C3")
-    s = play(setup + " C3")
+    s = play(setup + " C3", ko=ko)
     assert board_of(s)[2] == "X.XO."
     assert int(s.ko) == parse_move("B3", 5)
-    assert not legal(s, "B3")  # immediate recapture: ko
+    assert not legal(s, "B3")  # immediate recapture: ko (and superko: the board of ply 8)
     # After a move elsewhere (and the answer), the recapture is legal again.
-    s = play(setup + " C3 E5 E1")
+    s = play(setup + " C3 E5 E1", ko=ko)
     assert int(s.ko) == -1 and legal(s, "B3")
-    s = play(setup + " C3 E5 E1 B3")
+    s = play(setup + " C3 E5 E1 B3", ko=ko)
     assert board_of(s)[2] == "XO.O."
     assert int(s.ko) == parse_move("C3", 5)  # and now black may not retake at once
     # A pass clears the ko point too.
-    s = play(setup + " C3 pass")
+    s = play(setup + " C3 pass", ko=ko)
     assert int(s.ko) == -1
+    # White's threat at E5 and Black's pass changed the board: the retake recreates no
+    # earlier board, and both rules allow it.
+    s = play(setup + " C3 E5 pass", ko=ko)
+    assert int(s.ko) == -1 and legal(s, "B3")
+
+
+def masks_by_rule(moves, size):
+    """Legal masks (bool [plies + 1, A]) of both rules along a move list."""
+    out = {}
+    for ko in ("positional", "simple"):
+        _env, step, init = jitted(size, ko=ko)
+        state = init(jax.random.key(0))
+        masks = [np.asarray(state.legal_action_mask)]
+        for m in moves.split():
+            assert masks[-1][parse_move(m, size)], f"{m} illegal under {ko}"
+            state = step(state, parse_move(m, size))
+            masks.append(np.asarray(state.legal_action_mask))
+        out[ko] = np.stack(masks)
+    return out
+
+
+# Send two, return one, on 3x3. After 1 B1 2 B3 3 C2 4 B2, black sends C3 into atari with
+# C2 (5), white takes the two stones with C1 (6), and black C2 takes the one stone C1
+# back (7), recreating the board after ply 4:
+#
+#   after ply 4     after ply 5     after ply 6     black C2 would make
+#   3 . O .         3 . O X         3 . O .         3 . O .
+#   2 . O X         2 . O X         2 . O .         2 . O X    = the board after ply 4
+#   1 . X .         1 . X .         1 . X O         1 . X .
+#
+# C2 is no simple-ko recapture (it takes one stone and keeps two liberties, and ply 5's
+# board had C3 black): simple ko allows it, positional superko forbids it.
+SEND_TWO = "B1 B3 C2 B2 C3 C1"
+
+# A cycle closed by a move that captures nothing, on 3x3: black A2 (7) takes A3, white
+# A3 (8) takes the two stones A2 A1, and black A1 (no capture: A2 is empty) would
+# recreate the board after ply 6:
+#
+#   after ply 6     after ply 7     after ply 8     black A1 would make
+#   3 O X .         3 . X .         3 O X .         3 O X .
+#   2 . O .         2 X O .         2 . O .         2 . O .    = the board after ply 6
+#   1 X O X         1 X O X         1 . O X         1 X O X
+QUIET = "A1 A3 C1 B1 B3 B2 A2 A3"
+
+
+def walled(black, white, moves):
+    """`moves` (a 3x3 sequence) in the corner A1-C3 of 19x19, after Black and White played
+    `black` and `white` in turn: walls that stand for the edges of the 3x3 board (next to
+    the corner's stones of the other colour, or joined to stones never captured there),
+    and moves far away. Returns (the moves, how many the walls took)."""
+    black, white = black.split(), white.split()
+    setup = [m for pair in zip(black, white, strict=True) for m in pair]
+    return " ".join(setup + moves.split()), len(setup)
+
+
+# SEND_TWO on 19x19: White B4 C4 D4 D3 D2 and Black D1 wall the corner in; QUIET: Black
+# A4 B4 C4 D4 D3 D2 D1.
+SEND_TWO_19 = walled("D1 T19 T17 T15 T13", "B4 C4 D4 D3 D2", SEND_TWO)
+QUIET_19 = walled("A4 B4 C4 D4 D3 D2 D1", "T19 T17 T15 T13 T11 T9 T7", QUIET)
+
+
+@pytest.mark.parametrize(("size", "moves", "point", "earlier"), [
+    (3, SEND_TWO, "C2", 4),
+    (3, QUIET, "A1", 6),
+    (19, SEND_TWO_19[0], "C2", SEND_TWO_19[1] + 4),
+    (19, QUIET_19[0], "A1", QUIET_19[1] + 6),
+])
+def test_superko_forbids_recreating_an_earlier_board(size, moves, point, earlier):
+    masks = masks_by_rule(moves, size)
+    a = parse_move(point, size)
+    # The rules agree everywhere but at the last position's `point`.
+    np.testing.assert_array_equal(masks["positional"][:-1], masks["simple"][:-1])
+    assert masks["simple"][-1, a] and not masks["positional"][-1, a]
+    differ = np.flatnonzero(masks["positional"][-1] != masks["simple"][-1])
+    assert differ.tolist() == [a]
+    s = play(moves, size=size, ko="positional")
+    assert int(s.ko) == -1  # no simple ko here
+    # Under simple ko the move is played and recreates the board.
+    again = play(f"{moves} {point}", size=size, ko="simple")
+    before = play(" ".join(moves.split()[:earlier]), size)
+    np.testing.assert_array_equal(np.asarray(again.board), np.asarray(before.board))
+    # Under superko it is an illegal move: a forfeit.
+    env, step, _ = jitted(size)
+    out = step(s, a)
+    assert bool(out.terminated) and int(out.step_count) == len(moves.split())
+    np.testing.assert_array_equal(np.asarray(out.rewards), [-1.0, 1.0])  # black forfeits
+    # The last move played on the board turned by every symmetry forbids the turned point.
+    sym = env.symmetries
+    prev = play(" ".join(moves.split()[:-1]), size)
+    last = parse_move(moves.split()[-1], size)
+
+    def turned(g):
+        return env.step(env.transform_state(prev, g), sym.action(last, g))
+
+    got = jax.device_get(jax.jit(jax.vmap(turned))(jnp.arange(sym.size)))
+    for g in range(sym.size):
+        np.testing.assert_array_equal(got.legal_action_mask[g],
+                                      np.asarray(sym.policy(s.legal_action_mask, g)))
+        assert not got.legal_action_mask[g, int(sym.action(a, g))] and got.frame[g] == g
+
+
+def test_superko_counts_boards_before_and_after_passes():
+    """Passes add no position (the board after a pass is the board before it) and forbid
+    nothing, but the boards they repeat stay forbidden: here the board of ply 4 in
+    SEND_TWO is reached at ply 5 and repeated by White's pass at ply 6."""
+    moves = "B1 B3 pass B2 C2 pass C3 C1"
+    masks = masks_by_rule(moves, 3)
+    np.testing.assert_array_equal(masks["positional"][:-1], masks["simple"][:-1])
+    a = parse_move("C2", 3)
+    assert masks["simple"][-1, a] and not masks["positional"][-1, a]
+    assert (masks["positional"][-1] != masks["simple"][-1]).sum() == 1
+    # A pass repeats the board, but a stone always changes it: after one, every empty
+    # point is legal.
+    s = play("C3 pass", size=5)
+    np.testing.assert_array_equal(np.asarray(s.legal_action_mask),
+                                  np.asarray(play("C3 pass", size=5, ko="simple").legal_action_mask))
+    assert np.asarray(s.legal_action_mask).sum() == 25  # 24 empty points and pass
 
 
 def test_pass_pass_ends_and_scores():
@@ -580,7 +826,8 @@ def test_tromp_taylor_scores():
 
 @pytest.mark.parametrize("bad", ["occupied", "suicide", "ko"])
 def test_illegal_moves(bad):
-    """Occupied points, suicide and simple ko are illegal (and so forfeit)."""
+    """Occupied points, suicide and simple ko are illegal (and so forfeit); superko
+    forfeits in test_superko_forbids_recreating_an_earlier_board."""
     _env, step, _ = jitted(5)
     setup = "B4 C4 A3 D3 B2 C2 pass B3 C3"  # white to move, ko at B3
     s = play(setup)
@@ -639,7 +886,40 @@ def test_bad_options():
     for kwargs in ({"size": 0}, {"size": 1}, {"size": 20}, {"history": 0}, {"max_moves": 0}):
         with pytest.raises(ValueError):
             envs.make("go", **kwargs)
+    for ko in ("situational", "Simple", "", None, 1):
+        with pytest.raises(ValueError) as err:
+            envs.make("go", ko=ko)
+        assert str(err.value) == ("Go ko must be one of 'positional', 'simple' (positional "
+                                  f"superko or simple ko), got {ko!r}")
     env = envs.make("go")
-    assert isinstance(env, Go) and env.size == 9 and env.komi == 7.5
+    assert isinstance(env, Go) and env.size == 9 and env.komi == 7.5 and env.ko == "positional"
+    assert envs.make("go", ko="simple").ko == "simple"
     assert env.max_moves == 162 and env.num_actions == 82 and env.observation_shape == (9, 9, 17)
     assert envs.make("go", size=19).num_actions == 362
+
+
+def test_ko_option_from_configs_and_the_command_line():
+    from azjax.arena import _arena_env
+    from azjax.config import TrainConfig
+
+    config = TrainConfig().replace(game="go", game_options={"size": 5, "ko": "simple"})
+    config.program.validate()
+    assert config.program.make_env().ko == "simple"
+    args = types.SimpleNamespace(game="go", game_option=["size=5", "komi=0.5", "ko=simple"])
+    env = _arena_env(args)
+    assert (env.size, env.komi, env.ko) == (5, 0.5, "simple")
+    with pytest.raises(ValueError, match="Go ko must be one of 'positional', 'simple'"):
+        _arena_env(types.SimpleNamespace(game="go", game_option=["ko=super"]))
+
+
+def test_state_size_estimate_covers_the_hashes():
+    from azjax import memory
+    from envs.go import _state_bytes
+
+    for kwargs in ({"size": 9}, {"size": 19, "history": 2}, {"size": 5, "ko": "simple"}):
+        env = Go(**kwargs)
+        real = memory.state_bytes(env)
+        estimate = _state_bytes(env.size, env.history, env.max_moves, env.ko)
+        assert real <= estimate <= 1.25 * real, (kwargs, real, estimate)
+    superko, simple = Go(size=19), Go(size=19, ko="simple")
+    assert memory.state_bytes(superko) - memory.state_bytes(simple) == 8 * (2 * 361 + 1 - 1)

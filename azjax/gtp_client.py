@@ -1,0 +1,187 @@
+"""Talking to a Go engine over GTP version 2: a child process, one command at a time.
+
+    with GtpProcess(gnugo_command(level=1)) as engine:
+        engine.send("boardsize 9")
+        engine.send_all(["clear_board", "komi 7.5", "play black D5"])
+        move = engine.send("genmove white")      # e.g. "E5", "PASS", "resign"
+
+A reply `= text` returns `text`; a reply `? message` raises `GtpError(message)`; an engine
+that exits, closes its output or stays silent past `timeout` raises `EngineDied` with the
+tail of its stderr. GNU Go is found by `find_gnugo` (PATH, then Debian's `/usr/games`),
+which says how to install it when it is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import subprocess
+import threading
+from collections.abc import Sequence
+
+GNUGO_LOCATIONS = ("/usr/games/gnugo", "/usr/local/games/gnugo")
+GNUGO_LEVELS = (0, 10)
+"""GNU Go's `--level` range (10 is its default, 0 its weakest and fastest)."""
+
+
+class GtpError(RuntimeError):
+    """The engine answered `? message` (the message is the error's text)."""
+
+
+class EngineDied(RuntimeError):
+    """The engine exited, closed its output, or did not answer in time."""
+
+
+class GnuGoMissing(FileNotFoundError):
+    """GNU Go is not installed."""
+
+
+def find_gnugo() -> str:
+    """The path of the `gnugo` executable (GnuGoMissing, saying how to install it, if none)."""
+    found = shutil.which("gnugo")
+    if found:
+        return found
+    for path in GNUGO_LOCATIONS:
+        if os.access(path, os.X_OK):
+            return path
+    raise GnuGoMissing(
+        "GNU Go is not installed (no 'gnugo' on PATH or in /usr/games): install it with "
+        "'apt-get install gnugo' (Debian, Ubuntu) or 'brew install gnu-go' (macOS)"
+    )
+
+
+def gnugo_command(level: int = 10, seed: int = 0, executable: str | None = None) -> list[str]:
+    """The command line of GNU Go as a GTP engine at `level` (0-10), scoring by area
+    (Chinese rules) and capturing every dead stone before it passes, so that a finished
+    game's board counts correctly under Tromp-Taylor rules."""
+    low, high = GNUGO_LEVELS
+    if isinstance(level, bool) or not isinstance(level, int) or not low <= level <= high:
+        raise ValueError(f"GNU Go's level must be an integer from {low} to {high}, got {level!r}")
+    return [executable or find_gnugo(), "--mode", "gtp", "--chinese-rules",
+            "--capture-all-dead", "--level", str(level), "--seed", str(int(seed))]
+
+
+class GtpProcess:
+    """A GTP engine running as a child process.
+
+    Args:
+      command: the engine's command line (e.g. `gnugo_command(1)`).
+      timeout: seconds to wait for one reply before `EngineDied`.
+    """
+
+    def __init__(self, command: Sequence[str], timeout: float = 120.0):
+        self.command = list(command)
+        self.timeout = timeout
+        try:
+            self._process = subprocess.Popen(
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, bufsize=1)
+        except OSError as err:
+            raise EngineDied(f"cannot start {self.command[0]!r}: {err.strerror or err}") from None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr: list[str] = []
+        threading.Thread(target=self._read, args=(self._process.stdout, self._lines.put),
+                         daemon=True).start()
+        threading.Thread(target=self._read, args=(self._process.stderr, self._keep_stderr),
+                         daemon=True).start()
+
+    @staticmethod
+    def _read(stream, put) -> None:
+        for line in stream:
+            put(line)
+        put(None)
+
+    def _keep_stderr(self, line: str | None) -> None:
+        if line is not None:
+            self._stderr = (self._stderr + [line.rstrip("\n")])[-20:]
+
+    def _died(self, why: str) -> EngineDied:
+        tail = " | ".join(line for line in self._stderr if line.strip())
+        return EngineDied(f"GTP engine {self.command[0]!r} {why}" + (f": {tail}" if tail else ""))
+
+    def _write(self, commands: Sequence[str]) -> None:
+        for command in commands:
+            if "\n" in command or not command.strip():
+                raise ValueError(f"a GTP command is one non-empty line, got {command!r}")
+        try:
+            self._process.stdin.write("".join(c + "\n" for c in commands))
+            self._process.stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            raise self._died("has exited") from None
+
+    def _reply(self, command: str) -> str:
+        lines: list[str] = []
+        while True:
+            try:
+                line = self._lines.get(timeout=self.timeout)
+            except queue.Empty:
+                raise self._died(f"did not answer {command!r} in {self.timeout:g} s") from None
+            if line is None:
+                self._lines.put(None)  # every later read sees the end too, at once
+                raise self._died(f"closed its output while answering {command!r}")
+            line = line.rstrip("\r\n")
+            if not lines and not line.strip():
+                continue  # blank lines before a reply
+            if lines and not line.strip():
+                break
+            lines.append(line)
+        head, body = lines[0], "\n".join(lines[1:])
+        if head[:1] not in ("=", "?"):
+            raise self._died(f"answered {command!r} with {head!r}, not a GTP reply")
+        text = head[1:].lstrip("0123456789").strip()
+        text = f"{text}\n{body}" if body else text
+        if head[0] == "?":
+            raise GtpError(text or f"{command!r} failed")
+        return text
+
+    def send(self, command: str) -> str:
+        """Sends one command; returns the reply's text (GtpError for `? ...`)."""
+        self._write([command])
+        return self._reply(command)
+
+    def send_all(self, commands: Sequence[str]) -> list[str]:
+        """Sends commands in one write and reads their replies in order (the first `?`
+        reply raises GtpError once every reply has been read)."""
+        self._write(commands)
+        replies: list[str] = []
+        error: GtpError | None = None
+        for command in commands:
+            try:
+                replies.append(self._reply(command))
+            except GtpError as err:
+                error = error or GtpError(f"{command!r}: {err}")
+                replies.append("")
+        if error is not None:
+            raise error
+        return replies
+
+    @property
+    def alive(self) -> bool:
+        """Whether the process is still running."""
+        return self._process.poll() is None
+
+    def close(self) -> None:
+        """Asks the engine to quit; kills it if it has not exited after a few seconds."""
+        if self.alive:
+            try:
+                self._write(["quit"])
+                self._reply("quit")
+            except (EngineDied, GtpError):
+                pass
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        for stream in (self._process.stdin, self._process.stdout, self._process.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> "GtpProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
