@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     status = Progress(args.games, "games", "arena", every=5.0,
                       write=lambda line: print(line, file=sys.stderr, flush=True))
     result = play_match(env, player_a, player_b, jax.random.key(args.seed), args.games,
-                        args.openings, progress=status.update, record=sgf_dir is not None)
+                        args.openings, progress=status.update,
+                        record=sgf_dir is not None or env.score_margin() is not None)
     print(f"{env.name}: {result.summary()}")
     print(f"  ({time.perf_counter() - start:.1f}s)", flush=True)
     if out is not None:

@@ -231,6 +231,11 @@ def all_finite(tree: Any) -> bool:
 
 
 def _restore_error(err: BaseException) -> str:
+    if "tree structures do not match" in str(err):
+        return ("it cannot be read: its saved state is laid out otherwise than this version "
+                "of azjax lays it out (a game's or the training state's fields changed since "
+                "it was written, e.g. Go's states gained positional-superko hashes); its "
+                "network still loads (Agent.load, alphazero:DIR), but the run cannot resume")
     return f"it cannot be read ({error_line(err, 160)})"
 
 

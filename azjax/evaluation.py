@@ -29,6 +29,9 @@ from envs import Env, GroundTruth, GroundTruthSource
 
 OPPONENT_PREFIX = "vs "
 """Metrics of games against a baseline are named `vs <spec>`."""
+MARGIN_PREFIX = "margin vs "
+"""In a game decided by points (`Env.score_margin`), the agent's mean margin against a
+baseline is `margin vs <spec>`."""
 
 # Metric keys the progress line and the plots show, with their short labels.
 METRIC_LABELS = {
@@ -162,10 +165,15 @@ def make_evaluator(env: Env) -> Evaluator:
 
 def versus(env: Env, player: Player, opponents: Sequence[Player], key: chex.PRNGKey,
            num_games: int, opening_plies: int = 0) -> dict[str, float]:
-    """`player`'s score against each opponent, as `{"vs <name>": score}` (one subkey each)."""
+    """`player`'s score against each opponent, as `{"vs <name>": score}` (one subkey
+    each), and in a game decided by points its mean margin, `{"margin vs <name>": ...}`."""
     keys = jax.random.split(key, len(opponents))
-    return {
-        OPPONENT_PREFIX + opponent.name:
-            play_match(env, player, opponent, k, num_games, opening_plies).score
-        for opponent, k in zip(opponents, keys)
-    }
+    by_points = env.score_margin() is not None
+    out = {}
+    for opponent, k in zip(opponents, keys):
+        result = play_match(env, player, opponent, k, num_games, opening_plies,
+                            record=by_points)
+        out[OPPONENT_PREFIX + opponent.name] = result.score
+        if by_points:
+            out[MARGIN_PREFIX + opponent.name] = result.mean_margin
+    return out

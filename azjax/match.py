@@ -52,6 +52,9 @@ class MatchResult:
       opening_plies: the random opening plies at the start of every game.
       final_states: with `record`, the games' final states [N] (a pytree of NumPy
         arrays; a game stopped by the match's ply cap is still live), else None.
+      margins: float [N] or None: with `record`, in a game decided by points
+        (`Env.score_margin`, e.g. Go's area with komi), A's points minus B's in each game
+        (a game stopped by the match's ply cap is counted as its board stands).
     """
 
     name_a: str
@@ -61,6 +64,7 @@ class MatchResult:
     moves: np.ndarray | None = None
     opening_plies: int = 0
     final_states: State | None = None
+    margins: np.ndarray | None = None
 
     @classmethod
     def from_results(cls, results, name_a: str = "A", name_b: str = "B") -> "MatchResult":
@@ -113,20 +117,33 @@ class MatchResult:
         moves = None if self.moves is None else self.moves[keep]
         final = (None if self.final_states is None
                  else jax.tree.map(lambda x: x[keep], self.final_states))
+        margins = None if self.margins is None else self.margins[keep]
         return dataclasses.replace(self, results=self.results[keep], a_seat=self.a_seat[keep],
-                                   moves=moves, final_states=final)
+                                   moves=moves, final_states=final, margins=margins)
+
+    @property
+    def mean_margin(self) -> float | None:
+        """A's mean points margin (None without `margins`)."""
+        if self.margins is None or not len(self.margins):
+            return None
+        return float(np.mean(self.margins))
 
     def as_dict(self) -> dict:
-        """Counts, score with its 95% interval, Elo difference, and the split by seat."""
+        """Counts, score with its 95% interval, Elo difference, the mean points margin
+        (where the match has margins), and the split by seat."""
         low, high = self.score_interval()
         out = {"a": self.name_a, "b": self.name_b, "games": self.num_games, "wins": self.wins,
                "draws": self.draws, "losses": self.losses, "score": self.score,
                "score_low": low, "score_high": high, "elo_diff": self.elo_diff}
+        if self.margins is not None:
+            out["margin"] = self.mean_margin
         for seat in (0, 1):
             part = self.seat(seat)
             out[f"as_player{seat}"] = {"games": part.num_games, "wins": part.wins,
                                        "draws": part.draws, "losses": part.losses,
                                        "score": part.score}
+            if part.margins is not None:
+                out[f"as_player{seat}"]["margin"] = part.mean_margin
         return out
 
     def summary(self) -> str:
@@ -141,8 +158,12 @@ class MatchResult:
         for seat, label in ((0, "as player 0 (moves first)"), (1, "as player 1")):
             part = self.seat(seat)
             if part.num_games:
+                margin = ("" if part.mean_margin is None
+                          else f", mean margin {part.mean_margin:+.1f} points")
                 lines.append(f"  {label}: {part.wins} W / {part.draws} D / {part.losses} L, "
-                             f"score {100 * part.score:.1f}%")
+                             f"score {100 * part.score:.1f}%{margin}")
+        if self.mean_margin is not None:
+            lines.insert(2, f"  mean margin of {self.name_a}: {self.mean_margin:+.1f} points")
         return "\n".join(lines)
 
 
@@ -321,7 +342,8 @@ def play_match(env: Env, player_a: Player, player_b: Player, key: chex.PRNGKey,
       max_plies: a game still running after this many plies counts as a draw.
       progress: `progress(finished_games)` after every ply of a host-driven match.
       record: also return every game's moves and final state (`MatchResult.moves`,
-        `MatchResult.final_states`); the results are the same either way. A compiled
+        `MatchResult.final_states`) and, in a game decided by points, A's margins
+        (`MatchResult.margins`); the results are the same either way. A compiled
         match keeps at most `record_plies(env, max_plies)` plies after the opening per
         game (the game's `max_plies` when it states one).
 
@@ -361,6 +383,16 @@ def play_match(env: Env, player_a: Player, player_b: Player, key: chex.PRNGKey,
             results, moves, final = results
     result = MatchResult.from_results(results, player_a.name, player_b.name)
     if record:
+        margins = None
+        if env.score_margin() is not None:
+            margin0 = np.asarray(_compiled_margin(env)(final), np.float64)
+            margins = np.where(result.a_seat == 0, margin0, -margin0)
         result = dataclasses.replace(result, moves=np.asarray(moves, np.int32),
-                                     opening_plies=opening_plies, final_states=final)
+                                     opening_plies=opening_plies, final_states=final,
+                                     margins=margins)
     return result
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_margin(env: Env):
+    return jax.jit(jax.vmap(env.score_margin()))

@@ -10,7 +10,7 @@ from typing import Any
 # inline backend alone.
 from matplotlib.figure import Figure
 
-from azjax.evaluation import METRIC_LABELS, OPPONENT_PREFIX
+from azjax.evaluation import MARGIN_PREFIX, METRIC_LABELS, OPPONENT_PREFIX
 
 PLOT_FILE = "training.png"
 LOSS_KEYS = ("loss", "value_loss", "policy_loss")
@@ -22,9 +22,11 @@ def _series(records: Sequence[dict[str, Any]], key: str):
 
 
 def plot_run(records: Sequence[dict[str, Any]], path: Path) -> None:
-    """Losses, policy entropy and evaluation results against self-play games played."""
-    fig = Figure(figsize=(15, 4))
-    axes = fig.subplots(1, 3)
+    """Losses, policy entropy, evaluation results and (in a game decided by points) the
+    margins against baselines, against self-play games played."""
+    margins = sorted({k for r in records for k in r if k.startswith(MARGIN_PREFIX)})
+    fig = Figure(figsize=(20 if margins else 15, 4))
+    axes = fig.subplots(1, 4 if margins else 3)
     for key in LOSS_KEYS:
         axes[0].plot(*_series(records, key), label=key)
     axes[0].set_title("loss")
@@ -38,6 +40,11 @@ def plot_run(records: Sequence[dict[str, Any]], path: Path) -> None:
             axes[2].plot(x, y, marker=".", label=label)
     axes[2].set_title("evaluation")
     axes[2].set_ylim(-0.05, 1.05)
+    for key in margins:
+        axes[3].plot(*_series(records, key), marker=".", label=key)
+    if margins:
+        axes[3].axhline(0.0, color="grey", lw=0.8)
+        axes[3].set_title("mean points margin against baselines")
     for ax in axes:
         ax.set_xlabel("self-play games")
         ax.grid(alpha=0.3)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from azjax.config import RunConfig
-from azjax.evaluation import METRIC_LABELS, OPPONENT_PREFIX
+from azjax.evaluation import MARGIN_PREFIX, METRIC_LABELS, OPPONENT_PREFIX
 from azjax.progress import format_duration
 
 
@@ -32,6 +32,8 @@ def format_progress(record: dict[str, Any], eta: float | None = None) -> str:
     for key, value in record.items():
         if key.startswith(OPPONENT_PREFIX):
             parts.append(f"{key} {100 * value:.1f}%")
+        elif key.startswith(MARGIN_PREFIX):
+            parts.append(f"{key} {value:+.1f}")
     if "gate_score" in record:
         verdict = "promoted" if record["promoted"] else "kept best"
         parts.append(f"gate {100 * record['gate_score']:.1f}% {verdict} "

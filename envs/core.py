@@ -150,6 +150,7 @@ class Env(abc.ABC):
     * `parse_move`, `format_move`, `move_notation`, `player_marks`: how humans type and
       read moves (default: action ids) and name the sides;
     * `render`, `result_text`: text pictures of a state and of a finished game;
+    * `score_margin`: the points by which a finished game was won (default: none);
     * `symmetries`, `transform_state`: the symmetry group used for augmentation
       (default: the identity alone);
     * `ground_truth`: positions with known right moves, which the training-time evaluator
@@ -295,6 +296,12 @@ class Env(abc.ABC):
         """A line on how a finished game was decided beyond who won (Go: the area count),
         or None."""
         del state
+        return None
+
+    def score_margin(self) -> "Callable[[State], chex.Array] | None":
+        """For a game decided by points: a function from one finished state to player 0's
+        points minus player 1's (Go: Black's area minus White's, komi included; jit/vmap-
+        able), which matches report as margins; None (the default): win or loss only."""
         return None
 
     def ground_truth(self) -> "GroundTruthSource | None":

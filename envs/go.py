@@ -15,10 +15,8 @@ once); suicide is illegal. The `ko` option picks the repetition rule:
   create no new position and are never forbidden. Positions are compared by 64-bit
   Zobrist-style hashes (two additive uint32 words, kept in `hashes`; 55 of the bits are
   random), so two different boards hash alike with probability 2**-55.
-* `ko="simple"`, **simple ko** only: a move that recaptures a single stone just captured by
-  a single stone, recreating the position before the previous move, is illegal. Longer
-  cycles (triple ko, sending two and returning one...) are legal and can repeat until the
-  move cap.
+* `ko="simple"`: only recapturing a single stone just captured by a single stone is
+  illegal; longer cycles (triple ko, send two return one) can repeat until the move cap.
 
 In both modes the simple-ko point is kept in `ko` (cleared by any other move or a pass);
 superko forbids that point too. Pass is always legal. The game ends after two consecutive
@@ -490,6 +488,10 @@ class Go(Env):
             who = "Black (X)" if int(state.current_player) == BLACK else "White (O)"
             rows.append(f"{who} to move")
         return "\n".join(rows)
+
+    def score_margin(self):
+        """Black's area minus White's, komi included."""
+        return lambda state: self.area_scores(state) @ jnp.array([1.0, -1.0]) - self.komi
 
     def result_text(self, state: GoState) -> str:
         """The area count of the final position."""

@@ -75,5 +75,8 @@ def test_experiment_script_trains_its_recipe(name, tmp_path):
     assert metric_keys <= evaluated.keys(), sorted(evaluated)
     for key in metric_keys:
         assert 0.0 <= evaluated[key] <= 1.0
+    if name == "go9x9":  # Go is decided by points: the margin against GNU Go is logged too
+        most = options["size"] ** 2 + recipe(name).program.game_options["komi"]
+        assert -most <= evaluated["margin vs gnugo:1"] <= most
     assert not metric_keys & records[0].keys()  # evaluated at --eval-every only
     assert (run_dir / "checkpoints" / "2" / "azjax_manifest.json").is_file()

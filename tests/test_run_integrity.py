@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from test_resume import final_state, without_timing
@@ -405,6 +406,13 @@ def test_a_checked_checkpoint_that_fails_to_restore_is_an_error_not_damage(tmp_p
     with pytest.raises(ckpt.RunDirError, match="checkpoint 2 of .* passed its checksums but "
                                                "cannot be read"):
         ckpt.restore_newest(run_dir, other)
+    # A state whose fields changed since the run was written (a new field in a game's
+    # state, as Go's superko hashes): the same error, saying why and what still works.
+    changed = {"state": init_train_state(env, RUN.program, jax.random.key(0)),
+               "new field": jnp.zeros(2)}
+    with pytest.raises(ckpt.RunDirError, match="laid out otherwise than this version of "
+                                               "azjax .* its network still loads"):
+        ckpt.restore_newest(run_dir, changed)
     assert ckpt.checkpoint_steps(run_dir) == [2]
     assert not (run_dir / ckpt.DAMAGED_DIR).exists()
 

@@ -95,6 +95,8 @@ def check_match_files(env, result, texts):
         assert root.get("RE") == sgf.sgf_result(area - env.komi)
         black_won = area - env.komi > 0
         assert result.results[i] == (1 if black_won == a_black else -1)
+        # A's points margin: sgfmill's area count with komi, from A's side.
+        assert result.margins[i] == (area - env.komi) * (1 if a_black else -1)
     assert passes > 0 and re.search(r";[BW]\[\]", "".join(texts))
 
 
@@ -186,6 +188,7 @@ def test_recording_keeps_every_ply_and_the_host_loop_records_the_same_games():
     np.testing.assert_array_equal(host.final_states.board, device.final_states.board)
     assert host.seat(1).moves.shape == (5, host.moves.shape[1])
     assert host.seat(1).final_states.board.shape == (5, 9)
+    assert device.margins is None and "margin" not in device.as_dict()  # won or lost only
     # The compiled match keeps the env's max_plies plies; a game lasting longer is refused.
     assert record_plies(ttt, match.MAX_PLIES) == 9 and record_plies(ttt, 4) == 4
     liar = envs.make("tictactoe")
