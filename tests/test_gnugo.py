@@ -259,9 +259,14 @@ def test_matches_against_gnugo_are_deterministic():
     assert logs[0] == logs[1]
     np.testing.assert_array_equal(results[0], results[1])
     # Training-time evaluation against `eval_opponents` plays such matches too.
+    # Go is decided by points, so the margin is logged beside the score: the same match's.
     scores = versus(GO9, random_player(), [make_player("gnugo:0", GO9)], jax.random.key(0),
                     2, 0)
-    assert list(scores) == ["vs gnugo:0"] and 0 <= scores["vs gnugo:0"] <= 0.5
+    assert list(scores) == ["vs gnugo:0", "margin vs gnugo:0"]
+    again = play_match(GO9, random_player(), make_player("gnugo:0", GO9),
+                       jax.random.split(jax.random.key(0), 1)[0], 2, record=True)
+    assert 0 <= scores["vs gnugo:0"] == again.score <= 0.5
+    assert scores["margin vs gnugo:0"] == again.mean_margin < 0
 
 
 def test_arena_plays_gnugo_end_to_end(tmp_path, capsys):
