@@ -24,7 +24,6 @@ import jax
 import envs
 from azjax import memory, player_specs, sgf
 from azjax.cli import (
-    check_output_dir,
     check_output_path,
     check_seed,
     one_line_errors,
@@ -69,8 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     env = _arena_env(args)
     sgf_dir = None
     if args.sgf is not None:
-        sgf.check_go(env, "--sgf")
-        sgf_dir = check_output_dir(args.sgf, "--sgf")
+        sgf_dir = sgf.check_sgf_dir(env, args.sgf)
     player_a = player_specs.make_player(args.player_a, env)
     player_b = player_specs.make_player(args.player_b, env)
     check_match_fits(env, args.games, [(p.name, search_simulations(spec, p)) for spec, p in

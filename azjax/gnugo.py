@@ -55,7 +55,7 @@ from azjax.gtp_client import (
 )
 from azjax.players import Player
 from envs import Env
-from envs.go import Go
+from envs.go import Go, format_move
 
 COLOURS = ("black", "white")
 EMPTY = -1
@@ -105,11 +105,6 @@ def _replay(board: np.ndarray, point: int, colour: int, neighbours: list[list[in
     return board
 
 
-def _point(point: int, size: int) -> str:
-    row, col = divmod(int(point), size)
-    return f"{'ABCDEFGHJKLMNOPQRST'[col]}{size - row}"
-
-
 def setup_commands(size: int, komi: float, board: np.ndarray, previous: np.ndarray | None,
                    mover: int) -> tuple[list[str], bool]:
     """The GTP commands that set up a position where `mover` is to play on `board`
@@ -126,11 +121,11 @@ def setup_commands(size: int, komi: float, board: np.ndarray, previous: np.ndarr
             new = np.flatnonzero((board == opponent) & (previous == EMPTY))
             if len(new) == 1 and np.array_equal(
                     _replay(previous, int(new[0]), opponent, _neighbours(size)), board):
-                last = _point(new[0], size)
+                last = format_move(new[0], size)
     base = board if last is None else previous
     commands = ["clear_board", f"komi {float(komi):g}"]
     for colour in (0, 1):
-        commands += [f"play {COLOURS[colour]} {_point(p, size)}"
+        commands += [f"play {COLOURS[colour]} {format_move(p, size)}"
                      for p in np.flatnonzero(base == colour)]
     if last is not None:
         commands.append(f"play {COLOURS[opponent]} {last}")
@@ -263,7 +258,7 @@ def gnugo_player(env: Env, level: int, seed: int = 0, name: str | None = None,
             return action
         count("replaced")
         engine.send_all(["undo", reseed])
-        allowed = [_point(p, size) for p in np.flatnonzero(legal[:nn])]
+        allowed = [format_move(p, size) for p in np.flatnonzero(legal[:nn])]
         reply = engine.send(f"restricted_genmove {colour} {' '.join(allowed)}") if allowed \
             else "PASS"
         action = nn if reply.strip().lower() in ("pass", "resign") else env.parse_move(reply)

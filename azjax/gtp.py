@@ -53,6 +53,7 @@ from azjax import memory
 from azjax.agent import Agent
 from azjax.cli import check_seed, one_line_errors
 from azjax.play import check_source
+from azjax.sgf import sgf_result
 from envs.go import BLACK, WHITE, format_move, parse_move
 
 PROTOCOL_VERSION = "2"
@@ -93,13 +94,6 @@ def colour_name(colour: int) -> str:
     return "black" if colour == BLACK else "white"
 
 
-def format_score(margin: float) -> str:
-    """A Black-minus-White margin (komi included) as GTP's `B+3.5`, `W+0.5` or `0`."""
-    if margin == 0:
-        return "0"
-    return f"{'B' if margin > 0 else 'W'}+{abs(margin):g}"
-
-
 def parse_score(text: str) -> float:
     """GTP's `B+3.5`, `W+0.5`, `0` (also `B+R`: +inf) as a Black-minus-White margin
     (ValueError for anything else)."""
@@ -115,15 +109,9 @@ def parse_score(text: str) -> float:
     raise ValueError(f"not a score: {text!r}")
 
 
-def go_env(agent_or_program, **changes) -> envs.Env:
-    """The agent's Go env with some options changed (komi, max_moves)."""
-    program = getattr(agent_or_program, "program", agent_or_program)
-    return envs.make(program.game, **{**program.game_options, **changes})
-
-
 _GAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-"""Per loaded agent: {(komi, max_moves): (agent in that env, its compiled init, step and
-area count)}."""
+"""Per loaded agent: {(komi, max_moves): (agent in that env, its compiled init, step,
+area count and score margin)}."""
 
 
 class Engine:
@@ -191,26 +179,25 @@ class Engine:
         games = _GAMES.setdefault(self.base_agent, {})
         key = (komi, self.max_moves)
         if key not in games:
-            env = go_env(self.base_agent, komi=komi, max_moves=self.max_moves)
+            program = self.base_agent.program
+            env = envs.make(program.game, **{**program.game_options, "komi": komi,
+                                             "max_moves": self.max_moves})
             agent = Agent(env, self.base_agent.program, self.base_agent.params,
                           self.base_agent.search_config)
             games[key] = (agent, (jax.jit(env.init), jax.jit(env.step),
-                                  jax.jit(env.area_scores)))
+                                  jax.jit(env.area_scores), jax.jit(env.score_margin())))
         self._rules = games[key][1]
         return games[key][0]
 
-    def _compiled(self):
-        return self._rules
-
     def _init(self):
-        return self._compiled()[0](jax.random.key(0))
+        return self._rules[0](jax.random.key(0))
 
     def _step(self, state, action: int):
-        return self._compiled()[1](state, np.int32(action))
+        return self._rules[1](state, np.int32(action))
 
     def area(self) -> tuple[float, float]:
         """Tromp-Taylor area (Black, White) of the current board, komi not included."""
-        black, white = np.asarray(jax.device_get(self._compiled()[2](self.state))).tolist()
+        black, white = np.asarray(jax.device_get(self._rules[2](self.state))).tolist()
         return float(black), float(white)
 
     @property
@@ -231,6 +218,11 @@ class Engine:
         for move in self.moves:
             self.states.append(self._step(self.state, move.action))
 
+    def _append(self, colour: int, action: int, inserted: bool = False) -> None:
+        """Plays `action` for `colour` on the current state (no check)."""
+        self.moves.append(Move(colour, action, inserted))
+        self.states.append(self._step(self.state, action))
+
     def _push(self, colour: int, action: int) -> bool:
         """Plays `action` for `colour` (a pass by the other colour first if it is not
         `colour`'s turn); False, with nothing changed, if the move is illegal."""
@@ -238,15 +230,13 @@ class Engine:
         if self.to_move != colour:
             if self.over:
                 return False
-            self.moves.append(Move(1 - colour, self.size * self.size, True))
-            self.states.append(self._step(self.state, self.size * self.size))
+            self._append(1 - colour, self.size * self.size, inserted=True)
             inserted = 1
         legal = not self.over and bool(self.state.legal_action_mask[action])
         if not legal:
             del self.moves[len(self.moves) - inserted:], self.states[len(self.states) - inserted:]
             return False
-        self.moves.append(Move(colour, action, False))
-        self.states.append(self._step(self.state, action))
+        self._append(colour, action)
         return True
 
     def _next_key(self) -> jax.Array:
@@ -259,8 +249,7 @@ class Engine:
         if self.over:
             return "pass"
         if self.to_move != colour:
-            self.moves.append(Move(1 - colour, self.size * self.size, True))
-            self.states.append(self._step(self.state, self.size * self.size))
+            self._append(1 - colour, self.size * self.size, inserted=True)
             if self.over:
                 return "pass"
         batched = jax.tree.map(lambda x: x[None], self.state)
@@ -341,8 +330,7 @@ class Engine:
         colour = parse_colour(args[0])
         move = self._choose(colour)
         if move != "resign" and not self.over:
-            self.moves.append(Move(colour, parse_move(move, self.size), False))
-            self.states.append(self._step(self.state, self.moves[-1].action))
+            self._append(colour, parse_move(move, self.size))
         return move
 
     def cmd_reg_genmove(self, args: list[str]) -> str:
@@ -373,11 +361,10 @@ class Engine:
 
     def score_margin(self) -> float:
         """Black's Tromp-Taylor area minus White's minus komi, on the current board."""
-        black, white = self.area()
-        return black - white - self.komi
+        return float(self._rules[3](self.state))
 
     def cmd_final_score(self, args: list[str]) -> str:
-        return format_score(self.score_margin())
+        return sgf_result(self.score_margin())
 
     def cmd_quit(self, args: list[str]) -> str:
         self.quit = True

@@ -41,7 +41,7 @@ import numpy as np
 import envs
 from azjax import sgf
 from azjax.cli import check_output_dir, check_output_path, one_line_errors, write_atomic
-from azjax.gtp import format_score, parse_score
+from azjax.gtp import parse_score
 from azjax.gtp_client import EngineDied, GtpError, GtpProcess
 from envs.go import BLACK, WHITE, format_move, parse_move
 
@@ -126,12 +126,12 @@ def _setup(seat: Seat, size: int, komi: float) -> None:
 
 
 class Rules:
-    """The referee's Go env and its compiled `init` and `step`."""
+    """The referee's Go env and its compiled `init`, `step` and score margin."""
 
     def __init__(self, size: int, komi: float, max_moves: int):
         self.env = envs.make("go", size=size, komi=komi, max_moves=max_moves)
         self.init, self.step = jax.jit(self.env.init), jax.jit(self.env.step)
-        self.area_scores = jax.jit(self.env.area_scores)
+        self.score_margin = jax.jit(self.env.score_margin())
 
 
 def play_game(number: int, seats: dict[int, Seat], rules: Rules) -> GameRecord:
@@ -182,11 +182,10 @@ def play_game(number: int, seats: dict[int, Seat], rules: Rules) -> GameRecord:
         record.actions.append(action)
         state = step(state, np.int32(action))
 
-    black, white = np.asarray(jax.device_get(rules.area_scores(state))).tolist()
-    margin = float(black) - float(white) - komi
+    margin = float(rules.score_margin(state))
     record.margin = margin
     record.winner = BLACK if margin > 0 else WHITE if margin < 0 else None
-    record.result = format_score(margin)
+    record.result = sgf.sgf_result(margin)
     record.ending = "passes" if int(state.passes) >= 2 else "move cap"
     if record.ending == "passes":
         for colour, seat in seats.items():

@@ -33,7 +33,6 @@ from azjax import sgf
 from azjax.agent import Agent
 from azjax.arena import check_match_fits, search_simulations
 from azjax.cli import (
-    check_output_dir,
     check_output_path,
     check_seed,
     one_line_errors,
@@ -361,8 +360,7 @@ def run_league(run_dir: str | Path, baselines: Sequence[str] = ("random",),
     run_dir = Path(run_dir)
     env = ckpt.load_config(run_dir).make_env()
     if sgf_dir is not None:
-        sgf.check_go(env, "--sgf")
-        sgf_dir = check_output_dir(sgf_dir, "--sgf")
+        sgf_dir = sgf.check_sgf_dir(env, sgf_dir)
     steps = checkpoint_steps(run_dir, steps)
     metrics = ckpt.read_metrics(run_dir)
     entrants = [_checkpoint_entrant(s, metrics) for s in steps]

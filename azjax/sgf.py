@@ -19,6 +19,7 @@ final board (Tromp-Taylor area with komi), a forfeit (an illegal move, `W+F` / `
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import math
 import re
@@ -28,6 +29,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from azjax.cli import check_output_dir
 from azjax.files import write_atomic
 from envs import Env
 from envs.go import Go
@@ -130,6 +132,11 @@ def write_sgf(path: str | Path, text: str) -> Path:
 # --------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=16)
+def _compiled_areas(env: Go):
+    return jax.jit(jax.vmap(env.area_scores))
+
+
 def check_go(env: Env, what: str = "--sgf") -> Go:
     """`env` if it is Go (`envs.go.Go`), else a one-line ValueError: game records are
     written for Go only."""
@@ -137,6 +144,13 @@ def check_go(env: Env, what: str = "--sgf") -> Go:
         message = f"{what}: SGF game records are written for Go only, not {env.name!r}"
         raise ValueError(message)  # noqa: TRY004
     return env
+
+
+def check_sgf_dir(env: Env, path: str | Path, what: str = "--sgf") -> Path:
+    """The directory for a match's SGF files, checked before any game is played: the game
+    must be Go, and the directory writable or possible to make (one-line ValueError)."""
+    check_go(env, what)
+    return check_output_dir(path, what)
 
 
 def game_file_name(game: int, num_games: int) -> str:
@@ -159,7 +173,7 @@ def match_sgfs(env: Env, result, *, date: str | None = None, event: str = "match
     if result.moves is None or result.final_states is None:
         raise ValueError("the match was not recorded: play it with record=True")
     final = result.final_states
-    areas = np.asarray(jax.device_get(jax.jit(jax.vmap(env.area_scores))(final))).astype(int)
+    areas = np.asarray(jax.device_get(_compiled_areas(env)(final))).astype(int)
     terminated = np.asarray(final.terminated)
     # A forfeit ends a game without playing its move: neither two passes nor the move cap.
     num_moves = np.asarray(final.step_count)

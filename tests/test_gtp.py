@@ -20,12 +20,13 @@ from test_games_training import TINY
 
 import envs
 from azjax import Agent, gtp
-from azjax.gtp import Engine, format_score, parse_score, serve
+from azjax.gtp import Engine, parse_score, serve
 from azjax.gtp import main as gtp_main
 from azjax.gtp_client import gnugo_command
 from azjax.gtp_referee import main as referee_main
 from azjax.gtp_referee import referee
 from azjax.networks import NetworkConfig, abstract_params
+from azjax.sgf import sgf_result
 from envs.go import COLUMNS, format_move, parse_move
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -311,8 +312,8 @@ def test_final_score_matches_an_independent_count_on_played_positions(engine):
 
 def test_score_text_round_trips():
     for margin in (3.5, -0.5, 0.0, 81.0, -88.5):
-        assert parse_score(format_score(margin)) == margin
-    assert format_score(-0.5) == "W+0.5" and format_score(0) == "0"
+        assert parse_score(sgf_result(margin)) == margin
+    assert sgf_result(-0.5) == "W+0.5" and sgf_result(0) == "0"
     assert parse_score("B+R") == float("inf") and parse_score("w+resign") == -float("inf")
     for bad in ("", "B+", "X+3", "B3", "B+abc"):
         with pytest.raises(ValueError):
@@ -410,7 +411,7 @@ def test_subprocess_session_with_raw_bytes_and_quit(agent_file):
     assert move != "E5" and parse_move(move, SIZE) >= 0
     stones = board_of(replies[6])
     assert stones["E5"] == "X" and (move == "pass" or stones[move.upper()] == "O")
-    assert replies[7] == f"=7 {format_score(area_margin(stones, KOMI))}"
+    assert replies[7] == f"=7 {sgf_result(area_margin(stones, KOMI))}"
     assert replies[8] == "=8" and len(replies) == 9  # nothing answered after quit
 
 
@@ -461,7 +462,7 @@ def test_the_agent_plays_whole_games_against_gnugo(agent_file):
         assert len(record.actions) <= 200
         assert record.ending == "move cap" or record.actions[-2:] == [SIZE * SIZE] * 2
         assert record.margin == replay_margin(record.actions, KOMI)
-        assert record.result == format_score(record.margin)
+        assert record.result == sgf_result(record.margin)
         assert record.winner == (0 if record.margin > 0 else 1)
         if record.ending == "passes":  # our engine counts like the referee
             assert parse_score(record.engine_scores["A"]) == record.margin
@@ -493,7 +494,7 @@ def test_gnugo_against_itself_agrees_with_the_referee_score(tmp_path, capsys):
     record = sgf.Sgf_game.from_bytes(path.read_bytes())
     root = record.get_root()
     assert record.get_size() == SIZE and root.get("KM") == KOMI
-    assert root.get("RE") == format_score(game["margin"])
+    assert root.get("RE") == sgf_result(game["margin"])
     assert root.get("PB").startswith("GNU Go") and root.get("PW").startswith("GNU Go")
     moves = [node.get_move() for node in record.get_main_sequence()[1:]]
     assert [colour for colour, _ in moves] == ["bw"[i % 2] for i in range(len(moves))]
