@@ -11,7 +11,9 @@ Move pickers (the same one for both sides of a row, so the ratio is fair):
   * `categorical`: `jax.random.categorical` over the masked logits (costs more on big
     boards: one Gumbel draw per action).
 
-Rows: tictactoe vs pgx tic_tac_toe, connect_four vs pgx connect_four, go 9x9 vs pgx go_9x9,
+Rows: tictactoe vs pgx tic_tac_toe, connect_four vs pgx connect_four, go 9x9 vs pgx go_9x9
+(positional superko, our default, and `go9_simple`: simple ko, so the two rows' ratio is
+superko's cost),
 go 19x19 vs pgx go_19x19 (pgx not timed above batch 1024: too slow), and ours only for gomoku 15x15 (k=5) and coin_split (7 and 30
 coins). pgx is the reference when installed (`pip install -e ".[bench]"`).
 
@@ -141,6 +143,8 @@ ROWS = [
     Row("tictactoe", "tictactoe", {}, "tic_tac_toe", 1 << 16),
     Row("connect_four", "connect_four", {}, "connect_four", 1 << 16),
     Row("go9", "go", {"size": 9}, "go_9x9", 1 << 13),
+    # Go's default rule is positional superko; this row times simple ko, for its cost.
+    Row("go9_simple", "go", {"size": 9, "ko": "simple"}, "go_9x9", 1 << 13),
     # pgx go_19x19 does well under 1K steps/s at batch 4096 (~10 s a call): not timed there.
     Row("go19", "go", {"size": 19}, "go_19x19", 1 << 11, pgx_max_batch=1024),
     Row("gomoku", "gomoku", {"size": 15, "k": 5}, None, 1 << 14),
