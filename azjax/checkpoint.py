@@ -44,6 +44,7 @@ from azjax.checkpoint_files import (  # noqa: F401 - re-exported: the run direct
     write_manifest,
 )
 from azjax.config import TrainConfig
+from azjax.devices import barrier, is_primary
 from azjax.files import error_line, os_error_text, write_atomic
 
 CONFIG_FILE = "config.json"
@@ -148,6 +149,18 @@ def check_run_dir(run_dir: Path, config: TrainConfig) -> None:
             )
 
 
+def check_device_count(run_dir: Path, count: int) -> None:
+    """RunDirError unless the run in `run_dir` (if any checkpoint) was trained on `count`
+    devices: its self-play games and replay ring are laid out per device."""
+    saved = saved_config(run_dir) if checkpoint_steps(run_dir) else None
+    trained_on = max(saved.run.devices, 1) if saved is not None else count  # 0: before
+    if trained_on != count:  # azjax ran on one device only
+        raise RunDirError(
+            f"{run_dir} was trained on {trained_on} device{'s' * (trained_on > 1)} and resumes "
+            f"on as many (its self-play games and replay ring are split per device), not "
+            f"{count}: rerun with --devices {trained_on}")
+
+
 def save_config(run_dir: Path, config: TrainConfig) -> None:
     """Writes the run's config.json (atomically)."""
     config.save(Path(run_dir) / CONFIG_FILE)
@@ -212,10 +225,14 @@ def save(manager: ocp.CheckpointManager, step: int, train_state: Any,
          records: Sequence[dict[str, Any]] | None = None) -> None:
     """Writes a checkpoint of the whole train state at `step`, then the run's metrics
     records up to it and `config`, then the manifest (checksums of every file) that
-    makes it complete."""
+    makes it complete. In a run of several processes each one saves its part of the
+    arrays (orbax) and process 0 writes the rest."""
     with _orbax_silenced():
         manager.save(step, args=ocp.args.StandardSave(train_state))
         manager.wait_until_finished()
+    barrier(f"azjax checkpoint {step} arrays")  # every process's arrays are written
+    if not is_primary():
+        return
     directory = Path(manager.directory) / str(step)
     if records is not None:
         write_atomic(directory / METRICS_COPY,

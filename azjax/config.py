@@ -168,6 +168,10 @@ class RunConfig:
     tensorboard: bool = False
     """Also write the metrics as TensorBoard event files into `run_dir/tensorboard`
     (needs `pip install 'azjax[tensorboard]'`)."""
+    devices: int = 0
+    """Devices to split self-play, replay and learning over (0: all there are; a CPU is
+    one host device per core under the scripts). A run resumes on as many as it was
+    trained on; its config.json records the number."""
 
     def validate(self) -> None:
         """Raises ValueError, with a message naming the option, for bad values."""
@@ -175,7 +179,7 @@ class RunConfig:
                      "gate_games"):
             check_setting(name, getattr(self, name), int, 1)
         for name in ("eval_every", "eval_search_every", "keep_every", "eval_openings",
-                     "gate_simulations", "gate_openings"):
+                     "gate_simulations", "gate_openings", "devices"):
             check_setting(name, getattr(self, name), int, 0)
         check_setting("max_minutes", self.max_minutes, float, 0)
         check_setting("gate_threshold", self.gate_threshold, float, 0.5, 1)

@@ -27,9 +27,11 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.sharding import Mesh
 
 from azjax import checkpoint as ckpt
 from azjax.config import ProgramConfig, TrainConfig, game_settings
+from azjax.devices import agree, barrier, data_mesh, device_count, is_primary, local
 from azjax.evaluation import Evaluator, make_evaluator, versus
 from azjax.files import error_line
 from azjax.gating import Gate
@@ -51,7 +53,7 @@ from azjax.run_status import (  # noqa: F401 - summarize and format_progress re-
     summarize,
 )
 from azjax.specs import RUN_KINDS, parse_spec
-from azjax.stacked import cached, group_step, stack, unstack
+from azjax.stacked import cached, group_step, placed, stack, unstack
 from envs import Env
 
 Say = Callable[[str], None]
@@ -123,11 +125,13 @@ class _Run:
         self.arena_key = jax.random.key(config.seed + 2)
         self.last_plot = -float("inf")
 
-    def restore(self, env: Env) -> TrainState:
-        """The run's state: fresh, or restored from its newest intact checkpoint. Reads
-        only: what must be written (config.json, a repaired metrics.jsonl, damaged
-        checkpoints set aside) waits for `start`."""
+    def restore(self, env: Env, mesh: Mesh | None) -> TrainState:
+        """The run's state (laid out on `mesh`): fresh, or restored from its newest intact
+        checkpoint. Reads only: what must be written (config.json, a repaired
+        metrics.jsonl, damaged checkpoints set aside) waits for `start`."""
         state = init_train_state(env, self.config.program, jax.random.key(self.config.seed))
+        if mesh is not None:
+            state = placed(state, mesh, stacked=False)
         self.restored = None
         if self.run_dir is not None:
             self.restored = ckpt.restore_newest(self.run_dir, state)
@@ -141,7 +145,7 @@ class _Run:
         """Writes the run directory (after every run of the group restored) and sets the
         run's counters from its restored state and records."""
         step = None if self.restored is None else self.restored.step
-        if self.run_dir is not None:
+        if self.run_dir is not None and is_primary():  # process 0 writes the run directory
             if self.restored is not None:
                 damaged = self.restored.notice(self.run_dir)
                 if damaged:
@@ -156,10 +160,12 @@ class _Run:
                 self.say(self.metrics_notice)
             self.log = MetricsLog(self.run_dir, tensorboard=self.run.tensorboard)
             self.log.start(self.records, self.metrics_notice is not None, step)
-            self.manager = ckpt.checkpoint_manager(self.run_dir,
-                                                   keep_period=self.run.keep_every or None)
             if step is not None:
                 self.say(f"resumed {self.run_dir} at iteration {step}")
+        if self.run_dir is not None:  # every process saves its part of the checkpoints
+            barrier("azjax run directory")
+            self.manager = ckpt.checkpoint_manager(self.run_dir,
+                                                   keep_period=self.run.keep_every or None)
         self.iteration = self.saved_at = int(state.iteration)
         self.clock_start = clock_start
         self.time_offset = self.records[-1]["wall_time"] if self.records else 0.0
@@ -186,7 +192,7 @@ class _Run:
         run = self.run
         self.iteration += 1
         iteration = self.iteration
-        out_of_time = run.max_minutes > 0 and self.wall_time() >= 60 * run.max_minutes
+        out_of_time = agree(run.max_minutes > 0 and self.wall_time() >= 60 * run.max_minutes)
         last = iteration >= run.iterations or out_of_time
         do_eval = run.eval_every > 0 and (iteration % run.eval_every == 0 or last)
         do_gate = self.config.program.regime == "gating" and iteration % run.gate_every == 0
@@ -202,10 +208,10 @@ class _Run:
         record["positions"] = positions
         record["positions_per_s"] = ((positions - self.last_log_positions)
                                      / max(now - self.last_log_time, 1e-9))
-        if do_eval or do_gate:
-            params = unstack(state.params, index)
+        if do_eval or do_gate:  # each process evaluates on a device of its own
+            params = local(unstack(state.params, index))
             agent = players.agent.with_params(
-                AgentParams(params, unstack(state.search_params, index)))
+                AgentParams(params, local(unstack(state.search_params, index))))
             if do_eval:
                 record.update(self._evaluate(iteration, last, params, agent, evaluator,
                                              players))
@@ -229,7 +235,8 @@ class _Run:
         stop = perfect and run.stop_when_perfect
         self.done = last or stop
         if self.run_dir is not None:
-            self.log.append(record)
+            if self.log is not None:
+                self.log.append(record)
             if do_save or self.done:
                 self.save(index, state)
         if stop:
@@ -260,7 +267,7 @@ class _Run:
               record: dict[str, Any]) -> TrainState:
         run = self.run
         template = players.gate(run.gate_simulations)
-        best = AgentParams(unstack(state.best_params, index), agent.params.search)
+        best = AgentParams(local(unstack(state.best_params, index)), agent.params.search)
         gate = Gate(players.env, template.with_params(None, "latest"),
                     template.with_params(None, "best"), run)
         key = jax.random.fold_in(jax.random.fold_in(self.arena_key, 1), self.iteration)
@@ -294,14 +301,16 @@ class _Run:
         try:
             ckpt.save(self.manager, self.iteration, experiment, self.config, self.records)
             self.saved_at = self.iteration
-            self.log.flush(self.iteration)
+            if self.log is not None:
+                self.log.flush(self.iteration)
         except Exception as err:  # noqa: BLE001 - OS errors, and the same wrapped by orbax
             why = error_line(err)
             raise ckpt.RunDirError(
                 f"could not write the checkpoint of iteration {self.iteration} to {self.run_dir} "
                 f"({why}); rerun the command to resume from iteration {self.saved_at} "
                 "once the cause is fixed") from None
-        if self.done or time.perf_counter() - self.last_plot >= PLOT_EVERY_S:
+        if self.log is not None and (self.done
+                                     or time.perf_counter() - self.last_plot >= PLOT_EVERY_S):
             plot_run(self.records, self.run_dir / PLOT_FILE)
             self.last_plot = time.perf_counter()
 
@@ -358,6 +367,21 @@ def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None]
         check_run_fits(largest, env, len(configs))
 
 
+def _devices(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None],
+             say: Say) -> tuple[list[TrainConfig], Mesh | None]:
+    """The group's configs recording the device count they train on, and its data mesh
+    (None for one device); ValueError for a count that cannot be used."""
+    requested = {c.run.devices for c in configs}
+    if len(requested) > 1:
+        raise ValueError(f"a group trains on one set of devices, not on {sorted(requested)}")
+    count, notice = device_count(requested.pop(), [configs[0].program])
+    if notice:
+        say(notice)
+    for run_dir in filter(None, run_dirs):
+        ckpt.check_device_count(run_dir, count)
+    return [c.replace(devices=count) for c in configs], data_mesh(count) if count > 1 else None
+
+
 def _writing(run_dir: Path | None, write: Callable, *args: Any) -> Any:
     """`write(*args)`, with an OS error turned into a one-line RunDirError."""
     try:
@@ -401,6 +425,8 @@ def train_group(
         raise ValueError("no experiments to train")
     configs, env = _game(configs, env)
     _check_group(configs, run_dirs, env)
+    say = progress or (lambda _: None)
+    configs, mesh = _devices(configs, run_dirs, say)
     program = configs[0].program
     players = cached(("players", id(env), program.compile_key()),
                       lambda: _Players(env, program))
@@ -409,7 +435,6 @@ def train_group(
     for config in configs:
         players.opponents(config.run.eval_opponents)  # bad baselines fail before any write
     num = len(configs)
-    say = progress or (lambda _: None)
     runs = []
     for config, run_dir, name in zip(configs, run_dirs, _names(run_dirs)):
         prefix = "" if num == 1 else f"[{name}] "
@@ -418,15 +443,15 @@ def train_group(
     locks: list[RunLock] = []
     try:
         for config, run_dir in zip(configs, run_dirs):
-            if run_dir is not None:
+            if run_dir is not None and is_primary():
                 locks.append(lock_run_dir(run_dir))
                 ckpt.check_run_dir(run_dir, config)  # again: another writer may have been first
-        restored = [run.restore(env) for run in runs]  # every run reads before any writes
+        restored = [run.restore(env, mesh) for run in runs]  # every run reads before writes
         for run, run_state in zip(runs, restored):
             _writing(run.run_dir, run.start, run_state, clock_start)
-        state = stack(restored)
+        state = stack(restored) if mesh is None else placed(stack(restored), mesh)
         evaluator = evaluator or players.evaluator
-        step = group_step(env, program, num)
+        step = group_step(env, program, num, mesh)
         status = Progress(sum(r.run.iterations for r in runs), "it", "group",
                           initial=sum(r.iteration for r in runs), write=say,
                           every=STATUS_EVERY_S)

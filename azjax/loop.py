@@ -3,20 +3,30 @@
 iteration(train_state) -> (train_state, metrics):
   self-play S moves in B slots -> label finished games -> write replay -> K gradient steps.
 No host sync happens inside; metrics are device scalars reduced inside the program.
+
+Split over N devices (`make_iteration_fn(..., devices=N)`, run under `shard_map`), each
+device plays B/N of the games into its own ring of capacity/N (block d of the ring holds
+the positions of block d of the games) and samples batch/N positions from it; gradients,
+loss terms and metrics are averaged or summed over the devices, so the replicated
+parameters stay equal. Each device samples uniformly from its own ring; the rings fill
+at the same rate, so every position in the buffer has the same chance as with one ring.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import dataclasses
+from collections.abc import Callable
 
 import chex
 import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
+from jax.flatten_util import ravel_pytree
 
 from azjax import replay as replay_lib
 from azjax.config import ProgramConfig
+from azjax.devices import DATA_AXIS
 from azjax.learner import alphazero_loss
 from azjax.networks import init_params, make_network, observation_dtype
 from azjax.search import SearchConfig, make_search_fn
@@ -65,13 +75,49 @@ def init_train_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> Trai
     )
 
 
-def make_iteration_fn(env: Env, config: ProgramConfig) -> Callable:
+def per_device(config: ProgramConfig, devices: int) -> ProgramConfig:
+    """The program one of `devices` devices runs: its share of the games, the replay
+    ring and the learner's batch (the sizes must divide: `azjax.devices.misfits`)."""
+    if devices == 1:
+        return config
+    return dataclasses.replace(
+        config,
+        selfplay=dataclasses.replace(config.selfplay,
+                                     num_games=config.selfplay.num_games // devices),
+        learner=dataclasses.replace(config.learner,
+                                    batch_size=config.learner.batch_size // devices),
+        replay_capacity=config.replay_capacity // devices,
+    )
+
+
+def device_key(key: chex.PRNGKey, devices: int) -> chex.PRNGKey:
+    """This device's own key from a key every device holds (under `shard_map` over
+    `DATA_AXIS`): its games and samples must differ from the others'. One device: `key`."""
+    return jax.random.fold_in(key, jax.lax.axis_index(DATA_AXIS)) if devices > 1 else key
+
+
+def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Callable:
     """Returns the pure `iteration(train_state) -> (train_state, metrics)`.
 
     Metrics are device scalars: self-play outcome shares, game lengths, replay fill and,
-    with gradient steps, the loss terms averaged over the iteration's steps.
+    with gradient steps, the loss terms averaged over the iteration's steps. With
+    `devices` > 1 it is one device's part of the iteration, to run under `shard_map` over
+    `DATA_AXIS`: its state holds that device's share of the games and the replay ring.
     """
     config.check(env)
+    positions_per_iteration = config.positions_per_iteration
+    config = per_device(config, devices)
+    split = devices > 1
+
+    def total(x):
+        return jax.lax.psum(x, DATA_AXIS) if split else x
+
+    def mean(tree):
+        if not split:
+            return tree
+        flat, unflatten = ravel_pytree(tree)  # one all-reduce, not one per leaf
+        return unflatten(jax.lax.pmean(flat, DATA_AXIS))
+
     net = make_network(env, config.network)
     search_fn = make_search_fn(env, net.apply, config.search)
     play = make_play_fn(env, search_fn, config.search, config.selfplay)
@@ -92,15 +138,17 @@ def make_iteration_fn(env: Env, config: ProgramConfig) -> Callable:
 
     def grad_step(carry, key, replay):
         params, opt_state = carry
-        batch = replay_lib.sample(replay, key, config.learner.batch_size, sample_symmetries)
-        grads, info = jax.grad(loss_fn, has_aux=True)(params, batch)
+        batch = replay_lib.sample(replay, device_key(key, devices), config.learner.batch_size,
+                                  sample_symmetries)
+        grads, info = mean(jax.grad(loss_fn, has_aux=True)(params, batch))
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), info
 
     def iteration(state: TrainState):
         play_key, train_key, next_key = jax.random.split(state.key, 3)
         actor = state.best_params if config.regime == "gating" else state.params
-        games, trajectory = play(actor, state.search_params, play_key, state.selfplay)
+        games, trajectory = play(actor, state.search_params, device_key(play_key, devices),
+                                 state.selfplay)
         positions, first_end, first_outcome = assign_outcomes(trajectory)
         replay = replay_lib.resolve(state.replay, first_end, first_outcome)
         if config.augment == "write":
@@ -114,17 +162,18 @@ def make_iteration_fn(env: Env, config: ProgramConfig) -> Callable:
         )
 
         ended = trajectory.ended
-        num_ended = jnp.sum(ended)
+        num_ended = total(jnp.sum(ended))
         per_game = jnp.maximum(num_ended, 1)
         outcome = trajectory.outcome
         metrics = {
             "games_finished": num_ended,
-            "mean_game_length": jnp.sum(jnp.where(ended, trajectory.game_length, 0)) / per_game,
-            "first_player_win": jnp.sum(ended & (outcome > 0)) / per_game,
-            "draw": jnp.sum(ended & (outcome == 0)) / per_game,
-            "second_player_win": jnp.sum(ended & (outcome < 0)) / per_game,
-            "search_value": jnp.mean(trajectory.positions.search_value),
-            "replay_sampleable": replay_lib.num_sampleable(replay),
+            "mean_game_length": total(jnp.sum(jnp.where(ended, trajectory.game_length, 0)))
+            / per_game,
+            "first_player_win": total(jnp.sum(ended & (outcome > 0))) / per_game,
+            "draw": total(jnp.sum(ended & (outcome == 0))) / per_game,
+            "second_player_win": total(jnp.sum(ended & (outcome < 0))) / per_game,
+            "search_value": mean(jnp.mean(trajectory.positions.search_value)),
+            "replay_sampleable": total(replay_lib.num_sampleable(replay)),
         }
         if config.gradient_steps > 0:
             metrics.update(
@@ -141,7 +190,7 @@ def make_iteration_fn(env: Env, config: ProgramConfig) -> Callable:
             key=next_key,
             iteration=state.iteration + 1,
             games=state.games + num_ended.astype(jnp.int32),
-            positions=state.positions + jnp.int32(config.positions_per_iteration),
+            positions=state.positions + jnp.int32(positions_per_iteration),
         )
         return new_state, metrics
 

@@ -4,11 +4,18 @@
 (one 3x3 conv with 32 filters + ReLU; policy head 1x1 conv with 2 filters, ReLU, dense
 to the action count; value head 1x1 conv with 1 filter, ReLU, dense 32, ReLU, dense 1,
 tanh), and grows a residual tower of `num_blocks` blocks for bigger boards.
+
+Two settings choose how it runs, not what it computes: `conv` (how 3x3 convolutions are
+computed: shifted copies + one matmul, fastest on CPU, or XLA's convolution, the one for
+accelerators) and `dtype` (float32, or bfloat16 activations with float32 parameters and
+outputs). The parameters are the same pytree whichever is chosen, so a checkpoint trained
+one way loads and runs the other way.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Literal
 
 import chex
 import flax.linen as nn
@@ -33,12 +40,40 @@ class NetworkConfig:
     """Filters of the value head's 1x1 conv."""
     value_hidden: int = 32
     """Width of the value head's hidden dense layer."""
+    conv: Literal["auto", "patch", "xla"] = "auto"
+    """How 3x3 convolutions are computed: 'patch' (shifted copies + one matmul; on CPU its
+    gradient is ~10x faster than XLA's), 'xla' (XLA's convolution, for GPUs), or 'auto'
+    ('patch' on the CPU backend, else 'xla'). The parameters and the function are the
+    same either way: a checkpoint from one runs with the other."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Compute dtype of activations and matmuls. With 'bfloat16' the parameters are still
+    stored and updated in float32 and the outputs (logits, value) are float32."""
 
     def validate(self) -> None:
-        """Raises ValueError for sizes that cannot build a network."""
+        """Raises ValueError for sizes that cannot build a network and unknown choices."""
         for name in ("channels", "policy_filters", "value_filters", "value_hidden"):
             check_setting(f"network.{name}", getattr(self, name), int, 1)
         check_setting("network.num_blocks", self.num_blocks, int, 0)
+        for name, allowed in (("conv", CONV_CHOICES), ("dtype", tuple(DTYPES))):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in allowed:
+                raise ValueError(f"network.{name} must be one of {allowed}, got {value!r}")
+
+
+CONV_CHOICES = ("auto", "patch", "xla")
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+def resolve_conv(conv: str) -> str:
+    """'patch' or 'xla': `conv` itself, or for 'auto' 'patch' on the CPU backend (where
+    the gradient of XLA's convolution is slow inside loops) and 'xla' elsewhere
+    (`jax.default_backend()`, read when called, i.e. when the network is built, not at
+    import)."""
+    if conv not in CONV_CHOICES:
+        raise ValueError(f"network.conv must be one of {CONV_CHOICES}, got {conv!r}")
+    if conv == "auto":
+        return "patch" if jax.default_backend() == "cpu" else "xla"
+    return conv
 
 
 def input_planes(obs: chex.Array) -> chex.Array:
@@ -47,67 +82,92 @@ def input_planes(obs: chex.Array) -> chex.Array:
 
 
 class PatchConv(nn.Module):
-    """A stride-1 'SAME' k x k convolution computed as shifted copies + one matmul.
+    """A stride-1 'SAME' k x k convolution whose kernel is stored as a dense layer's.
 
-    Same function class as `nn.Conv`, but XLA's CPU convolution runs ~10x slower inside
-    loops (`lax.scan`, mctx's while loop), which is where self-play and training run;
-    a matmul does not. The k*k shifted copies are slices of the zero-padded input
-    (`lax.conv_general_dilated_patches` is itself a convolution: 5x slower at 32 channels).
+    `impl='patch'` computes it as shifted copies + one matmul: on CPU, the gradient of
+    XLA's convolution runs ~10x slower inside loops (`lax.scan`), where training runs; a
+    matmul's does not (the forward pass alone is ~2x faster with XLA's convolution on
+    jax 0.10: `benchmarks/conv_throughput.py`). The k*k shifted copies are slices of the
+    zero-padded input (`lax.conv_general_dilated_patches` is itself a convolution: 5x
+    slower at 32 channels). `impl='xla'` calls XLA's convolution (`lax.conv_general_dilated`) on the
+    same parameters, for accelerators. `dtype` is the compute dtype; the parameters are
+    float32 whichever it is.
     """
 
     features: int
     kernel_size: int = 3
+    impl: str = "patch"
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: chex.Array) -> chex.Array:
+        if self.kernel_size == 1:  # a 1x1 convolution is a dense layer either way
+            return nn.Dense(self.features, dtype=self.dtype, param_dtype=jnp.float32)(x)
+        return _PatchDense(self.features, self.kernel_size, self.impl, self.dtype,
+                           name="Dense_0")(x)
+
+
+class _PatchDense(nn.Module):
+    """The k x k convolution of `PatchConv` on input [B, H, W, C]. Its kernel is stored as
+    a dense layer's, [C*k*k, features], in `lax.conv_general_dilated_patches` order
+    (channel, row offset, column offset), the layout of earlier versions, so their
+    checkpoints still load."""
+
+    features: int
+    kernel_size: int
+    impl: str
+    dtype: Any
 
     @nn.compact
     def __call__(self, x: chex.Array) -> chex.Array:
         k = self.kernel_size
-        if k == 1:
-            return nn.Dense(self.features)(x)
-        h, w = x.shape[1], x.shape[2]
+        channels = x.shape[-1]
+        kernel = self.param(
+            "kernel", nn.initializers.lecun_normal(), (channels * k * k, self.features),
+            jnp.float32,
+        )
+        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,), jnp.float32)
+        x, kernel, bias = x.astype(self.dtype), kernel.astype(self.dtype), bias.astype(self.dtype)
         lo = (k - 1) // 2
-        padded = jnp.pad(x, ((0, 0), (lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)))
+        pad = (lo, k - 1 - lo)
+        kernel = kernel.reshape(channels, k, k, self.features)
+        if self.impl == "xla":
+            return jax.lax.conv_general_dilated(
+                x, kernel.transpose(1, 2, 0, 3), (1, 1), (pad, pad),
+                dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            ) + bias
+        if self.impl != "patch":
+            raise ValueError(f"PatchConv impl must be 'patch' or 'xla', got {self.impl!r}")
+        h, w = x.shape[1], x.shape[2]
+        padded = jnp.pad(x, ((0, 0), pad, pad, (0, 0)))
         patches = jnp.concatenate(
             [padded[:, i : i + h, j : j + w, :] for i in range(k) for j in range(k)], axis=-1
         )
-        return _PatchDense(self.features, k, name="Dense_0")(patches)
-
-
-class _PatchDense(nn.Module):
-    """Dense over (row offset, column offset, channel) patches whose kernel is stored in
-    `lax.conv_general_dilated_patches` order (channel, row offset, column offset), the
-    layout of earlier versions, so their checkpoints still load."""
-
-    features: int
-    kernel_size: int
-
-    @nn.compact
-    def __call__(self, patches: chex.Array) -> chex.Array:
-        kk = self.kernel_size**2
-        channels = patches.shape[-1] // kk
-        kernel = self.param(
-            "kernel", nn.initializers.lecun_normal(), (channels * kk, self.features)
-        )
-        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
-        kernel = kernel.reshape(channels, kk, self.features).transpose(1, 0, 2)
-        return patches @ kernel.reshape(kk * channels, self.features) + bias
+        kernel = kernel.transpose(1, 2, 0, 3).reshape(k * k * channels, self.features)
+        return patches @ kernel + bias
 
 
 class ResidualBlock(nn.Module):
     """conv3x3 - LayerNorm - ReLU - conv3x3 - LayerNorm, plus the skip, then ReLU."""
 
     channels: int
+    impl: str = "patch"
+    dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, x: chex.Array) -> chex.Array:
-        y = PatchConv(self.channels)(x)
-        y = nn.relu(nn.LayerNorm()(y))
-        y = PatchConv(self.channels)(y)
-        y = nn.LayerNorm()(y)
+        conv = {"impl": self.impl, "dtype": self.dtype}
+        norm = {"dtype": self.dtype, "param_dtype": jnp.float32}
+        y = PatchConv(self.channels, **conv)(x)
+        y = nn.relu(nn.LayerNorm(**norm)(y))
+        y = PatchConv(self.channels, **conv)(y)
+        y = nn.LayerNorm(**norm)(y)
         return nn.relu(x + y)
 
 
 class PolicyValueNet(nn.Module):
-    """Maps observations [B, H, W, C] to (policy logits [B, A], value [B] in [-1, 1])."""
+    """Maps observations [B, H, W, C] to (policy logits [B, A], value [B] in [-1, 1]),
+    both float32 whatever `config.dtype` computes in."""
 
     num_actions: int
     config: NetworkConfig = NetworkConfig()
@@ -115,23 +175,27 @@ class PolicyValueNet(nn.Module):
     @nn.compact
     def __call__(self, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
         cfg = self.config
-        x = input_planes(obs)
-        x = nn.relu(PatchConv(cfg.channels)(x))
+        impl, dtype = resolve_conv(cfg.conv), DTYPES[cfg.dtype]
+        dense = {"dtype": dtype, "param_dtype": jnp.float32}
+        x = input_planes(obs).astype(dtype)
+        x = nn.relu(PatchConv(cfg.channels, impl=impl, dtype=dtype)(x))
         for _ in range(cfg.num_blocks):
-            x = ResidualBlock(cfg.channels)(x)
+            x = ResidualBlock(cfg.channels, impl=impl, dtype=dtype)(x)
         batch = x.shape[0]
 
-        p = nn.relu(PatchConv(cfg.policy_filters, 1)(x))
-        logits = nn.Dense(self.num_actions)(p.reshape(batch, -1))
+        p = nn.relu(PatchConv(cfg.policy_filters, 1, dtype=dtype)(x))
+        logits = nn.Dense(self.num_actions, **dense)(p.reshape(batch, -1))
 
-        v = nn.relu(PatchConv(cfg.value_filters, 1)(x))
-        v = nn.relu(nn.Dense(cfg.value_hidden)(v.reshape(batch, -1)))
-        value = jnp.tanh(nn.Dense(1)(v))[:, 0]
-        return logits, value
+        v = nn.relu(PatchConv(cfg.value_filters, 1, dtype=dtype)(x))
+        v = nn.relu(nn.Dense(cfg.value_hidden, **dense)(v.reshape(batch, -1)))
+        value = jnp.tanh(nn.Dense(1, **dense)(v).astype(jnp.float32))[:, 0]
+        return logits.astype(jnp.float32), value
 
 
 def make_network(env: Env, config: NetworkConfig) -> PolicyValueNet:
-    """The policy-value network for `env`'s actions, sized by `config`."""
+    """The policy-value network for `env`'s actions, sized by `config`; `config.conv`
+    'auto' is resolved here, for the backend JAX runs on now (`resolve_conv`)."""
+    config = dataclasses.replace(config, conv=resolve_conv(config.conv))
     return PolicyValueNet(num_actions=env.num_actions, config=config)
 
 

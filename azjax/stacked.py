@@ -1,5 +1,7 @@
 """E experiments of one program as one: their states stacked along a leading axis, and
-the jitted, vmapped training iteration that advances them together."""
+the jitted, vmapped training iteration that advances them together, split over the
+devices of a data mesh (`azjax.devices`): each experiment's games and replay ring along
+`DATA_AXIS`, everything else replicated."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import Mesh, PartitionSpec
 
 from azjax.config import ProgramConfig
-from azjax.loop import make_iteration_fn
+from azjax.devices import DATA_AXIS
+from azjax.loop import TrainState, make_iteration_fn
 from azjax.selfplay import tree_select
 from envs import Env
 
@@ -38,13 +42,43 @@ def cached(key: Any, make: Callable[[], Any]) -> Any:
     return _CACHE[key]
 
 
-def group_step(env: Env, program: ProgramConfig, num: int) -> Callable:
+def state_specs(state: TrainState, stacked: bool = True) -> TrainState:
+    """The PartitionSpec of every leaf of a (stacked) train state: the self-play games
+    and the replay ring split along `DATA_AXIS`, everything else replicated."""
+    split = PartitionSpec(None, DATA_AXIS) if stacked else PartitionSpec(DATA_AXIS)
+    specs = jax.tree.map(lambda _: PartitionSpec(), state)
+    return specs.replace(
+        selfplay=jax.tree.map(lambda _: split, state.selfplay),
+        replay=specs.replay.replace(data=jax.tree.map(lambda _: split, state.replay.data)),
+    )
+
+
+def _put(x: Any, sharding: jax.sharding.NamedSharding) -> Any:
+    if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):  # device_put takes their data
+        return jax.random.wrap_key_data(_put(jax.random.key_data(x), sharding),
+                                        impl=jax.random.key_impl(x))
+    return jax.device_put(x, sharding)
+
+
+def placed(state: TrainState, mesh: Mesh, stacked: bool = True) -> TrainState:
+    """`state` laid out on `mesh` as `state_specs` says (every process passes the same
+    state: a fresh one is made alike in each)."""
+    specs = state_specs(state, stacked)
+    return jax.tree.map(lambda x, spec: _put(x, jax.sharding.NamedSharding(mesh, spec)),
+                        state, specs)
+
+
+def group_step(env: Env, program: ProgramConfig, num: int, mesh: Mesh | None = None
+               ) -> Callable:
     """`step(state [E], active bool [E]) -> (state, metrics [E])`: one jitted, vmapped
     iteration of E experiments (the state is donated); experiments not `active` keep
-    their state. Cached by program, so another group of the same program reuses it."""
+    their state. On a `mesh` of N > 1 devices each device runs its share of every
+    experiment (`shard_map`; the state laid out by `placed`). Cached by program and
+    mesh, so another group of the same program reuses it."""
+    devices = 1 if mesh is None else mesh.size
 
     def make() -> Callable:
-        iteration = jax.vmap(make_iteration_fn(env, program))
+        iteration = jax.vmap(make_iteration_fn(env, program, devices))
         if num == 1:
             def step(state, active):
                 del active  # a run of one steps only while it is active
@@ -53,6 +87,17 @@ def group_step(env: Env, program: ProgramConfig, num: int) -> Callable:
             def step(state, active):
                 new, metrics = iteration(state)
                 return tree_select(active, new, state), metrics
+        if devices > 1:
+            inner = step
+
+            def step(state, active):
+                specs = state_specs(state)
+                # check_vma off: mctx's while loops carry values it cannot type; what
+                # leaves replicated is equal on every device (pmean-ed or unsplit)
+                return jax.shard_map(inner, mesh=mesh, in_specs=(specs, PartitionSpec()),
+                                     out_specs=(specs, PartitionSpec()),
+                                     check_vma=False)(state, active)
         return jax.jit(step, donate_argnums=0)
 
-    return cached(("step", id(env), program.compile_key(), num), make)
+    devices_key = None if mesh is None else tuple(d.id for d in mesh.devices.flat)
+    return cached(("step", id(env), program.compile_key(), num, devices_key), make)

@@ -6,15 +6,23 @@ and training run it), for:
   * `PatchConv` (ours): k*k shifted slices + one matmul,
   * `flax.linen.Conv` (the reference),
   * `lax.conv_general_dilated_patches` + matmul (what `PatchConv` used before).
-`--grad` times forward + backward instead (as the learner runs it). Prints positions/s (batch x steps / time; compile excluded, median of repeats) and the
-ratio to `nn.Conv`.
+`--grad` times forward + backward instead (as the learner runs it). Prints positions/s
+(batch x steps / time; compile excluded, median of repeats) and the ratio to `nn.Conv`.
+
+`--network` times the whole `PolicyValueNet` instead (`--blocks` residual blocks,
+`--channels` wide, on 0/1 observation planes) for each `NetworkConfig.conv`
+('patch', 'xla') and `NetworkConfig.dtype` ('float32', 'bfloat16'), on the same
+parameters, and prints the ratio of each to patch/float32 and of xla to patch: run it on
+a GPU to see which `conv` and `dtype` win there ('auto' picks 'patch' on CPU only).
 
     python benchmarks/conv_throughput.py [--channels 32] [--layers 4] [--batch 256]
+    python benchmarks/conv_throughput.py --network [--blocks 2] [--grad]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 
@@ -22,7 +30,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from azjax.networks import PatchConv
+from azjax.networks import NetworkConfig, PatchConv, PolicyValueNet
 
 
 class LaxPatches(nn.Module):
@@ -58,9 +66,17 @@ def measure(kind: str, args) -> float:
     net = Stack(kind, args.channels, args.layers)
     x = jax.random.normal(jax.random.key(0), (args.batch, args.height, args.width, args.channels))
     params = net.init(jax.random.key(1), x)
+    return rate(net.apply, params, x, args)
+
+
+def rate(apply, params, x, args) -> float:
+    """Positions/s of `apply(params, x)` (its outputs summed), or of its gradient with
+    `--grad`, run `--steps` times inside one jitted `lax.scan`."""
 
     def forward(params, x, carry):
-        return net.apply(params, x + carry[:, None, None, None] * 1e-6)
+        perturbed = x + (carry[:, None, None, None] * 1e-6).astype(x.dtype)
+        out = apply(params, perturbed)
+        return sum(jnp.sum(o.reshape(args.batch, -1), axis=1) for o in jax.tree.leaves(out))
 
     def gradient(params, x, carry):
         grads = jax.grad(lambda p: jnp.sum(forward(p, x, carry)))(params)
@@ -71,7 +87,7 @@ def measure(kind: str, args) -> float:
     @jax.jit
     def run(params, x):
         def body(carry, _):
-            return step(params, x, carry), None
+            return step(params, x, carry).astype(jnp.float32), None
 
         final, _ = jax.lax.scan(body, jnp.zeros(args.batch), None, length=args.steps)
         return final
@@ -85,6 +101,43 @@ def measure(kind: str, args) -> float:
     return args.batch * args.steps / statistics.median(times)
 
 
+NETWORK_VARIANTS = [(conv, dtype) for dtype in ("float32", "bfloat16") for conv in ("patch", "xla")]
+
+
+def measure_networks(args) -> dict[tuple[str, str], float]:
+    """Positions/s of the whole network for each (conv, dtype), on one set of parameters.
+    The observations are float32 planes (0/1), so the loop can perturb them."""
+    base = NetworkConfig(channels=args.channels, num_blocks=args.blocks)
+    obs = jax.random.bernoulli(
+        jax.random.key(0), 0.3, (args.batch, args.height, args.width, args.planes)
+    ).astype(jnp.float32)
+    num_actions = args.height * args.width
+    params = PolicyValueNet(num_actions, base).init(jax.random.key(1), obs)
+    rates = {}
+    for conv, dtype in NETWORK_VARIANTS:
+        net = PolicyValueNet(num_actions, dataclasses.replace(base, conv=conv, dtype=dtype))
+        rates[conv, dtype] = rate(net.apply, params, obs, args)
+    return rates
+
+
+def main_network(args) -> None:
+    print(f"PolicyValueNet {args.blocks} blocks x {args.channels}ch on {args.height}x"
+          f"{args.width} ({args.planes} planes), batch {args.batch}, {args.steps} "
+          f"{'gradients' if args.grad else 'forward passes'} inside lax.scan, backend "
+          f"{jax.default_backend()} ({jax.devices()[0].device_kind})")
+    rates = measure_networks(args)
+    reference = rates["patch", "float32"]
+    for (conv, dtype), r in rates.items():
+        print(f"{conv:>6} {dtype:>9}: {r:>10,.0f} positions/s  "
+              f"({r / reference:.2f}x patch float32)")
+    for dtype in ("float32", "bfloat16"):
+        ratio = rates["xla", dtype] / rates["patch", dtype]
+        print(f"{dtype}: xla / patch = {ratio:.2f} -> use conv='{'xla' if ratio > 1 else 'patch'}'")
+    for conv in ("patch", "xla"):
+        print(f"{conv}: bfloat16 / float32 = "
+              f"{rates[conv, 'bfloat16'] / rates[conv, 'float32']:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--channels", type=int, default=32)
@@ -95,7 +148,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--grad", action="store_true", help="time forward + backward")
+    parser.add_argument("--network", action="store_true",
+                        help="time the whole PolicyValueNet for each conv and dtype")
+    parser.add_argument("--blocks", type=int, default=2, help="residual blocks (--network)")
+    parser.add_argument("--planes", type=int, default=2,
+                        help="observation planes (--network)")
     args = parser.parse_args()
+    if args.network:
+        main_network(args)
+        return
     print(f"{args.layers} x conv3x3 {args.channels}ch on {args.height}x{args.width}, batch "
           f"{args.batch}, {args.steps} {'gradients' if args.grad else 'forward passes'} inside "
           f"lax.scan, backend {jax.default_backend()}")

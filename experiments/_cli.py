@@ -11,6 +11,7 @@ import tyro
 
 from azjax.cli import one_line_errors
 from azjax.config import TrainConfig
+from azjax.devices import arrange, is_primary
 from azjax.driver import summarize, train
 from azjax.recipes import RECIPES, defaults_for
 
@@ -24,6 +25,12 @@ class Experiment:
     """Where config.json, checkpoints, metrics.jsonl and plots go; a run already there is
     resumed (its program settings and seed must match; run options such as --iterations
     may change)."""
+    coordinator_address: str = ""
+    """HOST:PORT of process 0, for a run of several processes (jax.distributed)."""
+    num_processes: int = 1
+    """Processes that train this run together (each with its share of --devices)."""
+    process_id: int = 0
+    """This process's number, 0 to --num-processes - 1 (process 0 writes the run)."""
 
 
 @one_line_errors
@@ -37,14 +44,18 @@ def main(defaults: TrainConfig, run_dir: str, argv: list[str] | None = None) -> 
         args=argv,
         description=Experiment.__doc__,
     )
+    arrange(experiment.config.run.devices, experiment.coordinator_address or None,
+            experiment.num_processes, experiment.process_id)
     try:
-        result = train(experiment.config, experiment.run_dir)
+        result = train(experiment.config, experiment.run_dir,
+                       progress=print if is_primary() else None)
     except KeyboardInterrupt:
         print("\ninterrupted; rerun the same command to resume from the last checkpoint",
               file=sys.stderr)
         return 130
-    print(summarize(result))
-    print(f"run directory: {experiment.run_dir}")
+    if is_primary():
+        print(summarize(result))
+        print(f"run directory: {experiment.run_dir}")
     return 0
 
 

@@ -35,6 +35,7 @@ from _cli import game_and_defaults  # noqa: E402
 
 from azjax.cli import check_output_dir, check_seed, one_line_errors  # noqa: E402
 from azjax.config import TrainConfig  # noqa: E402
+from azjax.devices import arrange  # noqa: E402
 from azjax.sweep import merge, parse_params, parse_shard, run_sweep  # noqa: E402
 
 
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             shard = parse_shard(args.shard)
             seeds = sweep_seeds(args.config.seed, args.seeds)
             out = check_output_dir(args.out, "--out")  # before any training
+            arrange(args.config.run.devices)
             result = run_sweep(args.config, params, seeds, out, shard=shard)
     except KeyboardInterrupt:
         print("\ninterrupted; rerun the same command to continue the sweep", file=sys.stderr)

@@ -4,6 +4,9 @@ Many tests train, evaluate or start an experiment script in a subprocess, and co
 the same programs again and again; JAX's persistent cache (in a fresh temporary
 directory per session, so nothing carries over between sessions) compiles each once.
 Set before JAX is imported; subprocesses and notebook kernels inherit it.
+
+Tests run on one CPU device, experiment scripts in subprocesses included (their default
+is one host device per core); the tests of several devices ask for them by `--devices`.
 """
 
 import os
@@ -12,3 +15,4 @@ import tempfile
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="azjax-xla-"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+os.environ["JAX_NUM_CPU_DEVICES"] = "1"

@@ -154,14 +154,15 @@ def test_a_deleted_config_is_recovered_and_a_changed_program_refused(tmp_path):
         train(wider, run_dir, progress=None)
     assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
 
-    assert ckpt.load_config(run_dir) == RUN.replace(iterations=4)
+    # what it was given, and the device count it trained on
+    assert ckpt.load_config(run_dir) == RUN.replace(iterations=4, devices=1)
     assert Agent.load(run_dir).evaluate(
         np.zeros((1, *Agent.load(run_dir).env.observation_shape), np.float32))[0].shape == (1, 9)
     messages = []
     train(RUN, run_dir, progress=messages.append)
     assert any("config.json was missing; wrote it again (its program and seed are those "
                "checkpoint 4 records)" in m for m in messages)
-    assert ckpt.load_config(run_dir) == RUN
+    assert ckpt.load_config(run_dir) == RUN.replace(devices=1)
 
 
 def test_checkpoints_without_a_config_anywhere_are_refused(tmp_path):
@@ -306,8 +307,8 @@ def test_a_diverging_run_stops_without_saving_the_diverged_state(tmp_path, monke
 
     real = driver.group_step
 
-    def poisoned(env, program, num):
-        step = real(env, program, num)
+    def poisoned(env, program, num, mesh=None):
+        step = real(env, program, num, mesh)
 
         def run(state, active):
             state, metrics = step(state, active)
@@ -424,8 +425,8 @@ def poison(monkeypatch, experiment: int, after: int, what: str):
 
     real = driver.group_step
 
-    def poisoned(env, program, num):
-        step = real(env, program, num)
+    def poisoned(env, program, num, mesh=None):
+        step = real(env, program, num, mesh)
 
         def run(state, active):
             state, metrics = step(state, active)

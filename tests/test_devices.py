@@ -1,0 +1,211 @@
+"""Training split over devices: two host devices in one process, two processes of one
+device each (jax.distributed on 127.0.0.1 with CPU collectives), replay sampling per
+device, and the errors for device counts that cannot be used.
+
+The session runs on one CPU device (conftest); runs on two devices are experiment
+scripts started here with `--devices 2`, sharing the session's compilation cache.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from binomial import max_failures, min_successes
+from test_training import ROOT
+
+from azjax import Agent, TrainConfig, train
+from azjax import checkpoint as ckpt
+from azjax.devices import arrange, device_count, misfits, nearest_multiple
+from azjax.loop import init_train_state
+from azjax.recipes import recipe
+
+SCRIPT = ROOT / "experiments" / "tictactoe.py"
+# A small tic-tac-toe run: 3 iterations, evaluated (network alone) and checkpointed at 3.
+OPTIONS = [
+    "--selfplay.num-games", "16", "--learner.batch-size", "32", "--replay-capacity", "1152",
+    "--gradient-steps", "4", "--network.channels", "16", "--network.policy-filters", "4",
+    "--search.num-simulations", "8", "--iterations", "3", "--eval-every", "3",
+    "--eval-search-every", "0", "--checkpoint-every", "3", "--no-stop-when-perfect",
+]
+TIMING = ("wall_time", "positions_per_s")
+
+
+def script(run_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, str(SCRIPT), *OPTIONS, "--run-dir", str(run_dir), *extra]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def records(run_dir: Path) -> list[dict]:
+    lines = (run_dir / ckpt.METRICS_FILE).read_text().splitlines()
+    return [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
+
+
+def saved_state(run_dir: Path):
+    """The run's newest checkpoint, restored whole on this process's one device."""
+    config = ckpt.load_config(run_dir)
+    template = init_train_state(config.make_env(), config.program, jax.random.key(0))
+    restored = ckpt.restore_newest(run_dir, template)
+    return restored.step, restored.tree
+
+
+def same_leaves(a, b) -> bool:
+    def data(x):
+        return jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype,
+                                                              jax.dtypes.prng_key) else x
+    pairs = zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    return all(np.array_equal(np.asarray(data(x)), np.asarray(data(y))) for x, y in pairs)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    """The same run twice: in one process on two host devices, and by two processes of
+    one device each."""
+    out = tmp_path_factory.mktemp("devices")
+    dirs = {name: out / name for name in ("two_devices", "two_processes")}
+    done = subprocess.run(script(dirs["two_devices"], "--devices", "2"), capture_output=True,
+                          check=False, text=True, timeout=300, cwd=out)
+    assert done.returncode == 0, done.stderr[-2000:]
+    port = free_port()
+    processes = [
+        subprocess.Popen(
+            script(dirs["two_processes"], "--devices", "2", "--num-processes", "2",
+                   "--process-id", str(i), "--coordinator-address", f"127.0.0.1:{port}"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=out)
+        for i in range(2)
+    ]
+    outputs = [p.communicate(timeout=300) for p in processes]
+    for process, (stdout, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stderr[-2000:]
+    (out / "second_process.out").write_text(outputs[1][0])
+    (out / "first_process.out").write_text(outputs[0][0])
+    return dirs
+
+
+def test_two_processes_train_the_run_two_devices_of_one_process_train(runs):
+    """Bit for bit: the same seed on two devices, however they are spread over processes,
+    is the same run (so a run on two devices repeats itself exactly)."""
+    ours, theirs = runs["two_processes"], runs["two_devices"]
+    assert records(ours) == records(theirs)
+    step, state = saved_state(ours)
+    assert step == 3 and int(state.iteration) == 3
+    assert int(state.games) == records(theirs)[-1]["games"]
+    assert same_leaves(state, saved_state(theirs)[1])
+    out = ours.parent
+    assert "it     3" in (out / "first_process.out").read_text()
+    second = (out / "second_process.out").read_text()  # process 0 alone reports
+    assert "it " not in second and "run directory" not in second
+    agent = Agent.load(ours)
+    assert same_leaves(agent.params, Agent.load(theirs).params)
+    states = jax.vmap(agent.env.init)(jax.random.split(jax.random.key(1), 8))
+    actions = np.asarray(agent.act(states, jax.random.key(2)))
+    assert np.asarray(states.legal_action_mask)[np.arange(8), actions].all()
+
+
+def test_the_two_devices_play_different_games(runs):
+    _, state = saved_state(runs["two_devices"])
+    boards = np.asarray(state.selfplay.state.observation).reshape(16, -1)
+    first, second = boards[:8], boards[8:]
+    assert not np.array_equal(first, second)  # each device has a key of its own
+    replay = state.replay.data
+    assert (np.asarray(replay.slot) < 8).all()  # each ring holds its own device's games
+    assert not np.array_equal(np.asarray(replay.policy[:576]), np.asarray(replay.policy[576:]))
+
+
+def test_a_run_resumes_only_on_the_device_count_it_was_trained_on(runs, tmp_path):
+    config = ckpt.load_config(runs["two_devices"])
+    with pytest.raises(ckpt.RunDirError) as err:
+        train(config.replace(devices=1), runs["two_devices"], progress=None)
+    assert "trained on 2 devices" in str(err.value) and "--devices 2" in str(err.value)
+    assert records(runs["two_devices"])[-1]["iteration"] == 3  # nothing was written
+
+
+def test_each_device_samples_its_own_ring_uniformly():
+    rounds = 4000
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "two_devices.py"),
+                           str(rounds)], capture_output=True, check=False, text=True, timeout=120,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    sampleable = [1, 3, 4, 6, 9, 11, 12, 14]
+    assert out["first_device"] == [1, 3, 4, 6] and out["second_device"] == [9, 11, 12, 14]
+    draws = out["draws"]
+    assert sum(out["counts"][i] for i in sampleable) == draws  # never an unknown outcome
+    # uniform over the whole buffer: each sampleable entry has chance 1/8 per draw
+    low, high = min_successes(draws, 1 / 8), max_failures(draws, 1 / 8)
+    for i in sampleable:
+        assert low <= out["counts"][i] <= high, (i, out["counts"])
+    # independent keys: the devices pick the same local entry 1/4 of the time, not always
+    pairs = draws // 2
+    assert min_successes(pairs, 1 / 4) <= out["same_local_index"] <= max_failures(pairs, 1 / 4)
+
+
+def test_sizes_that_do_not_split_name_the_nearest_that_do():
+    assert [nearest_multiple(v, 4) for v in (1, 4, 5, 6, 7, 255)] == [4, 4, 4, 8, 8, 256]
+    program = recipe("tictactoe").with_value("selfplay.num_games", 255).program
+    assert misfits(program, 2) == [
+        "selfplay.num_games 255 is not a multiple of 2 (nearest that is: 256)"]
+    assert misfits(recipe("tictactoe").program, 2) == []
+    with pytest.raises(ValueError, match="only 1 device here"):
+        device_count(2, [recipe("tictactoe").program])
+    assert device_count(0, [program]) == (1, None)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"devices": -1}, "--devices must be an integer >= 0"),
+    ({"num_processes": 2}, "need --coordinator-address HOST:PORT"),
+    ({"num_processes": 2, "process_id": 2, "coordinator_address": "h:1"},
+     "--process-id must be below --num-processes"),
+    ({"devices": 3, "num_processes": 2, "coordinator_address": "h:1"},
+     "cannot be split evenly over 2 processes"),
+    ({"coordinator_address": "h:1"}, "needs --num-processes of 2 or more"),
+    ({"devices": 2}, "JAX has already started its devices"),
+])
+def test_bad_device_arrangements_are_one_clear_error(kwargs, message):
+    jax.devices()  # this session's JAX is running
+    with pytest.raises(ValueError, match=message):
+        arrange(**kwargs)
+
+
+def test_a_device_count_the_batch_does_not_split_over_is_one_error_line(tmp_path):
+    run_dir = tmp_path / "run"
+    done = subprocess.run(script(run_dir, "--devices", "3"), capture_output=True,
+                          check=False, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot split the run over 3 "), lines
+    assert "selfplay.num_games 16 is not a multiple of 3 (nearest that is: 15)" in lines[0]
+    assert "learner.batch_size 32 is not a multiple of 3 (nearest that is: 33)" in lines[0]
+    assert not run_dir.exists()
+
+
+def test_train_config_records_the_device_count(runs):
+    saved = json.loads((runs["two_processes"] / ckpt.CONFIG_FILE).read_text())
+    assert saved["run"]["devices"] == 2
+    assert TrainConfig.from_dict(saved).run.devices == 2
+
+
+@pytest.mark.slow  # three runs on two devices, about 90 s
+def test_a_run_on_two_devices_resumes_exactly(tmp_path):
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    commands = [script(whole, "--devices", "2", "--iterations", "4", "--checkpoint-every", "2"),
+                script(cut, "--devices", "2", "--iterations", "2", "--checkpoint-every", "2"),
+                script(cut, "--devices", "2", "--iterations", "4", "--checkpoint-every", "2")]
+    for command in commands:
+        done = subprocess.run(command, capture_output=True, check=False, text=True, timeout=300,
+                              cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert "resumed" in done.stdout
+    assert records(whole) == records(cut)
+    assert same_leaves(saved_state(whole)[1], saved_state(cut)[1])
