@@ -163,7 +163,7 @@ def measure_run(spec: dict[str, Any]) -> dict[str, Any]:
 
     arrange(spec["devices"])
 
-    from azjax.devices import device_count
+    from azjax.devices import device_count, misfits
     from azjax.driver import train
 
     info = device_info()
@@ -173,6 +173,9 @@ def measure_run(spec: dict[str, Any]) -> dict[str, Any]:
                 "skipped": f"only {info['device_count']} devices here"}
     config = configure(spec["recipe"], spec["sets"], seed=spec["seed"], devices=requested,
                        **spec["changes"])
+    wrong = misfits(config.program, requested) if requested else []
+    if wrong:
+        return {**info, "devices": requested, "skipped": "; ".join(wrong)}
     count, notice = device_count(requested, [config.program])  # what train will use
     start = time.perf_counter()
     result = train(config, run_dir=None, progress=None)
@@ -249,6 +252,21 @@ def header(row: dict[str, Any], shown: list[bool]) -> None:
         shown[0] = True
 
 
+def shown_row(row: dict[str, Any], shown: list[bool], columns: list[str], prefix: str) -> bool:
+    """Prints the backend line and the table's columns (each once) and, for a failed or
+    skipped measurement, its line; whether `row` has a result to show."""
+    header(row, shown)
+    if columns[0]:
+        print(columns[0], flush=True)
+        columns[0] = ""
+    if "error" in row:
+        print(prefix, end="")
+        say_error(row)
+    elif "skipped" in row:
+        print(f"{prefix} skipped: {row['skipped']}")
+    return "error" not in row and "skipped" not in row
+
+
 def throughput(args, sets: list[str], counts: list[int], shown: list[bool]) -> list[dict]:
     rows = []
     for name in args.recipes.split(","):
@@ -295,24 +313,15 @@ def time_to_perfect(args, sets: list[str], counts: list[int], shown: list[bool]
     print("\ntic-tac-toe recipe until the network alone is perfect (fresh process each: "
           "process s includes imports and compilation; run s is the run's clock, "
           "compilation included)", flush=True)
-    columns = ("seed |   N | process s | perfect at: run s, iteration, games | unbeatable "
-               "at | final net optimal | CPU/wall")
+    columns = [("seed |   N | process s | perfect at: run s, iteration, games | unbeatable "
+                "at | final net optimal | CPU/wall")]
     rows = []
     for seed in range(args.seeds):
         for count in counts:  # interleaved, so that drift in the machine hits each alike
             row = measure("run", {"recipe": "tictactoe", "devices": count, "seed": seed,
                                   "sets": sets, "changes": {}})
             rows.append(row)
-            header(row, shown)
-            if columns:
-                print(columns, flush=True)
-                columns = ""
-            if "error" in row:
-                print(f"{seed:>4} | {label(count):>3} |", end="")
-                say_error(row)
-                continue
-            if "skipped" in row:
-                print(f"{seed:>4} | {label(count):>3} | skipped: {row['skipped']}")
+            if not shown_row(row, shown, columns, f"{seed:>4} | {label(count):>3} |"):
                 continue
             perfect, unbeatable = row["perfect_at"], row["unbeatable_at"]
             share = (row["last_evaluation"] or {}).get("net_optimal_share")
@@ -374,23 +383,14 @@ def connect_four(args, sets: list[str], counts: list[int], shown: list[bool]) ->
     print(f"\nconnect_four recipe for {minutes:g} minutes of its own clock (compilation "
           "included, no run directory); the last evaluation, with search: share of optimal "
           "moves on the development set (non-trivial positions)", flush=True)
-    columns = ("  N | iterations |      games |   positions | run s | net moves (hard) | "
-               "search moves (hard) | value sign | CPU/wall")
+    columns = [("  N | iterations |      games |   positions | run s | net moves (hard) | "
+                "search moves (hard) | value sign | CPU/wall")]
     rows = []
     for count in counts:
         row = measure("run", {"recipe": "connect_four", "devices": count, "seed": args.seed,
                               "sets": sets, "changes": {"max_minutes": float(minutes)}})
         rows.append(row)
-        header(row, shown)
-        if columns:
-            print(columns, flush=True)
-            columns = ""
-        if "error" in row:
-            print(f"{label(count):>3} |", end="")
-            say_error(row)
-            continue
-        if "skipped" in row:
-            print(f"{label(count):>3} | skipped: {row['skipped']}")
+        if not shown_row(row, shown, columns, f"{label(count):>3} |"):
             continue
         last, evaluation = row["last"], row["last_evaluation"] or {}
         row["accuracy"] = {k: evaluation.get(k) for k in ACCURACY_KEYS}

@@ -123,7 +123,7 @@ def test_the_two_devices_play_different_games(runs):
     assert not np.array_equal(np.asarray(replay.policy[:576]), np.asarray(replay.policy[576:]))
 
 
-def test_a_run_resumes_only_on_the_device_count_it_was_trained_on(runs, tmp_path):
+def test_a_run_resumes_only_on_the_device_count_it_was_trained_on(runs):
     config = ckpt.load_config(runs["two_devices"])
     with pytest.raises(ckpt.RunDirError) as err:
         train(config.replace(devices=1), runs["two_devices"], progress=None)
