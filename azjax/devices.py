@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh
 
 DATA_AXIS = "data"
 """The mesh axis that self-play games, replay and the learner's batch are split over."""
@@ -135,11 +135,6 @@ def data_mesh(count: int) -> Mesh:
     return Mesh(np.array(jax.devices()[:count]), (DATA_AXIS,))
 
 
-def sharding(mesh: Mesh, *spec: str | None) -> NamedSharding:
-    """`NamedSharding(mesh, PartitionSpec(*spec))`."""
-    return NamedSharding(mesh, PartitionSpec(*spec))
-
-
 def agree(value: Any) -> Any:
     """Process 0's `value` in every process (host decisions such as a time limit must be
     the same in all of them); `value` itself in a run of one process."""
@@ -151,7 +146,7 @@ def agree(value: Any) -> Any:
 def barrier(name: str) -> None:
     """Waits until every process of the run gets here (nothing with one process)."""
     if jax.process_count() > 1:
-            multihost_utils.sync_global_devices(name)
+        multihost_utils.sync_global_devices(name)
 
 
 def local(tree: Any) -> Any:

@@ -199,9 +199,10 @@ def test_train_config_records_the_device_count(runs):
 @pytest.mark.slow  # three runs on two devices, about 90 s
 def test_a_run_on_two_devices_resumes_exactly(tmp_path):
     whole, cut = tmp_path / "whole", tmp_path / "cut"
-    commands = [script(whole, "--devices", "2", "--iterations", "4", "--checkpoint-every", "2"),
-                script(cut, "--devices", "2", "--iterations", "2", "--checkpoint-every", "2"),
-                script(cut, "--devices", "2", "--iterations", "4", "--checkpoint-every", "2")]
+    every_two = ["--devices", "2", "--checkpoint-every", "2", "--eval-every", "2"]
+    commands = [script(whole, *every_two, "--iterations", "4"),
+                script(cut, *every_two, "--iterations", "2"),
+                script(cut, *every_two, "--iterations", "4")]
     for command in commands:
         done = subprocess.run(command, capture_output=True, check=False, text=True, timeout=300,
                               cwd=tmp_path)

@@ -68,7 +68,9 @@ def test_experiment_script_trains_its_recipe(name, tmp_path):
     assert out.returncode == 0, out.stderr
     assert f"run directory: {run_dir}" in out.stdout
 
-    assert TrainConfig.load(run_dir / "config.json") == expected_config(name, options)
+    # the recipe, the options given, and the device count it trained on (tests: one)
+    assert TrainConfig.load(run_dir / "config.json") == expected_config(name, options).replace(
+        devices=1)
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [1, 2]
     evaluated = records[-1]
