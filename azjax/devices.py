@@ -10,7 +10,6 @@ JAX sees one device unless asked for more before it starts: `arrange(...)` does 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -99,10 +98,10 @@ def misfits(program: Any, count: int) -> list[str]:
             for name, size in split_sizes(program).items() if size % count]
 
 
-def device_count(requested: int, programs: Sequence[Any]) -> tuple[int, str | None]:
-    """The number of devices to train on and a notice (or None): `requested` ones, or
-    with 0 every device there is, fewer if the programs' sizes do not split over all
-    (the largest count they split over, said in the notice). ValueError, naming the
+def device_count(requested: int, program: Any) -> tuple[int, str | None]:
+    """The number of devices to train `program` on and a notice (or None): `requested`
+    ones, or with 0 every device there is, fewer if the program's sizes do not split over
+    all (the largest count they split over, said in the notice). ValueError, naming the
     nearest valid values, when `requested` devices are not there or do not fit."""
     available = jax.device_count()
     if requested > available:
@@ -113,18 +112,16 @@ def device_count(requested: int, programs: Sequence[Any]) -> tuple[int, str | No
                             "azjax.devices.arrange, which the scripts call)"))
     count = requested or available
     if requested or jax.process_count() > 1:
-        for program in programs:
-            wrong = misfits(program, count)
-            if wrong:
-                raise ValueError(f"cannot split the run over {count} devices: "
-                                 + "; ".join(wrong))
+        wrong = misfits(program, count)
+        if wrong:
+            raise ValueError(f"cannot split the run over {count} devices: " + "; ".join(wrong))
         return count, None
-    while any(misfits(p, count) for p in programs):
+    while misfits(program, count):
         count -= 1
     if count == available:
         return count, None
     return count, (f"training on {count} of the {available} devices: "
-                   + "; ".join(misfits(programs[0], available)))
+                   + "; ".join(misfits(program, available)))
 
 
 def data_mesh(count: int) -> Mesh:

@@ -374,7 +374,7 @@ def _devices(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None],
     requested = {c.run.devices for c in configs}
     if len(requested) > 1:
         raise ValueError(f"a group trains on one set of devices, not on {sorted(requested)}")
-    count, notice = device_count(requested.pop(), [configs[0].program])
+    count, notice = device_count(requested.pop(), configs[0].program)
     if notice:
         say(notice)
     for run_dir in filter(None, run_dirs):

@@ -176,7 +176,7 @@ def measure_run(spec: dict[str, Any]) -> dict[str, Any]:
     wrong = misfits(config.program, requested) if requested else []
     if wrong:
         return {**info, "devices": requested, "skipped": "; ".join(wrong)}
-    count, notice = device_count(requested, [config.program])  # what train will use
+    count, notice = device_count(requested, config.program)  # what train will use
     start = time.perf_counter()
     result = train(config, run_dir=None, progress=None)
     train_s = time.perf_counter() - start

@@ -158,8 +158,8 @@ def test_sizes_that_do_not_split_name_the_nearest_that_do():
         "selfplay.num_games 255 is not a multiple of 2 (nearest that is: 256)"]
     assert misfits(recipe("tictactoe").program, 2) == []
     with pytest.raises(ValueError, match="only 1 device here"):
-        device_count(2, [recipe("tictactoe").program])
-    assert device_count(0, [program]) == (1, None)
+        device_count(2, recipe("tictactoe").program)
+    assert device_count(0, program) == (1, None)
 
 
 @pytest.mark.parametrize("kwargs, message", [
