@@ -51,7 +51,7 @@ class Agent:
         self.params = params
         self.search_config = search or program.search
         self.search_config.validate()
-        self.network = make_network(env, program.network)
+        self.network = make_network(env, program.network, gradients=False)
         self._templates: dict[tuple[str, bool], Player] = {}
         self._apply = jax.jit(self.network.apply)
         self._analysis = None

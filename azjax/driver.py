@@ -3,17 +3,16 @@
 `train_group(configs, run_dirs)` trains E experiments whose configs compile to one program
 (the same `ProgramConfig` up to traced settings; seeds and run halves may differ): their
 training states are stacked along a leading axis and one `jax.jit(jax.vmap(iteration))`
-advances them together. A plain run is E = 1 (`train`); a sweep's compile group is E > 1.
-Between jitted iterations, on the host, each experiment is driven as a run of its own:
-status lines, `metrics.jsonl` records, evaluation against the game's ground truth (or
-random play) and chosen baselines, gating, checkpoints, TensorBoard and `training.png` in
-its own run directory, its own budget and stop-when-perfect. An experiment that has
-finished is frozen (the vmapped step leaves its state as it is) while the others go on.
+advances them together (compiled in the background while the runs set up). A plain run
+is E = 1 (`train`); a sweep's compile group is E > 1. Between jitted iterations, on the
+host, each experiment is driven as a run of its own: status lines, `metrics.jsonl`,
+evaluation against the game's ground truth (or random play) and chosen baselines, gating,
+checkpoints, TensorBoard and `training.png` in its own run directory, its own budget and
+stop-when-perfect. A finished experiment is frozen while the others go on.
 
 Every experiment computes what it would compute alone, and resumes exactly: evaluation
 keys are folded in by iteration, and a resumed group first advances the experiments whose
-newest checkpoint is older (a process killed between two experiments' saves) until all
-stand at the same iteration.
+newest checkpoint is older until all stand at the same iteration.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from jax.sharding import Mesh
 from azjax import checkpoint as ckpt
 from azjax.config import ProgramConfig, TrainConfig, game_settings
 from azjax.devices import agree, barrier, data_mesh, device_count, is_primary, local
-from azjax.evaluation import Evaluator, make_evaluator, versus
+from azjax.evaluation import Evaluator, PositionEvaluator, make_evaluator, versus
 from azjax.files import error_line
 from azjax.gating import Gate
 from azjax.loop import TrainState, init_train_state
@@ -53,7 +52,7 @@ from azjax.run_status import (  # noqa: F401 - summarize and format_progress re-
     summarize,
 )
 from azjax.specs import RUN_KINDS, parse_spec
-from azjax.stacked import cached, group_step, placed, stack, unstack
+from azjax.stacked import cached, compile_ahead, group_step, placed, stack, unstack
 from envs import Env
 
 Say = Callable[[str], None]
@@ -65,8 +64,7 @@ STATUS_EVERY_S = 2.0
 
 @dataclasses.dataclass
 class TrainResult:
-    """What a finished run returns: its final state, its metrics records, and the first
-    record where the evaluation said 'perfect' (None if never)."""
+    """A finished run's final state, metrics records and first 'perfect' record (or None)."""
 
     train_state: TrainState
     records: list[dict[str, Any]]
@@ -81,7 +79,7 @@ class _Players:
     def __init__(self, env: Env, program: ProgramConfig):
         self.env = env
         self.evaluator = make_evaluator(env)
-        self.apply = make_network(env, program.network).apply
+        self.apply = make_network(env, program.network, gradients=False).apply
         self.search = program.search
         self.network = network_player(self.apply)
         self.agent = search_player(env, self.apply, None, program.search)
@@ -249,12 +247,12 @@ class _Run:
     def _evaluate(self, iteration: int, last: bool, params, agent: Player,
                   evaluator: Evaluator, players: _Players) -> dict[str, float]:
         run = self.run
-        with_search = run.eval_search_every > 0 and (
-            (self.evals_done + 1) % run.eval_search_every == 0 or last
-        )
+        searching = run.eval_search_every > 0  # then also at the end, perfect or not
+        with_search = searching and ((self.evals_done + 1) % run.eval_search_every == 0
+                                     or last)
         self.evals_done += 1
         out = evaluator.network_metrics(players.network.with_params(params))
-        if with_search or (out["perfect"] and run.stop_when_perfect):
+        if with_search or (searching and out["perfect"] and run.stop_when_perfect):
             out.update(evaluator.search_metrics(agent, jax.random.fold_in(self.eval_key,
                                                                           iteration)))
         if run.eval_opponents:
@@ -438,9 +436,10 @@ def train_group(
     runs = []
     for config, run_dir, name in zip(configs, run_dirs, _names(run_dirs)):
         prefix = "" if num == 1 else f"[{name}] "
-        runs.append(_Run(config, run_dir, name, lambda line, p=prefix: say(p + line),
-                         alone=num == 1))
+        runs.append(_Run(config, run_dir, name, lambda x, p=prefix: say(p + x), num == 1))
     locks: list[RunLock] = []
+    step = group_step(env, program, num, mesh)
+    ahead = compile_ahead(step, env, program, num, mesh)  # while the runs set up
     try:
         for config, run_dir in zip(configs, run_dirs):
             if run_dir is not None and is_primary():
@@ -450,11 +449,11 @@ def train_group(
         for run, run_state in zip(runs, restored):
             _writing(run.run_dir, run.start, run_state, clock_start)
         state = stack(restored) if mesh is None else placed(stack(restored), mesh)
-        evaluator = evaluator or players.evaluator
-        step = group_step(env, program, num, mesh)
-        status = Progress(sum(r.run.iterations for r in runs), "it", "group",
-                          initial=sum(r.iteration for r in runs), write=say,
-                          every=STATUS_EVERY_S)
+        if isinstance(evaluator := evaluator or players.evaluator, PositionEvaluator):
+            evaluator.prepare()  # while the step compiles
+        ahead.join()
+        status = Progress(sum(r.run.iterations for r in runs), "it", "group", write=say,
+                          initial=sum(r.iteration for r in runs), every=STATUS_EVERY_S)
         while not all(run.done for run in runs):
             lag = min(run.iteration for run in runs if not run.done)
             active = [not run.done and run.iteration == lag for run in runs]
@@ -481,6 +480,7 @@ def train_group(
                 run.save(i, state)
     finally:
         with contextlib.ExitStack() as stack_:
+            stack_.callback(ahead.join)  # exiting while XLA compiles in a thread can crash
             for lock in locks:
                 stack_.callback(lock.release)
             for run in runs:

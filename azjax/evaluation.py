@@ -82,6 +82,11 @@ class PositionEvaluator:
                              "source's subsets and values")
         return truth
 
+    def prepare(self) -> None:
+        """Loads the ground truth now, not at the first evaluation (the driver calls it
+        while the first training step compiles)."""
+        _ = self.truth
+
     def actions(self, player: Player, key: chex.PRNGKey | None = None) -> np.ndarray:
         """The player's move [N] in every ground-truth position (a greedy network player
         needs no key)."""

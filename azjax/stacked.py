@@ -5,6 +5,8 @@ devices of a data mesh (`azjax.devices`): each experiment's games and replay rin
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,18 +16,29 @@ from jax.sharding import Mesh, PartitionSpec
 
 from azjax.config import ProgramConfig
 from azjax.devices import DATA_AXIS
-from azjax.loop import TrainState, make_iteration_fn
+from azjax.loop import TrainState, init_train_state, make_iteration_fn
 from azjax.selfplay import tree_select
 from envs import Env
 
 
 def stack(trees: Sequence[Any]) -> Any:
     """One pytree with a leading experiment axis [E, ...] from equally shaped pytrees."""
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+    return _stack(*trees)
 
 
 def unstack(tree: Any, index: int) -> Any:
     """Experiment `index` of a stacked pytree."""
+    return _unstack(tree, index)
+
+
+# One program each, not one per leaf: run op by op they compiled a program per leaf.
+@jax.jit
+def _stack(*trees: Any) -> Any:
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _unstack(tree: Any, index: int) -> Any:
     return jax.tree.map(lambda x: x[index], tree)
 
 
@@ -66,6 +79,34 @@ def placed(state: TrainState, mesh: Mesh, stacked: bool = True) -> TrainState:
     specs = state_specs(state, stacked)
     return jax.tree.map(lambda x, spec: _put(x, jax.sharding.NamedSharding(mesh, spec)),
                         state, specs)
+
+
+def compile_ahead(step: Callable, env: Env, program: ProgramConfig, num: int,
+                  mesh: Mesh | None = None) -> threading.Thread:
+    """Starts compiling `step` (`group_step`'s) for E = `num` fresh or restored states of
+    `program` in a background thread, and returns the thread: join it before the first
+    step, which then finds the program traced and compiled (JAX's in-memory caches)
+    while this thread's compilation overlapped the run's set-up. Should the shapes not
+    match after all, the first step compiles as it would have anyway."""
+
+    def compile_() -> None:
+        try:
+            one = jax.eval_shape(functools.partial(init_train_state, env, program),
+                                 jax.random.key(0))
+            abstract = jax.tree.map(
+                lambda x: jax.ShapeDtypeStruct((num, *x.shape), x.dtype), one)
+            if mesh is not None:
+                abstract = jax.tree.map(
+                    lambda x, spec: jax.ShapeDtypeStruct(
+                        x.shape, x.dtype, sharding=jax.sharding.NamedSharding(mesh, spec)),
+                    abstract, state_specs(abstract))
+            step.lower(abstract, jax.ShapeDtypeStruct((num,), jnp.bool_)).compile()
+        except Exception:  # noqa: BLE001, S110 - a head start only: the first step reports
+            pass
+
+    thread = threading.Thread(target=compile_, name="azjax-compile-ahead", daemon=True)
+    thread.start()
+    return thread
 
 
 def group_step(env: Env, program: ProgramConfig, num: int, mesh: Mesh | None = None

@@ -230,7 +230,7 @@ def _load_ground_truth(env: Env) -> GroundTruth:
     live = solution.live
     boards = solution.boards[live]
     return GroundTruth(
-        states=jax.vmap(state_from_board)(jnp.asarray(boards)),
+        states=jax.jit(jax.vmap(state_from_board))(jnp.asarray(boards)),
         right_moves=solution.optimal[live],
         counted=np.ones(len(live), bool),
         check_actions=lambda actions: unbeatable(boards, actions),

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import tyro
 
+from azjax import compile_cache
 from azjax.cli import one_line_errors
 from azjax.config import TrainConfig
 from azjax.devices import arrange, is_primary
@@ -46,6 +47,7 @@ def main(defaults: TrainConfig, run_dir: str, argv: list[str] | None = None) -> 
     )
     arrange(experiment.config.run.devices, experiment.coordinator_address or None,
             experiment.num_processes, experiment.process_id)
+    compile_cache.enable()
     try:
         result = train(experiment.config, experiment.run_dir,
                        progress=print if is_primary() else None)

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT.parent))
 
 from _cli import game_and_defaults  # noqa: E402
 
+from azjax import compile_cache  # noqa: E402
 from azjax.cli import check_output_dir, check_seed, one_line_errors  # noqa: E402
 from azjax.config import TrainConfig  # noqa: E402
 from azjax.devices import arrange  # noqa: E402
@@ -76,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             seeds = sweep_seeds(args.config.seed, args.seeds)
             out = check_output_dir(args.out, "--out")  # before any training
             arrange(args.config.run.devices)
+            compile_cache.enable()
             result = run_sweep(args.config, params, seeds, out, shard=shard)
     except KeyboardInterrupt:
         print("\ninterrupted; rerun the same command to continue the sweep", file=sys.stderr)

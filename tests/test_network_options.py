@@ -32,11 +32,12 @@ def cosine(a, b):
     return float(a @ b / (jnp.linalg.norm(a) * jnp.linalg.norm(b)))
 
 
+@pytest.mark.parametrize("impl", ["xla", "hybrid"])
 @pytest.mark.parametrize("kernel_size", [1, 3])
 @pytest.mark.parametrize("shape", [(3, 3), (6, 7), (9, 9)])
-def test_patch_and_xla_convolutions_agree_on_one_set_of_parameters(kernel_size, shape):
+def test_patch_and_xla_convolutions_agree_on_one_set_of_parameters(impl, kernel_size, shape):
     x = jax.random.normal(jax.random.key(0), (4, *shape, 5))
-    patch, xla = PatchConv(6, kernel_size, impl="patch"), PatchConv(6, kernel_size, impl="xla")
+    patch, xla = PatchConv(6, kernel_size, impl="patch"), PatchConv(6, kernel_size, impl=impl)
     params = patch.init(jax.random.key(1), x)
     assert jax.tree.map(jnp.shape, xla.init(jax.random.key(1), x)) == jax.tree.map(
         jnp.shape, params)
@@ -47,13 +48,14 @@ def test_patch_and_xla_convolutions_agree_on_one_set_of_parameters(kernel_size, 
     np.testing.assert_allclose(xla.apply(params, x), out, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("conv", ["xla", "hybrid"])
 @pytest.mark.parametrize("num_blocks", [0, 2])
 @pytest.mark.parametrize("shape", [(3, 3), (6, 7), (9, 9)])
 def test_the_whole_network_computes_the_same_function_with_either_convolution(
-        num_blocks, shape):
+        conv, num_blocks, shape):
     config = dataclasses.replace(SMALL, num_blocks=num_blocks)
     patch = PolicyValueNet(11, dataclasses.replace(config, conv="patch"))
-    xla = PolicyValueNet(11, dataclasses.replace(config, conv="xla"))
+    xla = PolicyValueNet(11, dataclasses.replace(config, conv=conv))
     obs = random_obs(jax.random.key(2), shape)
     params = patch.init(jax.random.key(3), obs)
     # A checkpoint of one loads into the other: identical tree, shapes and dtypes.
@@ -83,13 +85,41 @@ def test_auto_picks_the_patch_convolution_on_cpu_when_the_network_is_built(monke
     monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
     assert resolve_conv("auto") == "patch"
     assert make_network(Env, SMALL).config.conv == "patch"
+    # forward passes alone (search, evaluation, play) take XLA's convolution on a CPU
+    assert resolve_conv("auto", gradients=False) == "xla"
+    assert make_network(Env, SMALL, gradients=False).config.conv == "xla"
+    assert make_network(Env, dataclasses.replace(SMALL, conv="patch"),
+                        gradients=False).config.conv == "patch"
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    assert resolve_conv("auto") == "xla"
+    assert resolve_conv("auto") == "xla" == resolve_conv("auto", gradients=False)
     assert make_network(Env, SMALL).config.conv == "xla"
     assert make_network(Env, dataclasses.replace(SMALL, conv="patch")).config.conv == "patch"
 
 
-@pytest.mark.parametrize("conv", ["patch", "xla"])
+def test_the_mlp_torso_is_dense_layers_on_the_flattened_board_with_dense_heads():
+    config = NetworkConfig(torso="mlp", channels=16, mlp_layers=2)
+    net = PolicyValueNet(num_actions=7, config=config)
+    obs = random_obs(jax.random.key(0), (6, 7), planes=2)
+    params = net.init(jax.random.key(1), obs)["params"]
+    shapes = {name: layer["kernel"].shape for name, layer in params.items()}
+    assert shapes == {"Dense_0": (6 * 7 * 2, 16), "Dense_1": (16, 16),
+                      "Dense_2": (16, 7), "Dense_3": (16, 1)}
+    logits, value = net.apply({"params": params}, obs)
+    assert logits.shape == (5, 7) and value.shape == (5,)
+    assert bool(jnp.all(jnp.abs(value) < 1))
+    # every cell reaches the output: flipping one plane of one cell changes it
+    flipped = obs.at[:, 5, 6, 1].set(~obs[:, 5, 6, 1])
+    assert not np.allclose(net.apply({"params": params}, flipped)[0], logits)
+
+
+def test_the_mlp_torso_checks_its_settings():
+    with pytest.raises(ValueError, match=r"network.mlp_layers must be.*got 0"):
+        NetworkConfig(torso="mlp", mlp_layers=0).validate()
+    with pytest.raises(ValueError, match=r"network.torso must be one of \('conv', 'mlp'\)"):
+        NetworkConfig(torso="resnet").validate()
+
+
+@pytest.mark.parametrize("conv", ["patch", "xla", "hybrid"])
 def test_bfloat16_computes_in_bfloat16_with_float32_parameters_and_outputs(conv):
     config = dataclasses.replace(SMALL, channels=16, num_blocks=2, conv=conv)
     f32 = PolicyValueNet(9, config)
@@ -133,7 +163,7 @@ def test_bfloat16_computes_in_bfloat16_with_float32_parameters_and_outputs(conv)
 
 def test_unknown_choices_are_one_line_errors_naming_the_option():
     with pytest.raises(ValueError, match=r"^network\.conv must be one of \('auto', 'patch', "
-                                         r"'xla'\), got 'foo'$"):
+                                         r"'xla', 'hybrid'\), got 'foo'$"):
         NetworkConfig(conv="foo").validate()
     with pytest.raises(ValueError, match=r"^network\.dtype must be one of \('float32', "
                                          r"'bfloat16'\), got 'float16'$"):
@@ -141,6 +171,13 @@ def test_unknown_choices_are_one_line_errors_naming_the_option():
     with pytest.raises(ValueError, match=r"network\.conv"):
         TrainConfig().replace(network=NetworkConfig(conv="cudnn")).validate()
     NetworkConfig(conv="xla", dtype="bfloat16").validate()
+    NetworkConfig(conv="hybrid").validate()
+    assert resolve_conv("hybrid") == "hybrid"
+    x = jnp.zeros((1, 3, 3, 2))
+    for kernel_size in (1, 3):
+        with pytest.raises(ValueError, match=r"^PatchConv impl must be one of \('patch', "
+                                             r"'xla', 'hybrid'\), got 'cudnn'"):
+            PatchConv(4, kernel_size, impl="cudnn").init(jax.random.key(0), x)
 
 
 def test_the_options_are_compiled_settings_saved_in_config_json():
@@ -158,3 +195,94 @@ def test_the_options_are_compiled_settings_saved_in_config_json():
     loaded = TrainConfig.from_dict(json.loads(json.dumps(old)))
     assert loaded.program.network.conv == "auto" and loaded.program.network.dtype == "float32"
     assert loaded == base
+
+
+# 'hybrid': XLA's convolution forward, a custom backward pass of shifted slices + matmuls.
+
+
+def conv_and_loss(impl, shape, channels, dtype=jnp.float32, features=5):
+    """A PatchConv, its parameters (nonzero bias), an input and a loss of (params, x)."""
+    conv = PatchConv(features, 3, impl=impl, dtype=dtype)
+    x = jax.random.normal(jax.random.key(7), (3, *shape, channels))
+    params = jax.tree.map(lambda p: p + 0.3, conv.init(jax.random.key(8), x))
+    target = jax.random.normal(jax.random.key(9), (3, *shape, features))
+
+    def loss(params, x):
+        return jnp.sum(jnp.tanh(conv.apply(params, x)) * target)
+
+    return conv, params, x, loss
+
+
+def assert_close_trees(actual, expected, rtol):
+    """Each leaf within `rtol` of the largest entry of its expected value."""
+    for a, e in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True):
+        assert a.shape == e.shape and a.dtype == e.dtype
+        scale = float(jnp.abs(e.astype(jnp.float32)).max())
+        assert scale > 0
+        np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(e, np.float32),
+                                   rtol=rtol, atol=rtol * scale)
+
+
+@pytest.mark.parametrize("channels", [2, 6, 32])
+@pytest.mark.parametrize("shape", [(3, 3), (6, 7), (9, 9)])
+def test_hybrid_convolution_has_the_outputs_and_gradients_of_patch(shape, channels):
+    patch, params, x, patch_loss = conv_and_loss("patch", shape, channels)
+    hybrid, _, _, hybrid_loss = conv_and_loss("hybrid", shape, channels)
+    both = jax.value_and_grad(patch_loss, argnums=(0, 1))
+    expected = both(params, x)
+    assert_close_trees(hybrid.apply(params, x), patch.apply(params, x), 1e-5)
+    # Gradients with respect to kernel, bias and input, eagerly and jitted.
+    assert_close_trees(jax.value_and_grad(hybrid_loss, argnums=(0, 1))(params, x), expected,
+                       1e-5)
+    assert_close_trees(jax.jit(jax.value_and_grad(hybrid_loss, argnums=(0, 1)))(params, x),
+                       expected, 1e-5)
+
+
+def test_hybrid_convolution_under_vmap_and_its_gradient_inside_lax_scan():
+    patch, params, x, patch_loss = conv_and_loss("patch", (6, 7), 6)
+    _, _, _, hybrid_loss = conv_and_loss("hybrid", (6, 7), 6)
+    # vmap over a leading axis of inputs, of the outputs and of the gradients.
+    xs = jnp.stack([x, -0.5 * x])
+    grad_x = jax.grad(patch_loss, argnums=(0, 1))
+    expected = jax.vmap(grad_x, in_axes=(None, 0))(params, xs)
+    hybrid = PatchConv(5, 3, impl="hybrid")
+    assert_close_trees(jax.vmap(hybrid.apply, in_axes=(None, 0))(params, xs),
+                       jax.vmap(patch.apply, in_axes=(None, 0))(params, xs), 1e-5)
+    assert_close_trees(
+        jax.jit(jax.vmap(jax.grad(hybrid_loss, argnums=(0, 1)), in_axes=(None, 0)))(params, xs),
+        expected, 1e-5)
+
+    # vmap over stacked parameters too (the driver vmaps over experiments, each with its
+    # own parameters): a batched kernel.
+    stacked = jax.tree.map(lambda p: jnp.stack([p, 0.5 * p]), params)
+    assert_close_trees(
+        jax.jit(jax.vmap(jax.grad(hybrid_loss, argnums=(0, 1))))(stacked, xs),
+        jax.vmap(grad_x)(stacked, xs), 1e-5)
+
+    # Gradient steps inside a lax.scan, as the learner runs them; called twice.
+    def train(loss):
+        @jax.jit
+        def run(params, x):
+            def step(params, _):
+                grads = jax.grad(loss)(params, x)
+                return jax.tree.map(lambda p, g: p - 1e-3 * g, params, grads), grads
+            return jax.lax.scan(step, params, None, length=3)
+        return run
+
+    expected = train(patch_loss)(params, x)
+    run = train(hybrid_loss)
+    assert_close_trees(run(params, x), expected, 1e-5)
+    assert_close_trees(run(params, 2.0 * x), train(patch_loss)(params, 2.0 * x), 1e-5)
+
+
+def test_hybrid_convolution_in_bfloat16_matches_patch_in_bfloat16():
+    _, params, x, patch_loss = conv_and_loss("patch", (6, 7), 32, jnp.bfloat16)
+    hybrid, _, _, hybrid_loss = conv_and_loss("hybrid", (6, 7), 32, jnp.bfloat16)
+    assert hybrid.apply(params, x).dtype == jnp.bfloat16
+    grads = jax.jit(jax.grad(hybrid_loss, argnums=(0, 1)))(params, x)
+    assert {g.dtype for g in jax.tree.leaves(grads[0])} == {jnp.dtype(jnp.float32)}
+    assert grads[1].dtype == jnp.float32  # the cotangent of a float32 input
+    expected = jax.jit(jax.grad(patch_loss, argnums=(0, 1)))(params, x)
+    # bfloat16 rounds to ~0.4%; sums of 288 products in bfloat16 drift further.
+    assert_close_trees(grads, expected, 0.05)
+    assert cosine(grads, expected) > 0.999

@@ -194,7 +194,7 @@ def test_a_changed_program_on_resume_is_one_error_line_naming_each_change(
 
 # SMALL's program (compiled once for the whole module), a checkpoint every iteration.
 KILLED_ARGS = [
-    "--network.channels", "32", "--network.policy-filters", "8",
+    "--network.torso", "conv", "--network.channels", "32", "--network.policy-filters", "8",
     "--network.value-filters", "1", "--network.value-hidden", "32",
     "--search.num-simulations", "8", "--search.max-num-considered-actions", "9",
     "--selfplay.num-games", "32", "--selfplay.random-move-prob", "0",
