@@ -4,7 +4,7 @@
 several ways on the same parameters (`CONV_CHOICES`); `resolve_conv` picks one for 'auto'.
 
   * 'patch': k*k shifted slices of the zero-padded input + one matmul, forward and
-    (by autodiff) backward. The CPU default.
+    (by autodiff) backward. The CPU default for the learner.
   * 'xla': XLA's convolution (`lax.conv_general_dilated`) forward and backward. For
     accelerators; on CPU its gradient inside `lax.scan` is ~10-20x slower than 'patch'.
   * 'hybrid': XLA's convolution forward, and a `jax.custom_vjp` backward pass computed
@@ -20,7 +20,9 @@ Measured on a shared 2-core CPU (jax 0.10.2, `benchmarks/conv_throughput.py`: ra
 step over experiments, each with its own parameters, and XLA's convolution with a
 batched kernel is a grouped one: vmapped over 1 experiment, 1.9-3.2x forward but
 0.74-1.01x forward + backward; over 4 experiments (batch 64 each) 0.79-0.88x forward and
-0.83-0.88x forward + backward. So 'auto' stays 'patch' on CPU ('xla' elsewhere);
+0.83-0.88x forward + backward. So 'auto' on CPU takes 'patch' for the differentiated
+network (the learner's) and 'xla' for forward-only ones (search, evaluation, play: Connect
+Four self-play 2.4x faster, `benchmarks/iteration_profile.py --conv`), 'xla' elsewhere;
 'hybrid' is there to choose by hand. Tic-tac-toe (3x3, 128 channels, one conv) is too
 small to tell them apart (forward within 5%).
 """
@@ -112,7 +114,7 @@ def _hybrid_conv_bwd(residuals, g):
 
 _hybrid_conv.defvjp(_hybrid_conv_fwd, _hybrid_conv_bwd)
 
-IMPLS = ("patch", "xla", "hybrid")
+IMPLS = tuple(c for c in CONV_CHOICES if c != "auto")
 
 
 class PatchConv(nn.Module):

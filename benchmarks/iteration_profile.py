@@ -140,7 +140,7 @@ def eval_players(env, program, state) -> tuple[Any, Any]:
     from azjax.players import AgentParams, network_player, search_player
     from azjax.stacked import unstack
 
-    apply = make_network(env, program.network).apply
+    apply = make_network(env, program.network, gradients=False).apply  # as the driver's
     params = local(unstack(state.params, 0))
     network = network_player(apply).with_params(params)
     agent = search_player(env, apply, None, program.search).with_params(
@@ -301,6 +301,7 @@ def show(result: dict[str, Any]) -> None:
 
 def main() -> int:
     """Parses the options, profiles each recipe, prints and saves the results."""
+    from azjax.conv import CONV_CHOICES
     from azjax.devices import arrange  # imports JAX; starts no backend
     from azjax.recipes import RECIPES
 
@@ -313,7 +314,7 @@ def main() -> int:
                         help="devices to split the iteration over (host devices on a CPU)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed calls per phase after the warm-up (the median counts)")
-    parser.add_argument("--conv", default=None, choices=("auto", "patch", "xla", "hybrid"),
+    parser.add_argument("--conv", default=None, choices=CONV_CHOICES,
                         help="replace the recipes' network.conv (azjax.conv; default: theirs)")
     parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args()

@@ -38,10 +38,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from azjax import compile_cache
+
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ROOT / "experiments" / "tictactoe.py"
 REFERENCE = ROOT / "benchmarks" / "tictactoe_reference.py"
-CACHE_VAR = "AZJAX_COMPILE_CACHE"  # azjax.compile_cache.ENV_VAR
 
 
 def timed(command: list[str], env: dict | None = None) -> tuple[float, int, str]:
@@ -70,7 +71,7 @@ def run_ours(who: str, seed: int, run_dir: Path, cache: Path, overrides: list[st
     command = [sys.executable, str(OURS), "--seed", str(seed), "--run-dir", str(run_dir),
                *overrides]
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
-    env[CACHE_VAR] = str(cache)
+    env[compile_cache.ENV_VAR] = str(cache)
     seconds, code, _ = timed(command, env)
     records = read_metrics(run_dir)
     perfect = next((r for r in records if r.get("perfect")), None)
