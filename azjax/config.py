@@ -143,6 +143,9 @@ class RunConfig:
     """Iterations between evaluations (0 = never)."""
     eval_search_every: int = 4
     """Evaluations between the (costlier) evaluations of network + search (0 = never)."""
+    eval_simulations: int = 0
+    """Search simulations per move when network + search is scored on the game's ground
+    truth (0 = the training budget; games against `eval_opponents` use that budget)."""
     checkpoint_every: int = 20
     """Iterations between checkpoints (the last iteration is always checkpointed)."""
     keep_every: int = 0
@@ -178,8 +181,8 @@ class RunConfig:
         for name in ("iterations", "log_every", "checkpoint_every", "eval_games", "gate_every",
                      "gate_games"):
             check_setting(name, getattr(self, name), int, 1)
-        for name in ("eval_every", "eval_search_every", "keep_every", "eval_openings",
-                     "gate_simulations", "gate_openings", "devices"):
+        for name in ("eval_every", "eval_search_every", "eval_simulations", "keep_every",
+                     "eval_openings", "gate_simulations", "gate_openings", "devices"):
             check_setting(name, getattr(self, name), int, 0)
         check_setting("max_minutes", self.max_minutes, float, 0)
         check_setting("gate_threshold", self.gate_threshold, float, 0.5, 1)

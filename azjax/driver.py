@@ -82,18 +82,17 @@ class _Players:
         self.apply = make_network(env, program.network, gradients=False).apply
         self.search = program.search
         self.network = network_player(self.apply)
-        self.agent = search_player(env, self.apply, None, program.search)
-        self._gates: dict[int, Player] = {}
+        self._searchers: dict[int, Player] = {}
         self._opponents: dict[str, Player] = {}
 
-    def gate(self, simulations: int) -> Player:
-        """The search player of gating arenas (`simulations` 0: the training budget)."""
-        if simulations not in self._gates:
+    def searcher(self, simulations: int) -> Player:
+        """The search player at `simulations` per move (0: the training budget)."""
+        if simulations not in self._searchers:
             search = self.search
             if simulations:
                 search = dataclasses.replace(search, num_simulations=simulations)
-            self._gates[simulations] = search_player(self.env, self.apply, None, search)
-        return self._gates[simulations]
+            self._searchers[simulations] = search_player(self.env, self.apply, None, search)
+        return self._searchers[simulations]
 
     def opponents(self, specs: Sequence[str]) -> list[Player]:
         """The baseline players named by `specs`, made once each (a player loaded from a
@@ -208,13 +207,11 @@ class _Run:
                                      / max(now - self.last_log_time, 1e-9))
         if do_eval or do_gate:  # each process evaluates on a device of its own
             params = local(unstack(state.params, index))
-            agent = players.agent.with_params(
-                AgentParams(params, local(unstack(state.search_params, index))))
+            bound = AgentParams(params, local(unstack(state.search_params, index)))
             if do_eval:
-                record.update(self._evaluate(iteration, last, params, agent, evaluator,
-                                             players))
+                record.update(self._evaluate(iteration, last, bound, evaluator, players))
             if do_gate:
-                state = self._gate(index, state, agent, players, record)
+                state = self._gate(index, state, bound, players, record)
         record["wall_time"] = self.wall_time()
         if divergence(record):
             self.stop_diverged(divergence(record))
@@ -244,32 +241,34 @@ class _Run:
                      f"{iteration}")
         return state
 
-    def _evaluate(self, iteration: int, last: bool, params, agent: Player,
+    def _evaluate(self, iteration: int, last: bool, bound: AgentParams,
                   evaluator: Evaluator, players: _Players) -> dict[str, float]:
-        run = self.run
+        run, params = self.run, bound.network
         searching = run.eval_search_every > 0  # then also at the end, perfect or not
         with_search = searching and ((self.evals_done + 1) % run.eval_search_every == 0
                                      or last)
         self.evals_done += 1
         out = evaluator.network_metrics(players.network.with_params(params))
         if with_search or (searching and out["perfect"] and run.stop_when_perfect):
+            agent = players.searcher(run.eval_simulations).with_params(bound)
             out.update(evaluator.search_metrics(agent, jax.random.fold_in(self.eval_key,
                                                                           iteration)))
         if run.eval_opponents:
             key = jax.random.fold_in(jax.random.fold_in(self.arena_key, 0), iteration)
-            out.update(versus(players.env, agent, players.opponents(run.eval_opponents), key,
-                              run.eval_games, run.eval_openings))
+            out.update(versus(players.env, players.searcher(0).with_params(bound),
+                              players.opponents(run.eval_opponents), key, run.eval_games,
+                              run.eval_openings))
         return out
 
-    def _gate(self, index: int, state: TrainState, agent: Player, players: _Players,
+    def _gate(self, index: int, state: TrainState, latest: AgentParams, players: _Players,
               record: dict[str, Any]) -> TrainState:
         run = self.run
-        template = players.gate(run.gate_simulations)
-        best = AgentParams(local(unstack(state.best_params, index)), agent.params.search)
+        template = players.searcher(run.gate_simulations)
+        best = AgentParams(local(unstack(state.best_params, index)), latest.search)
         gate = Gate(players.env, template.with_params(None, "latest"),
                     template.with_params(None, "best"), run)
         key = jax.random.fold_in(jax.random.fold_in(self.arena_key, 1), self.iteration)
-        record["gate_score"], promoted = gate(agent.params, best, key)
+        record["gate_score"], promoted = gate(latest, best, key)
         if promoted:
             state = state.replace(
                 best_params=jax.tree.map(lambda b, p: b.at[index].set(p[index]),

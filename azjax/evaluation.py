@@ -44,6 +44,8 @@ METRIC_LABELS = {
     "search_move_accuracy": "search moves",
     "search_move_accuracy_hard": "search hard moves",
     "net_value_accuracy": "net value sign",
+    "search_result_kept": "search results kept",
+    "search_result_kept_hard": "search hard results kept",
     "net_winning_move_share": "net winning moves",
     "search_winning_move_share": "search winning moves",
     "net_vs_random": "net vs random",

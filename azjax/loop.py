@@ -160,8 +160,11 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
         actor = state.best_params if config.regime == "gating" else state.params
         games, trajectory = play(actor, state.search_params, device_key(play_key, devices),
                                  state.selfplay)
-        positions, first_end, first_outcome = assign_outcomes(trajectory)
-        replay = replay_lib.resolve(state.replay, first_end, first_outcome)
+        discount = config.search.discount
+        positions, first_end, first_outcome, first_length = assign_outcomes(trajectory,
+                                                                            discount)
+        replay = replay_lib.resolve(state.replay, first_end, first_outcome, first_length,
+                                    discount)
         if config.augment == "write":
             positions = replay_lib.augment_all(positions, symmetries)
         replay = replay_lib.add(replay, positions)

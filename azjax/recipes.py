@@ -90,7 +90,8 @@ RECIPES: dict[str, TrainConfig] = {
             network=NetworkConfig(
                 channels=32, num_blocks=3, policy_filters=4, value_filters=2, value_hidden=64
             ),
-            search=SearchConfig(policy="gumbel", num_simulations=32, max_num_considered_actions=8),
+            search=SearchConfig(policy="gumbel", num_simulations=32, max_num_considered_actions=8,
+                                discount=0.97),
             selfplay=SelfPlayConfig(
                 num_games=256,
                 steps_per_iteration=8,
@@ -108,7 +109,8 @@ RECIPES: dict[str, TrainConfig] = {
             iterations=100_000,
             max_minutes=60.0,
             eval_every=10,
-            eval_search_every=3,
+            eval_search_every=12,
+            eval_simulations=512,
             checkpoint_every=50,
             stop_when_perfect=False,
         ),

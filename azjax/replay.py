@@ -1,8 +1,9 @@
 """A fixed-capacity on-device FIFO ring of self-play positions.
 
 Positions are written as soon as they are played, before their game's outcome is known
-(`has_z` False); `resolve` fills in z when the game ends. Only positions with a known z
-are ever sampled. Everything here is pure and runs inside jit.
+(`has_z` False, `z` holding the position's ply); `resolve` fills in z when the game ends.
+Only positions with a known z are ever sampled. Everything here is pure and runs inside
+jit.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class Positions:
     policy: chex.Array  # [N, A] float32 search policy pi
     player: chex.Array  # [N] int32 player to move
     search_value: chex.Array  # [N] float32 root value from the mover's view
-    z: chex.Array  # [N] float32 outcome from the mover's view (valid where has_z)
+    z: chex.Array  # [N] float32 outcome from the mover's view where has_z, else the ply
     has_z: chex.Array  # [N] bool outcome known
     slot: chex.Array  # [N] int32 self-play slot (game stream) that played it
 
@@ -79,19 +80,33 @@ def add(replay: ReplayState, positions: Positions) -> ReplayState:
     )
 
 
-def resolve(
-    replay: ReplayState, slot_ended: chex.Array, slot_outcome: chex.Array
-) -> ReplayState:
+def discounted(outcome_p0: chex.Array, player: chex.Array, length: chex.Array,
+               ply: chex.Array, discount: float) -> chex.Array:
+    """The value target of positions: `outcome_p0` (the result for player 0) from the
+    view of `player`, times `discount` to the power of the plies from the position (at
+    `ply`) to the game's end (`length` plies); exactly the result when discount is 1."""
+    z = outcome_p0 * jnp.where(player == 0, 1.0, -1.0)
+    if discount == 1.0:
+        return z
+    return z * jnp.power(jnp.float32(discount), jnp.maximum(length - 1 - ply, 0))
+
+
+def resolve(replay: ReplayState, slot_ended: chex.Array, slot_outcome: chex.Array,
+            slot_length: chex.Array | None = None, discount: float = 1.0) -> ReplayState:
     """Fills in z for the pending positions of games that have just ended.
 
     Each slot plays one game at a time, so a slot's pending positions all belong to its
     current game. `slot_ended` bool [S] says which slots' games ended; `slot_outcome`
-    float32 [S] is that game's result for player 0.
+    float32 [S] is that game's result for player 0 and `slot_length` int32 [S] its plies
+    (needed only with a `discount` below 1, see `discounted`).
     """
     data = replay.data
     slot = jnp.clip(data.slot, 0, slot_ended.shape[0] - 1)
     ended = (~data.has_z) & (data.slot >= 0) & slot_ended[slot]
-    outcome = slot_outcome[slot] * jnp.where(data.player == 0, 1.0, -1.0)
+    length = 0 if slot_length is None else slot_length[slot]
+    if discount != 1.0 and slot_length is None:
+        raise ValueError("a discount below 1 needs the games' lengths")
+    outcome = discounted(slot_outcome[slot], data.player, length, data.z, discount)
     data = data.replace(
         z=jnp.where(ended, outcome, data.z), has_z=data.has_z | ended
     )

@@ -3,8 +3,8 @@
 The env itself is the model: `make_recurrent_fn` steps the real game and evaluates the new
 positions with a leaf function (the network here; random playouts in `azjax.rollout_mcts`).
 Illegal actions are masked at every node (mctx masks only the root), and the two-player
-sign convention is `discount = -1` (the next node's value is from the opponent's view) and
-0 once the game has ended.
+sign convention is `discount = -1` (the next node's value is from the opponent's view;
+`-SearchConfig.discount` with a per-ply discount) and 0 once the game has ended.
 
 AlphaGo-style leaf evaluation: with `rollout_lambda > 0` a leaf's value is
 `(1 - lambda) * network value + lambda * z`, z the result of one uniformly random
@@ -60,6 +60,10 @@ class SearchConfig:
     rollout_lambda: float = traced(0.0, compiled_as=lambda value: value > 0)
     """AlphaGo leaf mix: value = (1 - lambda) * network + lambda * random-playout result
     (0 compiles no playouts)."""
+    discount: float = 1.0
+    """Per-ply discount: a result k plies ahead is worth discount^k, in the search's
+    backups and in the value targets, so that of two wins the faster one (of two losses
+    the slower one) is worth more. 1 is AlphaZero's undiscounted result."""
 
     def validate(self) -> None:
         """Raises ValueError for settings mctx would reject or mis-handle."""
@@ -73,6 +77,7 @@ class SearchConfig:
         check_setting("search.dirichlet_fraction", self.dirichlet_fraction, float, 0, 1)
         check_setting("search.gumbel_scale", self.gumbel_scale, float, 0)
         check_setting("search.rollout_lambda", self.rollout_lambda, float, 0, 1)
+        check_setting("search.discount", self.discount, float, above=0, high=1)
 
     def as_arrays(self) -> "SearchConfig":
         """The same settings with the traced ones as float32 arrays (what a `TrainState`
@@ -102,12 +107,13 @@ def mixed_value(env: Env, value: chex.Array, states: State, rollout_lambda: chex
     return (1.0 - rollout_lambda) * value + rollout_lambda * playout
 
 
-def make_recurrent_fn(env: Env, leaf_fn: LeafFn) -> mctx.RecurrentFn:
+def make_recurrent_fn(env: Env, leaf_fn: LeafFn, discount: float = 1.0) -> mctx.RecurrentFn:
     """The mctx model of `env`: step the game, evaluate the new positions with `leaf_fn`.
 
     `leaf_fn(params, key, states [B]) -> (prior logits [B, A], value [B])` sees the
     search's `params` and a fresh key; priors are masked to the legal moves and a finished
-    game is worth 0 (its result was paid as the reward of the move that ended it).
+    game is worth 0 (its result was paid as the reward of the move that ended it). A
+    child's value reaches its parent times `-discount` (the opponent's view, one ply on).
     """
 
     def recurrent_fn(params, rng_key, action, state: State):
@@ -118,7 +124,7 @@ def make_recurrent_fn(env: Env, leaf_fn: LeafFn) -> mctx.RecurrentFn:
         ended = next_state.terminated
         output = mctx.RecurrentFnOutput(
             reward=reward,
-            discount=jnp.where(ended, 0.0, -1.0),
+            discount=jnp.where(ended, 0.0, -discount),
             prior_logits=masked_logits(logits, next_state.legal_action_mask),
             value=jnp.where(ended, 0.0, value),
         )
@@ -145,7 +151,7 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
             value = mixed_value(env, value, states, search.rollout_lambda, key)
         return logits, value
 
-    recurrent_fn = make_recurrent_fn(env, network_leaf)
+    recurrent_fn = make_recurrent_fn(env, network_leaf, config.discount)
 
     def search_fn(params, search: SearchConfig, key: chex.PRNGKey, states: State):
         chex.assert_rank(states.legal_action_mask, 2)

@@ -123,7 +123,7 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
             policy=pi,
             player=states.current_player,
             search_value=root_value(output),
-            z=jnp.zeros(num_games, jnp.float32),
+            z=states.step_count.astype(jnp.float32),  # the ply, until the game ends
             has_z=jnp.zeros(num_games, jnp.bool_),
             slot=slots,
         )
@@ -146,29 +146,36 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
     return play
 
 
-def assign_outcomes(trajectory: Trajectory) -> tuple[replay_lib.Positions, chex.Array, chex.Array]:
+def assign_outcomes(trajectory: Trajectory, discount: float = 1.0
+                    ) -> tuple[replay_lib.Positions, chex.Array, chex.Array, chex.Array]:
     """Labels each position with its game's outcome where that game ended in the window.
 
-    Returns (positions flattened time-major to [S*B], first_end [B], first_outcome [B]):
-    `first_end[b]` says slot b finished a game in this window, and `first_outcome[b]` is
-    the result (for player 0) of the first such game, which is the game any positions
-    of slot b still pending from earlier windows belong to.
+    A position written while its game goes on carries its ply in `z` (`has_z` False);
+    once the game has ended, z is the result from the mover's view discounted by the plies
+    from the position to the end (`replay_lib.discounted`). Returns (positions flattened
+    time-major to [S*B], first_end [B], first_outcome [B], first_length [B]):
+    `first_end[b]` says slot b finished a game in this window; `first_outcome[b]` (for
+    player 0) and `first_length[b]` (plies) are those of the first such game, which is the
+    game any positions of slot b still pending from earlier windows belong to.
     """
     positions = trajectory.positions
     num_games = trajectory.ended.shape[1]
 
     def backward(carry, step):
-        has_end, outcome = carry
-        ended, step_outcome = step
+        has_end, outcome, length = carry
+        ended, step_outcome, step_length = step
         has_end = has_end | ended
         outcome = jnp.where(ended, step_outcome, outcome)
-        return (has_end, outcome), (has_end, outcome)
+        length = jnp.where(ended, step_length, length)
+        return (has_end, outcome, length), (has_end, outcome, length)
 
-    init = (jnp.zeros(num_games, jnp.bool_), jnp.zeros(num_games, jnp.float32))
-    (first_end, first_outcome), (has_z, outcome_p0) = jax.lax.scan(
-        backward, init, (trajectory.ended, trajectory.outcome), reverse=True
+    init = (jnp.zeros(num_games, jnp.bool_), jnp.zeros(num_games, jnp.float32),
+            jnp.zeros(num_games, jnp.int32))
+    (first_end, first_outcome, first_length), (has_z, outcome_p0, length) = jax.lax.scan(
+        backward, init, (trajectory.ended, trajectory.outcome, trajectory.game_length),
+        reverse=True,
     )
-    sign = jnp.where(positions.player == 0, 1.0, -1.0)
-    positions = positions.replace(z=outcome_p0 * sign, has_z=has_z)
+    z = replay_lib.discounted(outcome_p0, positions.player, length, positions.z, discount)
+    positions = positions.replace(z=jnp.where(has_z, z, positions.z), has_z=has_z)
     flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), positions)
-    return flat, first_end, first_outcome
+    return flat, first_end, first_outcome, first_length

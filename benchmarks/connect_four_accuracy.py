@@ -3,16 +3,25 @@
 Trains `experiments/connect_four.py` (or resumes it) unless `--report-only`, then prints
 the table of the evaluations that include the search: time, games, optimal-move share
 of the network alone and of network + search (all 1,000 positions / non-trivial ones),
-and the network's value-sign accuracy, beside two baselines computed here (a uniformly
-random move; a value that always says "the side to move wins").
+the share of search moves that keep the position's result (all / those where a move
+changes it), and the network's value-sign accuracy, beside two baselines computed here
+(a uniformly random move; a value that always says "the side to move wins").
+
+With `--budgets N [N ...]` it then searches the 1,000 positions again with the final
+network at each budget (simulations per move) and splits the wrong moves in two: those
+that keep the position's result but not its distance (a slower win, a faster loss: the
+solver's "optimal" is the best score, and an undiscounted value cannot tell them apart)
+and those that change the result.
 
     python benchmarks/connect_four_accuracy.py [--run-dir runs/connect_four] [--report-only]
-        [any experiments/connect_four.py option, e.g. --max-minutes 60]
+        [--budgets 32 128 512 [--step N]] [any experiments/connect_four.py option,
+        e.g. --max-minutes 60]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -38,10 +47,49 @@ def baselines() -> tuple[float, float, float]:
     return float(share.mean()), float(share[hard].mean()), float(np.mean(score[score != 0] > 0))
 
 
+def budget_table(run_dir: str, budgets: list[int], step: int | None) -> None:
+    """Optimal-move share of the run's final agent (or its checkpoint `step`) at each
+    search budget, with its wrong moves split into result-keeping and result-changing
+    ones."""
+    import jax
+
+    from azjax import Agent
+    from envs import connect_four as c4
+    from envs.connect_four import boards_from_moves
+
+    rows = [json.loads(line) for line in (c4.DATA_DIR / "dev_set.jsonl").read_text().splitlines()
+            if line.strip()]
+    scores = np.array([[np.nan if s is None else s for s in r["scores"]] for r in rows])
+    value = np.array([r["value"] for r in rows])
+    moves = c4.load_move_set()
+    states = boards_from_moves(moves.moves)
+    agent = Agent.load(run_dir, step)
+    legal = np.asarray(states.legal_action_mask)
+    wins = c4.immediate_wins(agent.env, states).any(axis=1)
+    hard = ~wins & np.any(legal & ~moves.optimal, axis=1)
+    which = "final network" if step is None else f"network of iteration {step}"
+    print(f"\n{which} of {run_dir} (discount {agent.search_config.discount:g}), "
+          f"searching the 1,000 positions (noise off):")
+    print("simulations | optimal (hard) | wrong, result kept | wrong, result changed")
+    for budget in budgets:
+        actions = np.asarray(agent.with_search(num_simulations=budget).act(
+            states, jax.random.key(0)))
+        index = np.arange(len(actions))
+        optimal = moves.optimal[index, actions]
+        kept = np.sign(scores[index, actions]) == np.sign(value)
+        print(f"{budget:11d} | {100 * optimal.mean():5.1f}% ({100 * optimal[hard].mean():5.1f}%) "
+              f"| {100 * (kept & ~optimal).mean():17.1f}% | {100 * (~kept).mean():20.1f}%")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-dir", default="runs/connect_four")
     parser.add_argument("--report-only", action="store_true", help="do not train, only report")
+    parser.add_argument("--budgets", type=int, nargs="*", default=[],
+                        help="also search the positions with the final network at these "
+                             "simulation counts")
+    parser.add_argument("--step", type=int, default=None,
+                        help="with --budgets: the network of this checkpoint, not the last")
     args, rest = parser.parse_known_args()
     if not args.report_only:
         command = [sys.executable, str(ROOT / "experiments" / "connect_four.py"),
@@ -56,18 +104,24 @@ def main() -> int:
         print(f"no evaluation with search in {args.run_dir}/metrics.jsonl")
         return 1
     rand_all, rand_hard, always_win = baselines()
-    print("minutes |   games | net moves (hard) | search moves (hard) | net value sign")
+    def share(r: dict, key: str) -> str:
+        if key not in r:  # a run from before the metric
+            return "     -        "
+        return f"{100 * r[key]:5.1f}% ({100 * r[key + '_hard']:5.1f}%)"
+
+    print("minutes |   games | net moves (hard) | search moves (hard) | search results kept "
+          "(hard) | net value sign")
     for r in records:
-        print(
-            f"{r['wall_time'] / 60:7.1f} | {r['games']:>7,} | "
-            f"{100 * r['net_move_accuracy']:5.1f}% ({100 * r['net_move_accuracy_hard']:5.1f}%) | "
-            f"{100 * r['search_move_accuracy']:5.1f}% ({100 * r['search_move_accuracy_hard']:5.1f}%)"
-            f"      | {100 * r['net_value_accuracy']:5.1f}%"
-        )
+        print(f"{r['wall_time'] / 60:7.1f} | {r['games']:>7,} | "
+              f"{share(r, 'net_move_accuracy')}   | {share(r, 'search_move_accuracy')}      | "
+              f"{share(r, 'search_result_kept')}             | "
+              f"{100 * r['net_value_accuracy']:5.1f}%")
     print(
         f"baselines: a random legal move {100 * rand_all:.1f}% ({100 * rand_hard:.1f}%); "
         f"a value that always predicts a win {100 * always_win:.1f}%"
     )
+    if args.budgets:
+        budget_table(args.run_dir, args.budgets, args.step)
     return 0
 
 

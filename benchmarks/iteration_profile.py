@@ -132,9 +132,12 @@ def time_iterations(env, programs: list, count: int, repeats: int) -> list[Itera
     return iterations
 
 
-def eval_players(env, program, state) -> tuple[Any, Any]:
+def eval_players(env, program, state, simulations: int = 0) -> tuple[Any, Any]:
     """The driver's evaluation players bound to experiment 0 of `state`: the network
-    alone and network + search (`azjax.players`)."""
+    alone and network + search (`azjax.players`) at `simulations` per move (0: the
+    training budget; the run's `eval_simulations`)."""
+    import dataclasses
+
     from azjax.devices import local
     from azjax.networks import make_network
     from azjax.players import AgentParams, network_player, search_player
@@ -143,7 +146,10 @@ def eval_players(env, program, state) -> tuple[Any, Any]:
     apply = make_network(env, program.network, gradients=False).apply  # as the driver's
     params = local(unstack(state.params, 0))
     network = network_player(apply).with_params(params)
-    agent = search_player(env, apply, None, program.search).with_params(
+    search = program.search
+    if simulations:
+        search = dataclasses.replace(search, num_simulations=simulations)
+    agent = search_player(env, apply, None, search).with_params(
         AgentParams(params, local(unstack(state.search_params, 0))))
     return network, agent
 
@@ -166,7 +172,7 @@ def time_evaluation(config, env, state, repeats: int) -> dict[str, Any]:
 
     run = config.run
     evaluator = make_evaluator(env)
-    network, agent = eval_players(env, config.program, state)
+    network, agent = eval_players(env, config.program, state, run.eval_simulations)
     key = jax.random.key(config.seed + 1)
     out: dict[str, Any] = {"evaluator": type(evaluator).__name__,
                            "eval_every": run.eval_every,

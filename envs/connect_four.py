@@ -265,6 +265,7 @@ class MoveSet:
 
     moves: list[str]
     optimal: np.ndarray  # bool [N, 7] the move has the best score
+    keeps_result: np.ndarray  # bool [N, 7] the move keeps the position's result (its sign)
 
 
 @dataclass(frozen=True)
@@ -277,7 +278,7 @@ class ValueSet:
 
 def load_move_set(path: Path = DATA_DIR / "dev_set.jsonl") -> MoveSet:
     """Reads `dev_set.jsonl`."""
-    moves, optimal = [], []
+    moves, optimal, keeps = [], [], []
     for line in Path(path).read_text().splitlines():
         if line.strip():
             row = json.loads(line)
@@ -285,7 +286,9 @@ def load_move_set(path: Path = DATA_DIR / "dev_set.jsonl") -> MoveSet:
             best = np.zeros(7, bool)
             best[row["optimal"]] = True
             optimal.append(best)
-    return MoveSet(moves=moves, optimal=np.stack(optimal))
+            keeps.append([s is not None and np.sign(s) == np.sign(row["value"])
+                          for s in row["scores"]])
+    return MoveSet(moves=moves, optimal=np.stack(optimal), keeps_result=np.array(keeps))
 
 
 def load_value_set(names: tuple[str, ...] = TEST_SETS, data_dir: Path = DATA_DIR) -> ValueSet:
@@ -311,13 +314,25 @@ def immediate_wins(env: Env, states) -> np.ndarray:
     return np.asarray(jax.jit(jax.vmap(wins))(states))
 
 
+def result_shares(move_set: MoveSet, hard: np.ndarray, actions: np.ndarray
+                  ) -> dict[str, float]:
+    """The share of `actions` [N] that keep their position's result (win, draw or loss:
+    AlphaZero.jl's measure of mistakes, blind to how fast a win comes), over all the
+    positions and over `hard` ones."""
+    kept = move_set.keeps_result[np.arange(len(actions)), actions]
+    return {"result_kept": float(kept.mean()), "result_kept_hard": float(kept[hard].mean())}
+
+
 def _load_ground_truth(env: Env) -> GroundTruth:
     """The solved `dev_set` positions (with the non-trivial subset `hard`) and the decided
-    positions of the public benchmark sets (for the value sign)."""
+    positions of the public benchmark sets (for the value sign). Its check reports the
+    share of result-keeping moves (`result_shares`), over all positions and over those
+    where a legal move changes the result and none wins at once."""
     move_set = load_move_set()
     move_states = boards_from_moves(move_set.moves)
     legal = np.asarray(move_states.legal_action_mask)
     can_win = immediate_wins(env, move_states).any(axis=1)
+    result_hard = ~can_win & np.any(legal & ~move_set.keeps_result, axis=1)
     value_set = load_value_set()
     decided = value_set.score != 0
     return GroundTruth(
@@ -327,6 +342,7 @@ def _load_ground_truth(env: Env) -> GroundTruth:
         subsets={"hard": ~can_win & np.any(legal & ~move_set.optimal, axis=1)},
         value_states=boards_from_moves([m for m, d in zip(value_set.moves, decided) if d]),
         value_sign=np.sign(value_set.score[decided]),
+        check_actions=lambda actions: result_shares(move_set, result_hard, actions),
     )
 
 

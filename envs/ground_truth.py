@@ -23,8 +23,10 @@ class GroundTruth:
         `<metric>_<name>` (e.g. the non-trivial positions).
       value_states: State [M] positions with a known winner, or None.
       value_sign: int [M], +1 where the player to move wins, -1 where it loses.
-      check_actions: optional `check(actions [N]) -> {name: 0.0 or 1.0}`, further
-        verdicts on a whole table of chosen moves (e.g. unbeatable from either seat).
+      check_actions: optional `check(actions [N]) -> {name: float}`, further figures on
+        a whole table of chosen moves: verdicts (1.0 or 0.0, e.g. unbeatable from either
+        seat; a complete ground truth's perfect play needs each to be 1) or shares (e.g.
+        moves that keep the result).
     """
 
     states: State

@@ -32,7 +32,8 @@ SMOKE = {
     "--search.num-simulations": 4, "--search.max-num-considered-actions": 4,
     "--selfplay.num-games": 8, "--selfplay.steps-per-iteration": 4,
     "--learner.batch-size": 16, "--replay-capacity": 256, "--gradient-steps": 1,
-    "--iterations": 2, "--eval-every": 2, "--eval-search-every": 1, "--checkpoint-every": 2,
+    "--iterations": 2, "--eval-every": 2, "--eval-search-every": 1, "--eval-simulations": 4,
+    "--checkpoint-every": 2,
 }
 
 # script: (game options on its command line, the keys its evaluation must record)

@@ -95,6 +95,35 @@ def test_connect_four_oracle_scores_full_marks_and_anti_oracle_none(c4_evaluator
     assert evaluator.network_metrics(anti)["net_move_accuracy_hard"] == 0.0
 
 
+def test_connect_four_result_shares_tell_a_slower_win_from_a_blunder(c4_evaluator_parts):
+    """A network that keeps every result but never takes the best score where it could
+    keep the result another way: all results kept, yet optimal only where no other move
+    keeps the result. One that changes the result wherever it can keeps none of the
+    positions where a move changes it. Expected shares from the data's raw scores."""
+    env, moves, states = c4_evaluator_parts
+    rows = [json.loads(line) for line in (c4_eval.DATA_DIR / "dev_set.jsonl").open()]
+    sign = [np.sign(r["value"]) for r in rows]
+    keeps = np.array([[s is not None and np.sign(s) == v for s in r["scores"]]
+                      for r, v in zip(rows, sign)])
+    changes = np.array([[s is not None and np.sign(s) != v for s in r["scores"]]
+                        for r, v in zip(rows, sign)])
+    obs = np.asarray(states.observation)
+    ones = np.ones(len(obs), np.float32)
+    slower = keeps & ~moves.optimal
+    slow_logits = np.where(slower, 2.0, np.where(keeps, 1.0, 0.0))
+    evaluator = make_evaluator(env)
+    metrics = evaluator.network_metrics(network_player(lookup_network(obs, slow_logits, ones)))
+    assert metrics["net_result_kept"] == 1.0 and metrics["net_result_kept_hard"] == 1.0
+    assert metrics["net_move_accuracy"] == pytest.approx(np.mean(~slower.any(axis=1)))
+    assert 0.3 < metrics["net_move_accuracy"] < 0.7  # half the positions have a slower win
+
+    blunder_logits = np.where(changes, 2.0, np.where(keeps, 1.0, 0.0))
+    metrics = evaluator.network_metrics(
+        network_player(lookup_network(obs, blunder_logits, ones)))
+    assert metrics["net_result_kept_hard"] == 0.0
+    assert metrics["net_result_kept"] == pytest.approx(np.mean(~changes.any(axis=1)))
+
+
 # ----------------------------------------------------------------------------- coin split
 
 

@@ -81,6 +81,32 @@ def test_one_iteration_writes_legal_search_targets(game, options, steps):
     assert np.isfinite(float(metrics["loss"]))
 
 
+def test_a_discounted_value_target_counts_the_plies_to_the_end():
+    """With search.discount d, a position's z is its result times d^(plies from it to
+    the end): on tic-tac-toe the ply is the number of stones, so every decided z names a
+    game length L = ply + 1 + log|z| / log d that is a whole number of plies a game can
+    last. Games span iterations (4 moves each), so positions resolved later count too."""
+    discount = 0.9
+    config = TINY.replace(
+        game="tictactoe", iterations=5, replay_capacity=4096,
+        search=dataclasses.replace(TINY.program.search, discount=discount),
+        selfplay=dataclasses.replace(TINY.program.selfplay, steps_per_iteration=4))
+    state = train(config, None, progress=None).train_state
+    data = jax.tree.map(np.asarray, state.replay.data)
+    written = data.slot >= 0
+    assert (~data.has_z & written).any()  # positions of unfinished games wait, holding
+    pending = written & ~data.has_z       # their ply
+    stones = data.observation[..., :2].sum(axis=(1, 2, 3))
+    np.testing.assert_array_equal(data.z[pending], stones[pending])
+    decided = data.has_z & (data.z != 0)
+    assert decided.sum() > 50
+    ply = stones[decided]
+    length = ply + 1 + np.log(np.abs(data.z[decided])) / np.log(discount)
+    np.testing.assert_allclose(length, np.round(length), atol=1e-3)
+    assert np.all((np.round(length) >= 5) & (np.round(length) <= 9))
+    assert np.any(np.round(length) - ply > 2)  # not only the last moves' positions
+
+
 COIN_SEEDS = 16
 # Offline, seeds 1000-1159 of this config: 144 of 160 were not perfect at their first
 # evaluation and perfect within 24 iterations (most by iteration 8-12; the others stall

@@ -129,10 +129,11 @@ def test_add_wraps_around(jit_add):
     assert int(ring.size) == CAPACITY
 
 
-def test_resolve_matches_reference():
+@pytest.mark.parametrize("discount", [1.0, 0.8])
+def test_resolve_matches_reference(discount):
     rng = np.random.default_rng(21)
     num_slots = 6
-    f = jax.jit(replay_lib.resolve)
+    f = jax.jit(replay_lib.resolve, static_argnums=4)
     for trial in range(10):
         capacity = 50
         data = random_positions(rng, capacity, num_slots)
@@ -140,26 +141,36 @@ def test_resolve_matches_reference():
         never = rng.random(capacity) < 0.2
         data["slot"][never] = -1
         data["has_z"][never] = False
-        data["z"][~data["has_z"]] = 0.0
+        # A pending position holds its ply.
+        data["z"][~data["has_z"]] = rng.integers(0, 9, (~data["has_z"]).sum())
         ring = replay_lib.ReplayState(
             data=to_positions(data), insert_index=jnp.int32(0), size=jnp.int32(capacity)
         )
         slot_ended = rng.random(num_slots) < 0.5
         slot_outcome = rng.choice(np.array([-1.0, 0.0, 1.0], np.float32), num_slots)
-        out = jax.device_get(f(ring, jnp.asarray(slot_ended), jnp.asarray(slot_outcome)))
+        slot_length = rng.integers(1, 12, num_slots).astype(np.int32)
+        out = jax.device_get(f(ring, jnp.asarray(slot_ended), jnp.asarray(slot_outcome),
+                               jnp.asarray(slot_length), discount))
 
         want_z, want_has = data["z"].copy(), data["has_z"].copy()
         for i in range(capacity):
             s = data["slot"][i]
             if s >= 0 and not data["has_z"][i] and slot_ended[s]:
                 sign = 1.0 if data["player"][i] == 0 else -1.0
-                want_z[i] = slot_outcome[s] * sign
+                plies_left = max(int(slot_length[s]) - 1 - int(data["z"][i]), 0)
+                want_z[i] = slot_outcome[s] * sign * discount ** plies_left
                 want_has[i] = True
-        np.testing.assert_array_equal(out.data.z, want_z)
+        np.testing.assert_allclose(out.data.z, want_z, rtol=1e-6)
         np.testing.assert_array_equal(out.data.has_z, want_has)
         for k in ("observation", "policy", "player", "search_value", "slot"):
             np.testing.assert_array_equal(getattr(out.data, k), data[k], err_msg=k)
         assert int(out.insert_index) == 0 and int(out.size) == capacity
+
+
+def test_a_discount_needs_the_game_lengths():
+    ring = replay_lib.init(4, OBS_SHAPE, NUM_ACTIONS)
+    with pytest.raises(ValueError, match="lengths"):
+        replay_lib.resolve(ring, jnp.ones(2, bool), jnp.ones(2), None, 0.9)
 
 
 def test_resolve_hand_example():

@@ -303,7 +303,8 @@ def const_apply(params, obs):
     return jnp.broadcast_to(NET_LOGITS, (n, 9)), jnp.full(n, NET_VALUE, jnp.float32)
 
 
-def test_recurrent_fn(env):
+@pytest.mark.parametrize("discount", [1.0, 0.9])
+def test_recurrent_fn(env, discount):
     draw_board = [0, 1, 0, 0, 1, 1, 1, 0, -1]  # X O X / X O O / O X . ; X to move
     assert to_move(draw_board) == 0 and winner(draw_board) is None
     assert winner(play(draw_board, 8)) is None
@@ -325,12 +326,12 @@ def test_recurrent_fn(env):
         leaves.append(states)
         return const_apply(params, states.observation)
 
-    recurrent_fn = jax.jit(make_recurrent_fn(env, leaf))
+    recurrent_fn = jax.jit(make_recurrent_fn(env, leaf, discount))
     out, next_states = recurrent_fn({}, jax.random.key(0), actions, states)
     assert len(leaves) == 1  # the leaf function evaluates the stepped states
     out = jax.device_get(out)
     np.testing.assert_array_equal(out.reward, [c[2] for c in cases])
-    np.testing.assert_array_equal(out.discount, [c[3] for c in cases])
+    np.testing.assert_allclose(out.discount, [c[3] * discount for c in cases], rtol=1e-7)
     term = np.array([c[4] for c in cases])
     np.testing.assert_array_equal(np.asarray(next_states.terminated), term)
     np.testing.assert_array_equal(out.value, np.where(term, 0.0, NET_VALUE))
@@ -368,6 +369,8 @@ def test_masked_logits():
         dict(max_num_considered_actions=0),
         dict(c_puct=0.0),
         dict(pb_c_base=-1.0),
+        dict(discount=0.0),
+        dict(discount=1.5),
         dict(dirichlet_alpha=0.0),
         dict(dirichlet_fraction=1.5),
         dict(dirichlet_fraction=-0.1),

@@ -44,7 +44,7 @@ def synthetic_trajectory(rng, end_prob):
         policy=jnp.asarray(rng.random((S, B, 9)).astype(np.float32)),
         player=jnp.asarray(rng.integers(0, 2, (S, B)).astype(np.int32)),
         search_value=jnp.asarray(rng.uniform(-1, 1, (S, B)).astype(np.float32)),
-        z=jnp.zeros((S, B), jnp.float32),
+        z=jnp.asarray(rng.integers(0, 5, (S, B)).astype(np.float32)),  # plies
         has_z=jnp.zeros((S, B), bool),
         slot=jnp.asarray(np.broadcast_to(np.arange(B, dtype=np.int32), (S, B))),
     )
@@ -58,45 +58,51 @@ def synthetic_trajectory(rng, end_prob):
     )
 
 
-def reference_outcomes(ended, outcome, player):
-    z = np.zeros((S, B), np.float32)
+def reference_outcomes(ended, outcome, length, player, ply, discount=1.0):
+    z = ply.copy()  # pending positions keep their ply
     has_z = np.zeros((S, B), bool)
     first_end = np.zeros(B, bool)
     first_outcome = np.zeros(B, np.float32)
+    first_length = np.zeros(B, np.int32)
     for b in range(B):
         for t in range(S):
             for u in range(t, S):
                 if ended[u, b]:
                     has_z[t, b] = True
-                    z[t, b] = outcome[u, b] * (1.0 if player[t, b] == 0 else -1.0)
+                    plies_left = max(int(length[u, b]) - 1 - int(ply[t, b]), 0)
+                    z[t, b] = (outcome[u, b] * (1.0 if player[t, b] == 0 else -1.0)
+                               * discount ** plies_left)
                     break
         ends = [u for u in range(S) if ended[u, b]]
         if ends:
             first_end[b] = True
             first_outcome[b] = outcome[ends[0], b]
-    return z, has_z, first_end, first_outcome
+            first_length[b] = length[ends[0], b]
+    return z, has_z, first_end, first_outcome, first_length
 
 
 @pytest.fixture(scope="module")
 def jit_assign():
-    return jax.jit(assign_outcomes)
+    return jax.jit(assign_outcomes, static_argnums=1)
 
 
 @settings(deadline=None, max_examples=40)
-@given(seed=st.integers(0, 2**31 - 1), end_prob=st.sampled_from([0.0, 0.1, 0.3, 0.7, 1.0]))
-def test_assign_outcomes_matches_reference(jit_assign, seed, end_prob):
+@given(seed=st.integers(0, 2**31 - 1), end_prob=st.sampled_from([0.0, 0.1, 0.3, 0.7, 1.0]),
+       discount=st.sampled_from([1.0, 0.9]))
+def test_assign_outcomes_matches_reference(jit_assign, seed, end_prob, discount):
     rng = np.random.default_rng(seed)
     traj = synthetic_trajectory(rng, end_prob)
-    flat, first_end, first_outcome = jax.device_get(jit_assign(traj))
+    flat, first_end, first_outcome, first_length = jax.device_get(jit_assign(traj, discount))
     host = jax.device_get(traj)
-    z, has_z, ref_first_end, ref_first_outcome = reference_outcomes(
-        host.ended, host.outcome, host.positions.player
-    )
+    z, has_z, ref_first_end, ref_first_outcome, ref_first_length = reference_outcomes(
+        host.ended, host.outcome, host.game_length, host.positions.player, host.positions.z,
+        discount)
     # Flattened time-major: row t*B + b is (t, b).
     np.testing.assert_array_equal(flat.has_z, has_z.reshape(-1))
-    np.testing.assert_array_equal(flat.z[flat.has_z], z.reshape(-1)[has_z.reshape(-1)])
+    np.testing.assert_allclose(flat.z, z.reshape(-1), rtol=1e-6)
     np.testing.assert_array_equal(first_end, ref_first_end)
     np.testing.assert_array_equal(first_outcome[first_end], ref_first_outcome[ref_first_end])
+    np.testing.assert_array_equal(first_length[first_end], ref_first_length[ref_first_end])
     for k in ("observation", "policy", "player", "search_value", "slot"):
         src = getattr(host.positions, k)
         np.testing.assert_array_equal(
@@ -122,7 +128,7 @@ def test_assign_outcomes_hand_example(jit_assign):
         outcome=jnp.asarray(outcome),
         positions=traj.positions.replace(player=jnp.asarray(player)),
     )
-    flat, first_end, first_outcome = jax.device_get(jit_assign(traj))
+    flat, first_end, first_outcome, _ = jax.device_get(jit_assign(traj, 1.0))
     row = lambda t, b: t * B + b  # noqa: E731
     assert flat.has_z[row(2, 0)] and flat.z[row(2, 0)] == -1.0
     assert flat.has_z[row(3, 0)] and flat.z[row(3, 0)] == 1.0
@@ -236,22 +242,28 @@ def test_finished_games_are_legal(selfplay_run):
     assert finished == traj.ended.sum()
 
 
-def test_assign_outcomes_on_selfplay(selfplay_run):
+@pytest.mark.parametrize("discount", [1.0, 0.9])
+def test_assign_outcomes_on_selfplay(selfplay_run, discount):
     """z labels of real self-play: within a finished game, the winner's positions get
-    +1 and the loser's -1 (0 for draws); has_z exactly for games ended in the window."""
+    +1 and the loser's -1 (0 for draws), times discount^(plies to the end); has_z
+    exactly for games ended in the window; a pending position holds its ply."""
     _, traj = selfplay_run
-    flat, first_end, _ = jax.device_get(assign_outcomes(traj))
+    flat, first_end, _, first_length = jax.device_get(assign_outcomes(traj, discount))
     z = flat.z.reshape(STEPS, NUM_GAMES)
     has_z = flat.has_z.reshape(STEPS, NUM_GAMES)
     for b in range(NUM_GAMES):
         ends = np.flatnonzero(traj.ended[:, b])
         assert first_end[b] == (len(ends) > 0)
+        if len(ends):
+            assert first_length[b] == ends[0] + 1  # every game starts in this window
         last = ends[-1] if len(ends) else -1
         np.testing.assert_array_equal(has_z[:, b], np.arange(STEPS) <= last)
+        np.testing.assert_array_equal(z[last + 1:, b], np.arange(STEPS - last - 1))
         start = 0
         for e in ends:
             outcome = traj.outcome[e, b]
             for t in range(start, e + 1):
                 player = traj.positions.player[t, b]
-                assert z[t, b] == (outcome if player == 0 else -outcome)
+                want = (outcome if player == 0 else -outcome) * discount ** (e - t)
+                assert z[t, b] == pytest.approx(want, rel=1e-6)
             start = e + 1

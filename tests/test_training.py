@@ -128,6 +128,30 @@ def test_short_training_improves_the_policy_and_the_value():
     assert improved >= needed
 
 
+def test_eval_simulations_set_the_evaluation_search():
+    """Network + search is scored on the ground truth at eval_simulations (0: the training
+    budget, here 8): the budget's own count gives the same figures, another count other
+    ones. Games against baselines keep the training budget, and training is the same."""
+    config = SMALL.replace(iterations=2, eval_every=2, eval_search_every=1,
+                           eval_opponents=("random",), eval_games=32, eval_openings=0)
+    assert config.program.search.num_simulations == 8
+
+    def evaluated(simulations):
+        result = train(config.replace(eval_simulations=simulations), None, progress=None)
+        (record,) = [r for r in result.records if "vs random" in r]
+        searched = {k: v for k, v in record.items() if k.startswith("search_")}
+        assert len(searched) >= 2
+        return searched, record["vs random"], result.train_state.params
+
+    budget, games, params = evaluated(0)
+    same, same_games, same_params = evaluated(8)
+    other, other_games, other_params = evaluated(1)
+    assert same == budget
+    assert other.keys() == budget.keys() and other != budget
+    assert same_games == games == other_games
+    assert leaves_equal(same_params, params) and leaves_equal(other_params, params)
+
+
 def test_checkpoint_round_trip_and_exact_resume(tmp_path):
     straight = train(SMALL, run_dir=None, progress=None).train_state
 
