@@ -114,6 +114,7 @@ COIN_SEEDS = 16
 COIN_OFFLINE = (144, 160)
 
 
+@pytest.mark.slow  # 43 s
 def test_coin_split_training_reaches_perfect_play():
     """The whole pipeline on a game that is not a board: exact Grundy ground truth.
     16 seeds trained as one program; at least half reach perfect play from an imperfect

@@ -199,6 +199,7 @@ def test_bad_gating_and_opponent_options_are_clear_errors(options, message):
         SMALL.replace(**options).validate()
 
 
+@pytest.mark.slow  # 42 s
 def test_a_gated_group_gates_each_experiment_as_its_own_run(gated_run, tmp_path):
     """In a vmapped group every experiment has its own best network and gates: the
     group's first experiment is the single gated run (to float rounding), promoting at

@@ -132,8 +132,8 @@ def test_eval_simulations_set_the_evaluation_search():
     """Network + search is scored on the ground truth at eval_simulations (0: the training
     budget, here 8): the budget's own count gives the same figures, another count other
     ones. Games against baselines keep the training budget, and training is the same."""
-    config = SMALL.replace(iterations=2, eval_every=2, eval_search_every=1,
-                           eval_opponents=("random",), eval_games=32, eval_openings=0)
+    config = SMALL.replace(iterations=1, eval_every=1, eval_search_every=1,
+                           eval_opponents=("random",), eval_games=16, eval_openings=0)
     assert config.program.search.num_simulations == 8
 
     def evaluated(simulations):
