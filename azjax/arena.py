@@ -27,6 +27,7 @@ from azjax.cli import (
     check_output_path,
     check_seed,
     one_line_errors,
+    run_script,
     write_atomic,
 )
 from azjax.match import play_match
@@ -137,4 +138,4 @@ def _arena_env(args) -> Env:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

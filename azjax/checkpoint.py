@@ -89,6 +89,24 @@ def _orbax_silenced():
         logger.removeFilter(silenced)
 
 
+def _whole_replicas() -> None:
+    """Has orbax write a replicated array whole from its first replica (its default
+    on GPUs), not a slice from each replica: slicing runs op by op and compiled a program
+    per shape at a run's first save (0.4 s of a 20 s tic-tac-toe run on two devices),
+    for nothing when the replicas share a host. Orbax's registry is global: this holds
+    for every orbax save in the process. Such an array is then stored in one chunk, as
+    on one device; checkpoints written either way restore alike."""
+    registered = ocp.type_handlers.get_type_handler(jax.Array)
+    handler = ocp.type_handlers.ArrayHandler(  # keeping the registered one's metadata store
+        use_replica_parallel=False,
+        array_metadata_store=getattr(registered, "_array_metadata_store", None))
+    with _orbax_silenced():  # its warning that a handler is replaced
+        ocp.type_handlers.register_type_handler(jax.Array, handler, override=True)
+
+
+_whole_replicas()
+
+
 # --- paths ------------------------------------------------------------------------------
 
 

@@ -40,7 +40,7 @@ from azjax.metrics_log import MetricsLog, check_tensorboard, resume_records
 from azjax.networks import make_network
 from azjax.player_specs import make_player
 from azjax.players import AgentParams, Player, network_player, search_player
-from azjax.plots import PLOT_FILE, plot_run
+from azjax.plots import PLOT_FILE, plot_run, preload
 from azjax.progress import Progress
 from azjax.run_lock import RunLock, lock_run_dir
 from azjax.run_status import (  # noqa: F401 - summarize and format_progress re-exported
@@ -52,12 +52,12 @@ from azjax.run_status import (  # noqa: F401 - summarize and format_progress re-
     summarize,
 )
 from azjax.specs import RUN_KINDS, parse_spec
-from azjax.stacked import cached, compile_ahead, group_step, placed, stack, unstack
+from azjax.stacked import cached, compile_ahead, group_step, init_placed, placed, stack, unstack
 from envs import Env
 
 Say = Callable[[str], None]
 PLOT_EVERY_S = 30.0
-"""Seconds between redraws of a run's training.png at checkpoints (always at its end)."""
+"""Seconds between draws of training.png at checkpoints, from a run's start (and at its end)."""
 STATUS_EVERY_S = 2.0
 """Seconds between status lines of a group of several experiments."""
 
@@ -120,15 +120,15 @@ class _Run:
         self.manager = self.log = None
         self.eval_key = jax.random.key(config.seed + 1)
         self.arena_key = jax.random.key(config.seed + 2)
-        self.last_plot = -float("inf")
+        self.last_plot = time.perf_counter()
 
     def restore(self, env: Env, mesh: Mesh | None) -> TrainState:
         """The run's state (laid out on `mesh`): fresh, or restored from its newest intact
         checkpoint. Reads only: what must be written (config.json, a repaired
         metrics.jsonl, damaged checkpoints set aside) waits for `start`."""
-        state = init_train_state(env, self.config.program, jax.random.key(self.config.seed))
-        if mesh is not None:
-            state = placed(state, mesh, stacked=False)
+        key = jax.random.key(self.config.seed)
+        state = (init_train_state(env, self.config.program, key) if mesh is None
+                 else init_placed(env, self.config.program, key, mesh))
         self.restored = None
         if self.run_dir is not None:
             self.restored = ckpt.restore_newest(self.run_dir, state)
@@ -450,6 +450,7 @@ def train_group(
         state = stack(restored) if mesh is None else placed(stack(restored), mesh)
         if isinstance(evaluator := evaluator or players.evaluator, PositionEvaluator):
             evaluator.prepare()  # while the step compiles
+        preload()  # matplotlib's import too
         ahead.join()
         status = Progress(sum(r.run.iterations for r in runs), "it", "group", write=say,
                           initial=sum(r.iteration for r in runs), every=STATUS_EVERY_S)

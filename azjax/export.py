@@ -7,11 +7,10 @@ The file holds the run's program config (game, network, search) and the network 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from azjax.agent import Agent
 from azjax.agent_file import SUFFIX
-from azjax.cli import check_output_path, one_line_errors
+from azjax.cli import check_output_path, one_line_errors, run_script
 
 
 @one_line_errors
@@ -34,4 +33,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -51,7 +51,7 @@ import numpy as np
 import envs
 from azjax import memory
 from azjax.agent import Agent
-from azjax.cli import check_seed, one_line_errors
+from azjax.cli import check_seed, one_line_errors, run_script
 from azjax.play import check_source
 from azjax.sgf import sgf_result
 from envs.go import BLACK, WHITE, format_move, parse_move
@@ -473,4 +473,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

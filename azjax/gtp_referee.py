@@ -32,7 +32,6 @@ import dataclasses
 import datetime
 import json
 import shlex
-import sys
 from pathlib import Path
 
 import jax
@@ -40,7 +39,13 @@ import numpy as np
 
 import envs
 from azjax import sgf
-from azjax.cli import check_output_dir, check_output_path, one_line_errors, write_atomic
+from azjax.cli import (
+    check_output_dir,
+    check_output_path,
+    one_line_errors,
+    run_script,
+    write_atomic,
+)
 from azjax.gtp import parse_score
 from azjax.gtp_client import EngineDied, GtpError, GtpProcess
 from envs.go import BLACK, WHITE, format_move, parse_move
@@ -338,4 +343,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -18,7 +18,6 @@ import datetime
 import io
 import itertools
 import json
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from azjax.cli import (
     check_output_path,
     check_seed,
     one_line_errors,
+    run_script,
     write_atomic,
 )
 from azjax.match import MatchResult, play_match
@@ -442,4 +442,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -23,7 +22,7 @@ import numpy as np
 import envs
 from azjax import memory
 from azjax.agent import Agent
-from azjax.cli import check_seed, one_line_errors
+from azjax.cli import check_seed, one_line_errors, run_script
 from envs import Env, State
 
 SIDES = ("first", "second", "random")
@@ -258,4 +257,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

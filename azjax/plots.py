@@ -6,14 +6,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-# Figures made without pyplot need no backend, so importing azjax leaves a notebook's
-# inline backend alone.
-from matplotlib.figure import Figure
-
 from azjax.evaluation import MARGIN_PREFIX, METRIC_LABELS, OPPONENT_PREFIX
 
 PLOT_FILE = "training.png"
 LOSS_KEYS = ("loss", "value_loss", "policy_loss")
+
+
+def preload() -> None:
+    """Imports matplotlib (half a second), which `plot_run` would otherwise do at a run's
+    first plot: the driver calls it while its first step compiles (once per process)."""
+    # Figures made without pyplot need no backend, so a notebook's inline backend is left
+    # alone.
+    import matplotlib.figure  # noqa: F401
 
 
 def _series(records: Sequence[dict[str, Any]], key: str):
@@ -24,6 +28,8 @@ def _series(records: Sequence[dict[str, Any]], key: str):
 def plot_run(records: Sequence[dict[str, Any]], path: Path) -> None:
     """Losses, policy entropy, evaluation results and (in a game decided by points) the
     margins against baselines, against self-play games played."""
+    from matplotlib.figure import Figure
+
     margins = sorted({k for r in records for k in r if k.startswith(MARGIN_PREFIX)})
     fig = Figure(figsize=(20 if margins else 15, 4))
     axes = fig.subplots(1, 4 if margins else 3)

@@ -81,6 +81,19 @@ def placed(state: TrainState, mesh: Mesh, stacked: bool = True) -> TrainState:
                         state, specs)
 
 
+def init_placed(env: Env, program: ProgramConfig, key: jax.Array, mesh: Mesh) -> TrainState:
+    """`init_train_state` made where `placed(..., stacked=False)` would put it: one
+    program writing each device's part (placing a state made on one device copied it
+    leaf by leaf, about a second for tic-tac-toe). Several processes place the state
+    they each made (`placed`): a program over all of them takes global inputs only."""
+    if jax.process_count() > 1:
+        return placed(init_train_state(env, program, key), mesh, stacked=False)
+    make = functools.partial(init_train_state, env, program)
+    specs = state_specs(jax.eval_shape(make, key), stacked=False)
+    shardings = jax.tree.map(lambda spec: jax.sharding.NamedSharding(mesh, spec), specs)
+    return jax.jit(make, out_shardings=shardings)(key)
+
+
 def compile_ahead(step: Callable, env: Env, program: ProgramConfig, num: int,
                   mesh: Mesh | None = None) -> threading.Thread:
     """Starts compiling `step` (`group_step`'s) for E = `num` fresh or restored states of

@@ -213,10 +213,56 @@ class TicTacToe(Env):
         return optimal_moves()
 
 
+class SeatCheck:
+    """Whether a table of chosen moves loses no game from either seat, checked against
+    every opponent reply: the positions the table can reach are propagated ply by ply
+    over the solver's game graph (`envs.tictactoe_minimax`'s own rules), a few NumPy
+    operations per ply instead of a walk over every game line."""
+
+    def __init__(self):
+        solution = minimax.solution()
+        boards = [tuple(int(v) for v in b) for b in solution.boards]
+        n = len(boards)
+        self.children = np.full((n, 9), -1, np.int32)
+        for i, board in enumerate(boards):
+            for m in minimax.legal_moves(board):
+                self.children[i, m] = solution.index[minimax.play(board, m)]
+        self.root = solution.index[(minimax.EMPTY,) * 9]
+        winner = [minimax.winner(b) for b in boards]
+        self.won_by = np.array([-1 if w is None else w for w in winner], np.int8)
+        self.live = solution.live
+        stones = (solution.boards != minimax.EMPTY).sum(axis=1)
+        self.levels = [self.live[stones[self.live] == k] for k in range(9)]
+        self.mover = stones % 2
+
+    def __call__(self, actions: np.ndarray) -> dict[str, float]:
+        """`actions` [L]: the move chosen on each live board (in `minimax.solution().live`
+        order); 1.0 or 0.0 for unbeatable from the first seat, the second, and both."""
+        chosen = np.full(len(self.children), -1, np.int64)
+        chosen[self.live] = actions
+        if (self.children[self.live, chosen[self.live]] < 0).any():
+            raise ValueError("the table chooses an illegal move")
+        first, second = (self._holds(seat, chosen) for seat in (0, 1))
+        return {"unbeatable_first": float(first), "unbeatable_second": float(second),
+                "unbeatable": float(first and second)}
+
+    def _holds(self, seat: int, chosen: np.ndarray) -> bool:
+        reached = np.zeros(len(self.children), bool)
+        reached[self.root] = True
+        for level in self.levels:
+            here = level[reached[level]]
+            mine = here[self.mover[here] == seat]
+            reached[self.children[mine, chosen[mine]]] = True
+            replies = self.children[here[self.mover[here] != seat]]
+            reached[replies[replies >= 0]] = True
+        return not (reached & (self.won_by == 1 - seat)).any()
+
+
 def unbeatable(boards: np.ndarray, actions: np.ndarray) -> dict[str, float]:
     """Whether the player choosing `actions` [N] on `boards` [N, 9] (every live position)
     loses no game from the first seat, from the second, and from both (1.0 or 0.0),
-    checked exhaustively against every opponent reply."""
+    checked exhaustively against every opponent reply (`minimax.losing_lines`; the
+    evaluator uses the faster `SeatCheck`, which agrees)."""
     choose = minimax.table_player(boards, actions)
     first = not minimax.losing_lines(choose, 0)
     second = not minimax.losing_lines(choose, 1)
@@ -233,7 +279,7 @@ def _load_ground_truth(env: Env) -> GroundTruth:
         states=jax.jit(jax.vmap(state_from_board))(jnp.asarray(boards)),
         right_moves=solution.optimal[live],
         counted=np.ones(len(live), bool),
-        check_actions=lambda actions: unbeatable(boards, actions),
+        check_actions=SeatCheck(),
     )
 
 

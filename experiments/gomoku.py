@@ -16,9 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _cli import main  # noqa: E402
 
+from azjax.cli import run_script  # noqa: E402
 from azjax.recipes import recipe  # noqa: E402
 
 DEFAULTS = recipe("gomoku")
 
 if __name__ == "__main__":
-    sys.exit(main(DEFAULTS, run_dir="runs/gomoku"))
+    run_script(main, DEFAULTS, run_dir="runs/gomoku")

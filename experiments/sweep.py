@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT.parent))
 from _cli import game_and_defaults  # noqa: E402
 
 from azjax import compile_cache  # noqa: E402
-from azjax.cli import check_output_dir, check_seed, one_line_errors  # noqa: E402
+from azjax.cli import check_output_dir, check_seed, one_line_errors, run_script  # noqa: E402
 from azjax.config import TrainConfig  # noqa: E402
 from azjax.devices import arrange  # noqa: E402
 from azjax.sweep import merge, parse_params, parse_shard, run_sweep  # noqa: E402
@@ -96,4 +96,4 @@ def sweep_seeds(first: int, count: int) -> list[int]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -19,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _cli import game_and_defaults, main  # noqa: E402
 
+from azjax.cli import run_script  # noqa: E402
+
 
 def run(argv: list[str] | None = None) -> int:
     """Trains the game `--game` names; returns the exit code."""
@@ -28,4 +30,4 @@ def run(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run())
+    run_script(run)

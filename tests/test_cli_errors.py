@@ -11,6 +11,7 @@ subprocess with RLIMIT_FSIZE (EFBIG)."""
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import shutil
 import subprocess
@@ -153,6 +154,30 @@ def test_one_line_errors_turns_user_errors_into_one_line_and_exit_2(capsys):
     for passes in (KeyboardInterrupt(), TypeError("a bug"), RuntimeError("a bug")):
         with pytest.raises(type(passes)):
             failing(passes)()
+
+
+def test_run_script_exits_with_mains_code_after_freezing_the_imports():
+    """The objects made before `main` are frozen out of the garbage collector's reach
+    while it runs, and the exit status is main's (an exception still propagates)."""
+    seen = []
+    gc.unfreeze()
+    before = gc.get_freeze_count()
+
+    def main(value: int, *, plus: int) -> int:
+        seen.append(gc.get_freeze_count())
+        return value + plus
+
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(SystemExit) as ended:
+            cli.run_script(main, 1, plus=2)
+        assert ended.value.code == 3 and before == 0 and seen[0] > 1000
+        with pytest.raises(KeyboardInterrupt):
+            cli.run_script(interrupted)
+    finally:
+        gc.unfreeze()
 
 
 def test_check_output_path_refuses_what_cannot_be_written(tmp_path, a_file, monkeypatch):

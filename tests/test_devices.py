@@ -71,7 +71,7 @@ def same_leaves(a, b) -> bool:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     """The same run twice: in one process on two host devices, and by two processes of
-    one device each."""
+    one device each (its tests run with `pytest -m slow`)."""
     out = tmp_path_factory.mktemp("devices")
     dirs = {name: out / name for name in ("two_devices", "two_processes")}
     done = subprocess.run(script(dirs["two_devices"], "--devices", "2"), capture_output=True,
@@ -93,6 +93,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     return dirs
 
 
+@pytest.mark.slow  # the `runs` fixture: three processes, ~55 s
 def test_two_processes_train_the_run_two_devices_of_one_process_train(runs):
     """Bit for bit: the same seed on two devices, however they are spread over processes,
     is the same run (so a run on two devices repeats itself exactly)."""
@@ -113,6 +114,7 @@ def test_two_processes_train_the_run_two_devices_of_one_process_train(runs):
     assert np.asarray(states.legal_action_mask)[np.arange(8), actions].all()
 
 
+@pytest.mark.slow  # the `runs` fixture: three processes, ~55 s
 def test_the_two_devices_play_different_games(runs):
     _, state = saved_state(runs["two_devices"])
     boards = np.asarray(state.selfplay.state.observation).reshape(16, -1)
@@ -123,6 +125,7 @@ def test_the_two_devices_play_different_games(runs):
     assert not np.array_equal(np.asarray(replay.policy[:576]), np.asarray(replay.policy[576:]))
 
 
+@pytest.mark.slow  # the `runs` fixture: three processes, ~55 s
 def test_a_run_resumes_only_on_the_device_count_it_was_trained_on(runs):
     config = ckpt.load_config(runs["two_devices"])
     with pytest.raises(ckpt.RunDirError) as err:
@@ -149,6 +152,56 @@ def test_each_device_samples_its_own_ring_uniformly():
     # independent keys: the devices pick the same local entry 1/4 of the time, not always
     pairs = draws // 2
     assert min_successes(pairs, 1 / 4) <= out["same_local_index"] <= max_failures(pairs, 1 / 4)
+
+
+INIT_PLACED = """
+import sys, tempfile
+from pathlib import Path
+import jax, numpy as np
+jax.config.update("jax_num_cpu_devices", 2)
+from azjax import checkpoint as ckpt
+from azjax.devices import data_mesh
+from azjax.loop import init_train_state
+from azjax.recipes import recipe
+from azjax.stacked import init_placed, placed
+program = recipe("tictactoe").program
+env, mesh, key = program.make_env(), data_mesh(2), jax.random.key(5)
+state = init_placed(env, program, key, mesh)
+ours = jax.tree.leaves(state)
+theirs = jax.tree.leaves(placed(init_train_state(env, program, key), mesh, stacked=False))
+def data(x):
+    return jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+def same(a, b):
+    return len(a) == len(b) and all(np.array_equal(np.asarray(data(x)), np.asarray(data(y)))
+                                    for x, y in zip(a, b))
+assert same(ours, theirs) and all(x.sharding == y.sharding for x, y in zip(ours, theirs))
+split = [x for x in ours if not x.sharding.is_fully_replicated]
+halves = [len({str(s.index) for s in x.addressable_shards}) for x in split]
+compiled = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, *_, **__: compiled.append(event) if "backend_compile" in event else None)
+run_dir = Path(tempfile.mkdtemp())
+manager = ckpt.checkpoint_manager(run_dir)
+ckpt.save(manager, 1, state)
+manager.close()
+saving_compiled = len(compiled)
+restored = ckpt.restore_newest(run_dir, state)
+assert restored.step == 1 and same(jax.tree.leaves(restored.tree), ours)
+print(len(ours), len(split), min(halves), saving_compiled)
+"""
+
+
+def test_a_fresh_state_is_made_where_placing_it_would_put_it_and_saves_as_it_is():
+    """`init_placed` on two host devices is the state `placed` lays out from
+    `init_train_state`: leaf for leaf the same sharding and the same bits, the games and
+    the replay ring split in two halves (one program, not a copy per leaf). Saving it
+    compiles nothing (each replicated array is written whole, not sliced per replica op
+    by op) and it restores bit for bit."""
+    done = subprocess.run([sys.executable, "-c", INIT_PLACED], capture_output=True,
+                          check=False, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    leaves, split, halves, saving_compiled = map(int, done.stdout.split())
+    assert leaves > 20 and split >= 10 and halves == 2 and saving_compiled == 0
 
 
 def test_sizes_that_do_not_split_name_the_nearest_that_do():
@@ -190,6 +243,7 @@ def test_a_device_count_the_batch_does_not_split_over_is_one_error_line(tmp_path
     assert not run_dir.exists()
 
 
+@pytest.mark.slow  # the `runs` fixture: three processes, ~55 s
 def test_train_config_records_the_device_count(runs):
     saved = json.loads((runs["two_processes"] / ckpt.CONFIG_FILE).read_text())
     assert saved["run"]["devices"] == 2

@@ -306,6 +306,7 @@ def _output(process: subprocess.Popen) -> str:
     return out
 
 
+@pytest.mark.slow  # trains through the command line, ~40 s
 def test_command_line_path_needs_no_edit_to_azjax_or_envs(tmp_path):
     shutil.copy(EXAMPLE, tmp_path / "hex_game.py")
 

@@ -16,10 +16,11 @@ PACKAGES = {
     "envs": Path(envs.__file__).resolve().parent,
 }
 MAX_LINES = 500
-# Optional extras, imported only where used (inside a function) so that the package works
-# without them: module name prefixes, per package.
+# Imported only where used (inside a function), by module name prefix, per package:
+# optional extras, so that the package works without them, and matplotlib, imported while
+# a run's first step compiles rather than at start-up (`azjax.plots.preload`).
 OPTIONAL_IMPORTS = {
-    "azjax": ("tensorboardX",),
+    "azjax": ("tensorboardX", "matplotlib"),
     "envs": ("envs.pgx_adapter", "pgx"),
 }
 

@@ -20,11 +20,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import envs
 from azjax.evaluation import PositionEvaluator, make_evaluator
 from azjax.players import network_player
 from envs import tictactoe_minimax as minimax
+from envs.tictactoe import SeatCheck
 
 FULL = (1 << 9) - 1
 X, O = 0, 1
@@ -425,3 +428,36 @@ def test_losing_lines_are_every_game_through_the_flaw(seat):
         played_optimally |= all(line[i] in SOLVED.optimal[positions[i]]
                                 for i in range(1 - seat, len(line), 2))
     assert played_optimally  # a perfect opponent finds one of them
+
+
+# ------------------------------------------------------------------- SeatCheck
+
+
+SEAT_CHECK = SeatCheck()
+PACKAGE_LIVE = [from_board(b) for b in minimax.solution().boards[minimax.solution().live]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), flaws=st.integers(0, 40))
+def test_seat_check_agrees_with_the_counted_losing_lines(seed, flaws):
+    """The evaluator's ply-by-ply check says unbeatable from a seat exactly when this
+    file's forward count finds no lost game, on perfect tables with random moves put in
+    at `flaws` random positions (0: perfect; 40 is beatable more often than not)."""
+    rng = np.random.default_rng(seed)
+    policy = dict(PERFECT)
+    for i in rng.choice(len(SOLVED.live), flaws, replace=False):
+        pos = SOLVED.live[i]
+        policy[pos] = int(rng.choice([m for m, _ in children(pos)]))
+    got = SEAT_CHECK(np.array([policy[p] for p in PACKAGE_LIVE]))
+    first, second = (count_losing_lines(policy, seat) == 0 for seat in (X, O))
+    assert got == {"unbeatable_first": float(first), "unbeatable_second": float(second),
+                   "unbeatable": float(first and second)}
+
+
+def test_seat_check_refuses_an_illegal_move():
+    actions = np.array([PERFECT[p] for p in PACKAGE_LIVE])
+    occupied = next(i for i, b in enumerate(minimax.solution().boards[minimax.solution().live])
+                    if b[0] != minimax.EMPTY)
+    actions[occupied] = 0
+    with pytest.raises(ValueError, match="illegal move"):
+        SEAT_CHECK(actions)
