@@ -47,7 +47,7 @@ SAMPLED_PLIES = 2  # plies of a game played from the search's action weights
 RING = 8 * GAMES * PLIES  # replay: the last 8 iterations' positions
 STEPS = 256  # Adam steps per iteration (with 64 it stalled short of perfect: 99.8%)
 BATCH = 256
-LR = 1e-3
+LR = 2e-3  # as azjax's recipe (both 1e-3 until 2026-11-24)
 L2 = 1e-5
 VALUE_MIX = 0.5  # value target = mix * z + (1 - mix) * search value
 
