@@ -119,7 +119,8 @@ def test_the_mlp_torso_checks_its_settings():
         NetworkConfig(torso="resnet").validate()
 
 
-@pytest.mark.parametrize("conv", ["patch", "xla", "hybrid"])
+@pytest.mark.parametrize("conv", [pytest.param("patch", marks=pytest.mark.slow),  # ~17 s
+                                  "xla", "hybrid"])
 def test_bfloat16_computes_in_bfloat16_with_float32_parameters_and_outputs(conv):
     config = dataclasses.replace(SMALL, channels=16, num_blocks=2, conv=conv)
     f32 = PolicyValueNet(9, config)

@@ -238,7 +238,8 @@ def uninterrupted(tmp_path_factory):
 @pytest.mark.parametrize("kind, where, nth", [
     ("run", "orbax", 1),  # orbax's temporary directory written, not yet renamed
     ("run", "manifest", 1),  # arrays and records in place, the commit point not
-    ("group", "manifest", 2),  # the first experiment's checkpoint complete, the second's not
+    pytest.param("group", "manifest", 2,  # the first experiment's checkpoint complete, the
+                 marks=pytest.mark.slow),  # second's not (a group of two: ~36 s)
 ])
 def test_a_process_killed_during_a_save_resumes_and_loses_nothing_complete(
         tmp_path, uninterrupted, kind, where, nth):
