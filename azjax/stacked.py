@@ -73,12 +73,17 @@ def _put(x: Any, sharding: jax.sharding.NamedSharding) -> Any:
     return jax.device_put(x, sharding)
 
 
+def state_shardings(state: TrainState, mesh: Mesh, stacked: bool = True) -> TrainState:
+    """The NamedSharding on `mesh` of every leaf of a (stacked, abstract) train state, as
+    `state_specs` says."""
+    return jax.tree.map(lambda spec: jax.sharding.NamedSharding(mesh, spec),
+                        state_specs(state, stacked))
+
+
 def placed(state: TrainState, mesh: Mesh, stacked: bool = True) -> TrainState:
     """`state` laid out on `mesh` as `state_specs` says (every process passes the same
     state: a fresh one is made alike in each)."""
-    specs = state_specs(state, stacked)
-    return jax.tree.map(lambda x, spec: _put(x, jax.sharding.NamedSharding(mesh, spec)),
-                        state, specs)
+    return jax.tree.map(_put, state, state_shardings(state, mesh, stacked))
 
 
 def init_placed(env: Env, program: ProgramConfig, key: jax.Array, mesh: Mesh) -> TrainState:
@@ -89,8 +94,7 @@ def init_placed(env: Env, program: ProgramConfig, key: jax.Array, mesh: Mesh) ->
     if jax.process_count() > 1:
         return placed(init_train_state(env, program, key), mesh, stacked=False)
     make = functools.partial(init_train_state, env, program)
-    specs = state_specs(jax.eval_shape(make, key), stacked=False)
-    shardings = jax.tree.map(lambda spec: jax.sharding.NamedSharding(mesh, spec), specs)
+    shardings = state_shardings(jax.eval_shape(make, key), mesh, stacked=False)
     return jax.jit(make, out_shardings=shardings)(key)
 
 
@@ -110,9 +114,8 @@ def compile_ahead(step: Callable, env: Env, program: ProgramConfig, num: int,
                 lambda x: jax.ShapeDtypeStruct((num, *x.shape), x.dtype), one)
             if mesh is not None:
                 abstract = jax.tree.map(
-                    lambda x, spec: jax.ShapeDtypeStruct(
-                        x.shape, x.dtype, sharding=jax.sharding.NamedSharding(mesh, spec)),
-                    abstract, state_specs(abstract))
+                    lambda x, sharding: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
+                    abstract, state_shardings(abstract, mesh))
             step.lower(abstract, jax.ShapeDtypeStruct((num,), jnp.bool_)).compile()
         except Exception:  # noqa: BLE001, S110 - a head start only: the first step reports
             pass

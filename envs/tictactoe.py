@@ -258,18 +258,6 @@ class SeatCheck:
         return not (reached & (self.won_by == 1 - seat)).any()
 
 
-def unbeatable(boards: np.ndarray, actions: np.ndarray) -> dict[str, float]:
-    """Whether the player choosing `actions` [N] on `boards` [N, 9] (every live position)
-    loses no game from the first seat, from the second, and from both (1.0 or 0.0),
-    checked exhaustively against every opponent reply (`minimax.losing_lines`; the
-    evaluator uses the faster `SeatCheck`, which agrees)."""
-    choose = minimax.table_player(boards, actions)
-    first = not minimax.losing_lines(choose, 0)
-    second = not minimax.losing_lines(choose, 1)
-    return {"unbeatable_first": float(first), "unbeatable_second": float(second),
-            "unbeatable": float(first and second)}
-
-
 def _load_ground_truth(env: Env) -> GroundTruth:
     del env
     solution = minimax.solution()
