@@ -20,6 +20,7 @@ leaves, so the compiled search takes them as arguments, and the rest is static.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Literal
 
 import chex
@@ -38,8 +39,9 @@ POLICIES = ("puct", "gumbel")
 
 @config_dataclass
 class SearchConfig:
-    """Settings of the search. The traced ones (floats) reach the compiled search as
-    arrays; `policy`, `num_simulations` and `max_num_considered_actions` are compiled in."""
+    """Settings of the search. The traced ones reach the compiled search as arrays;
+    `policy`, `num_simulations`, `max_num_considered_actions`, `gumbel_value_scale` and
+    `discount` are compiled in."""
 
     policy: Literal["puct", "gumbel"] = "gumbel"
     """'puct' (mctx.muzero_policy, Dirichlet noise at the root) or 'gumbel'."""
@@ -55,6 +57,11 @@ class SearchConfig:
     """Share of Dirichlet noise in the root prior (PUCT)."""
     gumbel_scale: float = traced(1.0)
     """Scale of the Gumbel noise (Gumbel); 0 makes the search deterministic."""
+    gumbel_value_scale: float = 0.1
+    """Gumbel's c_scale: how much the completed Q-values weigh against the prior logits
+    in its choice and its improved policy, sigma(q) = (50 + max visits) * scale * q with q
+    rescaled to [0, 1] (mctx's default 0.1; larger trusts the search's values more).
+    Compiled in, as `discount`: a traced one would change the layout of saved runs."""
     max_num_considered_actions: int = 16
     """Actions sampled at the root by Gumbel sequential halving."""
     rollout_lambda: float = traced(0.0, compiled_as=lambda value: value > 0)
@@ -76,6 +83,7 @@ class SearchConfig:
             check_setting(f"search.{name}", getattr(self, name), float, above=0)
         check_setting("search.dirichlet_fraction", self.dirichlet_fraction, float, 0, 1)
         check_setting("search.gumbel_scale", self.gumbel_scale, float, 0)
+        check_setting("search.gumbel_value_scale", self.gumbel_value_scale, float, above=0)
         check_setting("search.rollout_lambda", self.rollout_lambda, float, 0, 1)
         check_setting("search.discount", self.discount, float, above=0, high=1)
 
@@ -185,6 +193,8 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
             invalid_actions=~legal,
             max_num_considered_actions=config.max_num_considered_actions,
             gumbel_scale=search.gumbel_scale,
+            qtransform=functools.partial(mctx.qtransform_completed_by_mix_value,
+                                         value_scale=config.gumbel_value_scale),
         )
 
     return search_fn

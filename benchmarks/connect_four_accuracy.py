@@ -8,13 +8,15 @@ changes it), and the network's value-sign accuracy, beside two baselines compute
 (a uniformly random move; a value that always says "the side to move wins").
 
 With `--budgets N [N ...]` it then searches the 1,000 positions again with the final
-network at each budget (simulations per move) and splits the wrong moves in two: those
-that keep the position's result but not its distance (a slower win, a faster loss: the
+network at each budget (simulations per move) and splits the wrong moves: those that
+keep the position's result but not its distance (a slower win, a faster loss: the
 solver's "optimal" is the best score, and an undiscounted value cannot tell them apart)
-and those that change the result.
+and those that change the result. `--search-with NAME=VALUE ...` changes the search
+for that table only (an evaluation-time ablation on a trained network).
 
     python benchmarks/connect_four_accuracy.py [--run-dir runs/connect_four] [--report-only]
-        [--budgets 32 128 512 [--step N]] [any experiments/connect_four.py option,
+        [--budgets 32 128 512 [--step N] [--search-with gumbel_value_scale=1 ...]]
+        [any experiments/connect_four.py option,
         e.g. --max-minutes 60]
 """
 
@@ -47,10 +49,25 @@ def baselines() -> tuple[float, float, float]:
     return float(share.mean()), float(share[hard].mean()), float(np.mean(score[score != 0] > 0))
 
 
-def budget_table(run_dir: str, budgets: list[int], step: int | None) -> None:
+def search_changes(pairs: list[str]) -> dict[str, object]:
+    """`NAME=VALUE` search settings (e.g. `gumbel_value_scale=1`), typed as the fields."""
+    from azjax.search import SearchConfig
+
+    defaults, changes = SearchConfig(), {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if not hasattr(defaults, name) or not value:
+            raise SystemExit(f"error: --search-with wants NAME=VALUE with a search setting, "
+                             f"got {pair!r}")
+        changes[name] = type(getattr(defaults, name))(value)
+    return changes
+
+
+def budget_table(run_dir: str, budgets: list[int], step: int | None,
+                 changes: dict[str, object]) -> None:
     """Optimal-move share of the run's final agent (or its checkpoint `step`) at each
-    search budget, with its wrong moves split into result-keeping and result-changing
-    ones."""
+    search budget, its search changed by `changes`, with its wrong moves split into
+    slower wins, faster losses (both keep the result) and result-changing ones."""
     import jax
 
     from azjax import Agent
@@ -64,21 +81,27 @@ def budget_table(run_dir: str, budgets: list[int], step: int | None) -> None:
     moves = c4.load_move_set()
     states = boards_from_moves(moves.moves)
     agent = Agent.load(run_dir, step)
+    agent = agent.with_search(**changes)
     legal = np.asarray(states.legal_action_mask)
     wins = c4.immediate_wins(agent.env, states).any(axis=1)
     hard = ~wins & np.any(legal & ~moves.optimal, axis=1)
     which = "final network" if step is None else f"network of iteration {step}"
-    print(f"\n{which} of {run_dir} (discount {agent.search_config.discount:g}), "
+    changed = "".join(f", {k} {v:g}" if isinstance(v, float) else f", {k} {v}"
+                      for k, v in changes.items())
+    print(f"\n{which} of {run_dir} (discount {agent.search_config.discount:g}{changed}), "
           f"searching the 1,000 positions (noise off):")
-    print("simulations | optimal (hard) | wrong, result kept | wrong, result changed")
+    print("simulations | optimal (hard) | wrong, result kept: slower win, faster loss "
+          "| wrong, result changed")
     for budget in budgets:
         actions = np.asarray(agent.with_search(num_simulations=budget).act(
             states, jax.random.key(0)))
         index = np.arange(len(actions))
         optimal = moves.optimal[index, actions]
         kept = np.sign(scores[index, actions]) == np.sign(value)
+        slower, faster = (kept & ~optimal & (value > 0)), (kept & ~optimal & (value < 0))
         print(f"{budget:11d} | {100 * optimal.mean():5.1f}% ({100 * optimal[hard].mean():5.1f}%) "
-              f"| {100 * (kept & ~optimal).mean():17.1f}% | {100 * (~kept).mean():20.1f}%")
+              f"| {100 * (kept & ~optimal).mean():17.1f}%: {100 * slower.mean():4.1f}%, "
+              f"{100 * faster.mean():4.1f}% | {100 * (~kept).mean():20.1f}%")
 
 
 def main() -> int:
@@ -90,7 +113,11 @@ def main() -> int:
                              "simulation counts")
     parser.add_argument("--step", type=int, default=None,
                         help="with --budgets: the network of this checkpoint, not the last")
+    parser.add_argument("--search-with", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="with --budgets: search with these settings changed "
+                             "(e.g. gumbel_value_scale=1 discount=0.9)")
     args, rest = parser.parse_known_args()
+    changes = search_changes(args.search_with)
     if not args.report_only:
         command = [sys.executable, str(ROOT / "experiments" / "connect_four.py"),
                    "--run-dir", args.run_dir, *rest]
@@ -121,7 +148,7 @@ def main() -> int:
         f"a value that always predicts a win {100 * always_win:.1f}%"
     )
     if args.budgets:
-        budget_table(args.run_dir, args.budgets, args.step)
+        budget_table(args.run_dir, args.budgets, args.step, changes)
     return 0
 
 

@@ -8,10 +8,10 @@ The base config is the game's experiment recipe (`azjax.recipes`, the defaults o
 `experiments/<game>.py`) with the usual options on top (`--iterations`, `--max-minutes`,
 `--eval-every`, `--gradient-steps`, ...). `--param NAME=V1,V2,...` (repeatable) sweeps a
 setting, named by its name (num_simulations, policy, c_puct, dirichlet_alpha,
-dirichlet_fraction, temperature_moves, gumbel_scale, max_num_considered_actions,
-rollout_lambda, learning_rate, batch_size, replay_capacity, ...) or its path
-(learner.weight_decay). Every experiment writes a run directory of its own under
-`<out>/runs/`. Seeds, and settings that do not change the compiled program (c_puct,
+dirichlet_fraction, temperature_moves, gumbel_scale, gumbel_value_scale,
+max_num_considered_actions, rollout_lambda, learning_rate, batch_size, replay_capacity,
+...) or its path (learner.weight_decay). Every experiment writes a run directory of its
+own under `<out>/runs/`. Seeds, and settings that do not change the compiled program (c_puct,
 Dirichlet, Gumbel scale, lambda, learning rate, run options), run as one vmapped program.
 Rerunning the same command resumes: finished runs are left alone and the others continue
 from their last checkpoint (`--checkpoint-every`). `--shard I/N` runs the I-th of N

@@ -289,6 +289,28 @@ def test_sign_convention_constant_net(gumbel_zero_net, env):
     np.testing.assert_array_equal(np.asarray(root_value(out)), np.asarray(summary.value))
 
 
+def test_gumbel_value_scale_weighs_the_search_values_against_the_prior(env):
+    # X can win at once at 2; the network's prior prefers 8 by 8 logits and says 0 for
+    # every position. sigma(q) = (50 + max visits) * scale * q, q rescaled to [0, 1], so
+    # at mctx's default scale 0.1 the win's q = 1 is worth about 6 logits and loses to the
+    # prior; at scale 1 it is worth about 60 and the search takes the win.
+    bias = jnp.zeros(9, jnp.float32).at[8].set(8.0)
+
+    def biased_apply(params, obs):
+        del params
+        return jnp.tile(bias, (obs.shape[0], 1)), jnp.zeros(obs.shape[0], jnp.float32)
+
+    states = jax.vmap(state_from_board)(jnp.asarray(np.array([SIGN_X_CALM] * 2, np.int8)))
+    chosen, win_weight = {}, {}
+    for scale in (0.1, 1.0):
+        config = SearchConfig(policy="gumbel", num_simulations=16, gumbel_value_scale=scale)
+        action, out = make_greedy(env, biased_apply, config)({}, jax.random.key(5), states)
+        chosen[scale] = np.asarray(action).tolist()
+        win_weight[scale] = float(np.asarray(out.action_weights)[0, 2])
+    assert chosen == {0.1: [8, 8], 1.0: [2, 2]}
+    assert win_weight[1.0] > 0.99 and win_weight[0.1] < 0.5
+
+
 # --------------------------------------------------------------------------------------
 # The recurrent function (the model)
 # --------------------------------------------------------------------------------------
@@ -375,6 +397,7 @@ def test_masked_logits():
         dict(dirichlet_fraction=1.5),
         dict(dirichlet_fraction=-0.1),
         dict(gumbel_scale=-1.0),
+        dict(gumbel_value_scale=0.0),
     ],
 )
 def test_search_config_validation(kwargs):

@@ -60,6 +60,7 @@ def test_setting_names_resolve_to_real_settings():
         "c_puct": "search.c_puct", "dirichlet_alpha": "search.dirichlet_alpha",
         "dirichlet_fraction": "search.dirichlet_fraction",
         "gumbel_scale": "search.gumbel_scale",
+        "gumbel_value_scale": "search.gumbel_value_scale",
         "max_num_considered_actions": "search.max_num_considered_actions",
         "rollout_lambda": "search.rollout_lambda",
         "temperature_moves": "selfplay.temperature_moves",
