@@ -15,7 +15,6 @@ at the same rate, so every position in the buffer has the same chance as with on
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 
 import chex
@@ -57,9 +56,31 @@ def init_train_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> Trai
     """A fresh run: random network, empty replay, new games; the key is consumed.
 
     Built by one jitted program (run op by op, its hundreds of small ops took seconds
-    of a short run's start to compile)."""
+    of a short run's start to compile), compiled once per env object and compiled
+    settings: the traced ones (learning rate, search constants) are its arguments, so
+    the runs of a group or a sweep, which differ only in those and their seeds, share it."""
     config.check(env)
-    return jax.jit(functools.partial(_fresh_state, env, config))(key)
+    return _fresh_state_program(env, config)(key, config.search, config.learner)
+
+
+_FRESH_PROGRAMS: dict[tuple[int, str], tuple[Env, Callable]] = {}
+
+
+def _fresh_state_program(env: Env, config: ProgramConfig) -> Callable:
+    static = dataclasses.replace(config, search=jax.tree.map(lambda _: None, config.search),
+                                 learner=jax.tree.map(lambda _: None, config.learner))
+    key = (id(env), repr(static))
+    cached = _FRESH_PROGRAMS.get(key)
+    if cached is None or cached[0] is not env:
+        if len(_FRESH_PROGRAMS) >= 8:  # the oldest goes: a process rarely holds more
+            _FRESH_PROGRAMS.pop(next(iter(_FRESH_PROGRAMS)))
+
+        def fresh(run_key, search, learner):
+            settings = dataclasses.replace(config, search=search, learner=learner)
+            return _fresh_state(env, settings, run_key)
+
+        cached = _FRESH_PROGRAMS[key] = (env, jax.jit(fresh))
+    return cached[1]
 
 
 def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainState:

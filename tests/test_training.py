@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -82,6 +83,44 @@ def test_two_seeds_give_different_parameters():
     a, _ = iteration(init_train_state(env, SMALL.program, jax.random.key(1)))
     b, _ = iteration(init_train_state(env, SMALL.program, jax.random.key(2)))
     assert not leaves_equal(a.params, b.params)
+
+
+def test_fresh_states_of_a_group_share_one_compiled_program():
+    """Runs that differ only in their seeds and traced settings (learning rate, search
+    constants) build their fresh state with one compiled program, and get the state
+    their own settings say."""
+    env = envs.make("tictactoe")
+    base = dataclasses.replace(  # a learning rate no other test compiles with
+        SMALL.program, learner=SMALL.program.learner.replace(learning_rate=0.0123))
+    other = dataclasses.replace(base, learner=base.learner.replace(learning_rate=0.02),
+                                search=base.search.replace(c_puct=3.0, gumbel_scale=0.5))
+    compiles = []
+
+    def listen(event, *_, **__):
+        if "backend_compile" in event:
+            compiles.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        a = init_train_state(env, base, jax.random.key(1))
+        first = len(compiles)
+        b = init_train_state(env, other, jax.random.key(2))
+        c = init_train_state(env, base, jax.random.key(1))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert first >= 1 and len(compiles) == first
+    def data(state):
+        return jax.tree.map(lambda x: jax.random.key_data(x) if jax.dtypes.issubdtype(
+            x.dtype, jax.dtypes.prng_key) else x, state)
+
+    assert leaves_equal(data(a), data(c)) and not leaves_equal(a.params, b.params)
+    for state, program in ((a, base), (b, other)):
+        assert float(state.search_params.c_puct) == program.search.c_puct
+        assert float(state.search_params.gumbel_scale) == program.search.gumbel_scale
+        rates = [leaf for path, leaf in jax.tree_util.tree_leaves_with_path(state.opt_state)
+                 if "learning_rate" in jax.tree_util.keystr(path)]
+        assert len(rates) == 1
+        np.testing.assert_allclose(float(rates[0]), program.learner.learning_rate, rtol=1e-6)
 
 
 def live_boards():
