@@ -81,6 +81,7 @@ def test_one_iteration_writes_legal_search_targets(game, options, steps):
     assert np.isfinite(float(metrics["loss"]))
 
 
+@pytest.mark.slow  # ~20 s; tests/test_replay.py and test_selfplay.py check the targets
 def test_a_discounted_value_target_counts_the_plies_to_the_end():
     """With search.discount d, a position's z is its result times d^(plies from it to
     the end): on tic-tac-toe the ply is the number of stones, so every decided z names a

@@ -382,6 +382,7 @@ def test_a_first_save_that_did_not_finish_starts_the_run_afresh(tmp_path):
     assert ckpt.verify(run_dir, 2) is None
 
 
+@pytest.mark.slow  # ~20 s; test_training.py resumes the same old run in the default suite
 def test_checkpoints_written_before_manifests_stay_intact_beside_new_ones(tmp_path):
     from test_training import OLD_RUN
 
