@@ -50,16 +50,23 @@ def baselines() -> tuple[float, float, float]:
 
 
 def search_changes(pairs: list[str]) -> dict[str, object]:
-    """`NAME=VALUE` search settings (e.g. `gumbel_value_scale=1`), typed as the fields."""
+    """`NAME=VALUE` search settings (e.g. `gumbel_value_scale=1`), named and parsed as a
+    sweep's `--param` is (`azjax.sweep`); a one-line error for anything else."""
     from azjax.search import SearchConfig
+    from azjax.sweep import parse_value, resolve_name
 
-    defaults, changes = SearchConfig(), {}
-    for pair in pairs:
-        name, _, value = pair.partition("=")
-        if not hasattr(defaults, name) or not value:
-            raise SystemExit(f"error: --search-with wants NAME=VALUE with a search setting, "
-                             f"got {pair!r}")
-        changes[name] = type(getattr(defaults, name))(value)
+    changes = {}
+    try:
+        for pair in pairs:
+            name, equals, text = pair.partition("=")
+            path = resolve_name(name) if equals else ""
+            if not path.startswith("search."):
+                raise ValueError(f"--search-with wants NAME=VALUE with a search setting, "
+                                 f"got {pair!r}")
+            changes[path.removeprefix("search.")] = parse_value(path, text)
+        SearchConfig(**changes).validate()
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
     return changes
 
 
