@@ -11,8 +11,10 @@ With `--budgets N [N ...]` it then searches the 1,000 positions again with the f
 network at each budget (simulations per move) and splits the wrong moves: those that
 keep the position's result but not its distance (a slower win, a faster loss: the
 solver's "optimal" is the best score, and an undiscounted value cannot tell them apart)
-and those that change the result. `--search-with NAME=VALUE ...` changes the search
-for that table only (an evaluation-time ablation on a trained network).
+and those that change the result, and gives the wrong share by game phase (plies played:
+the early positions are the hard ones, their fastest win often 25 plies away).
+`--search-with NAME=VALUE ...` changes the search for that table only (an
+evaluation-time ablation on a trained network).
 
     python benchmarks/connect_four_accuracy.py [--run-dir runs/connect_four] [--report-only]
         [--budgets 32 128 512 [--step N] [--search-with gumbel_value_scale=1 ...]]
@@ -97,8 +99,12 @@ def budget_table(run_dir: str, budgets: list[int], step: int | None,
                       for k, v in changes.items())
     print(f"\n{which} of {run_dir} (discount {agent.search_config.discount:g}{changed}), "
           f"searching the 1,000 positions (noise off):")
+    plies = np.array([len(r["moves"]) for r in rows])
+    phases = [(4, 12), (12, 20), (20, 28), (28, 37)]
     print("simulations | optimal (hard) | wrong, result kept: slower win, faster loss "
-          "| wrong, result changed")
+          "| wrong, result changed | wrong by plies played: "
+          + ", ".join(f"{lo}-{hi - 1} ({np.sum((plies >= lo) & (plies < hi))})"
+                      for lo, hi in phases))
     for budget in budgets:
         actions = np.asarray(agent.with_search(num_simulations=budget).act(
             states, jax.random.key(0)))
@@ -108,7 +114,9 @@ def budget_table(run_dir: str, budgets: list[int], step: int | None,
         slower, faster = (kept & ~optimal & (value > 0)), (kept & ~optimal & (value < 0))
         print(f"{budget:11d} | {100 * optimal.mean():5.1f}% ({100 * optimal[hard].mean():5.1f}%) "
               f"| {100 * (kept & ~optimal).mean():17.1f}%: {100 * slower.mean():4.1f}%, "
-              f"{100 * faster.mean():4.1f}% | {100 * (~kept).mean():20.1f}%")
+              f"{100 * faster.mean():4.1f}% | {100 * (~kept).mean():20.1f}% | "
+              + ", ".join(f"{100 * np.mean(~optimal[(plies >= lo) & (plies < hi)]):4.1f}%"
+                          for lo, hi in phases))
 
 
 def main() -> int:
