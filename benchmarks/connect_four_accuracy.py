@@ -83,10 +83,8 @@ def budget_table(run_dir: str, budgets: list[int], step: int | None,
     from envs import connect_four as c4
     from envs.connect_four import boards_from_moves
 
-    rows = [json.loads(line) for line in (c4.DATA_DIR / "dev_set.jsonl").read_text().splitlines()
-            if line.strip()]
-    scores = np.array([[np.nan if s is None else s for s in r["scores"]] for r in rows])
-    value = np.array([r["value"] for r in rows])
+    value = np.array([json.loads(line)["value"] for line in
+                      (c4.DATA_DIR / "dev_set.jsonl").read_text().splitlines() if line.strip()])
     moves = c4.load_move_set()
     states = boards_from_moves(moves.moves)
     agent = Agent.load(run_dir, step)
@@ -99,24 +97,23 @@ def budget_table(run_dir: str, budgets: list[int], step: int | None,
                       for k, v in changes.items())
     print(f"\n{which} of {run_dir} (discount {agent.search_config.discount:g}{changed}), "
           f"searching the 1,000 positions (noise off):")
-    plies = np.array([len(r["moves"]) for r in rows])
-    phases = [(4, 12), (12, 20), (20, 28), (28, 37)]
+    plies = np.array([len(line) for line in moves.moves])
+    phases = {f"{lo}-{hi - 1}": (plies >= lo) & (plies < hi)
+              for lo, hi in [(4, 12), (12, 20), (20, 28), (28, 37)]}
     print("simulations | optimal (hard) | wrong, result kept: slower win, faster loss "
           "| wrong, result changed | wrong by plies played: "
-          + ", ".join(f"{lo}-{hi - 1} ({np.sum((plies >= lo) & (plies < hi))})"
-                      for lo, hi in phases))
+          + ", ".join(f"{name} ({phase.sum()})" for name, phase in phases.items()))
     for budget in budgets:
         actions = np.asarray(agent.with_search(num_simulations=budget).act(
             states, jax.random.key(0)))
         index = np.arange(len(actions))
         optimal = moves.optimal[index, actions]
-        kept = np.sign(scores[index, actions]) == np.sign(value)
+        kept = moves.keeps_result[index, actions]
         slower, faster = (kept & ~optimal & (value > 0)), (kept & ~optimal & (value < 0))
         print(f"{budget:11d} | {100 * optimal.mean():5.1f}% ({100 * optimal[hard].mean():5.1f}%) "
               f"| {100 * (kept & ~optimal).mean():17.1f}%: {100 * slower.mean():4.1f}%, "
               f"{100 * faster.mean():4.1f}% | {100 * (~kept).mean():20.1f}% | "
-              + ", ".join(f"{100 * np.mean(~optimal[(plies >= lo) & (plies < hi)]):4.1f}%"
-                          for lo, hi in phases))
+              + ", ".join(f"{100 * np.mean(~optimal[phase]):4.1f}%" for phase in phases.values()))
 
 
 def main() -> int:
