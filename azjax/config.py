@@ -29,7 +29,7 @@ from azjax.fields import check_setting, compiled_part, setting_types
 from azjax.files import write_atomic
 from azjax.learner import LearnerConfig
 from azjax.networks import NetworkConfig
-from azjax.search import SearchConfig
+from azjax.search import SearchConfig, search_changes
 from azjax.selfplay import SelfPlayConfig
 from azjax.specs import parse_spec
 from envs.core import INT32_MAX
@@ -146,6 +146,10 @@ class RunConfig:
     eval_simulations: int = 0
     """Search simulations per move when network + search is scored on the game's ground
     truth (0 = the training budget; games against `eval_opponents` use that budget)."""
+    eval_search_with: tuple[str, ...] = ()
+    """Settings of the search scored on the ground truth that differ from the training
+    search, as NAME=VALUE (e.g. 'average_symmetries=true', 'gumbel_value_scale=1';
+    `azjax.search.search_changes`); self-play keeps its own."""
     checkpoint_every: int = 20
     """Iterations between checkpoints (the last iteration is always checkpointed)."""
     keep_every: int = 0
@@ -189,6 +193,13 @@ class RunConfig:
         for name in ("stop_when_perfect", "tensorboard"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if isinstance(self.eval_search_with, str):
+            raise ValueError("eval_search_with must be a list of NAME=VALUE settings, "
+                             "not one string")
+        try:
+            search_changes(self.eval_search_with)
+        except ValueError as error:
+            raise ValueError(f"eval_search_with: {error}") from None
         if isinstance(self.eval_opponents, str):
             raise ValueError("eval_opponents must be a list of player specs, not one string")
         for spec in self.eval_opponents:
@@ -292,8 +303,9 @@ class TrainConfig:
             if dataclasses.is_dataclass(kind) and key in program:
                 program[key] = _build(kind, program[key], key)
         run = dict(data.get("run", {}))
-        if "eval_opponents" in run:
-            run["eval_opponents"] = tuple(run["eval_opponents"])
+        for name in ("eval_opponents", "eval_search_with"):
+            if name in run:
+                run[name] = tuple(run[name])
         return cls(program=_build(ProgramConfig, program, "program"),
                    run=_build(RunConfig, run, "run"), seed=data.get("seed", 0))
 

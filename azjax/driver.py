@@ -29,18 +29,17 @@ import numpy as np
 from jax.sharding import Mesh
 
 from azjax import checkpoint as ckpt
-from azjax.config import ProgramConfig, TrainConfig, game_settings
+from azjax.config import TrainConfig, game_settings
 from azjax.devices import agree, barrier, data_mesh, device_count, is_primary, local
-from azjax.evaluation import Evaluator, PositionEvaluator, make_evaluator, versus
+from azjax.evaluation import Evaluator, PositionEvaluator, versus
 from azjax.files import error_line
 from azjax.gating import Gate
 from azjax.loop import TrainState, init_train_state
 from azjax.memory import check_run_fits, run_parts
 from azjax.metrics_log import MetricsLog, check_tensorboard, resume_records
-from azjax.networks import make_network
-from azjax.player_specs import make_player
-from azjax.players import AgentParams, Player, network_player, search_player
+from azjax.players import AgentParams
 from azjax.plots import PLOT_FILE, plot_run, preload
+from azjax.program_players import ProgramPlayers
 from azjax.progress import Progress
 from azjax.run_lock import RunLock, lock_run_dir
 from azjax.run_status import (  # noqa: F401 - summarize and format_progress re-exported
@@ -51,7 +50,6 @@ from azjax.run_status import (  # noqa: F401 - summarize and format_progress re-
     format_progress,
     summarize,
 )
-from azjax.specs import RUN_KINDS, parse_spec
 from azjax.stacked import cached, compile_ahead, group_step, init_placed, placed, stack, unstack
 from envs import Env
 
@@ -69,43 +67,6 @@ class TrainResult:
     train_state: TrainState
     records: list[dict[str, Any]]
     perfect_at: dict[str, Any] | None
-
-
-class _Players:
-    """The players and evaluator of one program, compiled once and bound to each
-    experiment's parameters (cached by program: a later run of the same program in this
-    process reuses the compilations)."""
-
-    def __init__(self, env: Env, program: ProgramConfig):
-        self.env = env
-        self.evaluator = make_evaluator(env)
-        self.apply = make_network(env, program.network, gradients=False).apply
-        self.search = program.search
-        self.network = network_player(self.apply)
-        self._searchers: dict[int, Player] = {}
-        self._opponents: dict[str, Player] = {}
-
-    def searcher(self, simulations: int) -> Player:
-        """The search player at `simulations` per move (0: the training budget)."""
-        if simulations not in self._searchers:
-            search = self.search
-            if simulations:
-                search = dataclasses.replace(search, num_simulations=simulations)
-            self._searchers[simulations] = search_player(self.env, self.apply, None, search)
-        return self._searchers[simulations]
-
-    def opponents(self, specs: Sequence[str]) -> list[Player]:
-        """The baseline players named by `specs`, made once each (a player loaded from a
-        run directory is made anew by each `train_group` call: the run may have moved)."""
-        for spec in specs:
-            if spec not in self._opponents:
-                self._opponents[spec] = make_player(spec, self.env)
-        return [self._opponents[spec] for spec in specs]
-
-    def forget_loaded(self) -> None:
-        """Drops the players loaded from run directories."""
-        for spec in [s for s in self._opponents if parse_spec(s).kind in RUN_KINDS]:
-            del self._opponents[spec]
 
 
 class _Run:
@@ -183,7 +144,7 @@ class _Run:
         return self.time_offset + time.perf_counter() - self.clock_start
 
     def after_iteration(self, index: int, state: TrainState, metrics: Callable[[], dict],
-                        evaluator: Evaluator, players: _Players, lines: bool) -> TrainState:
+                        evaluator: Evaluator, players: ProgramPlayers, lines: bool) -> TrainState:
         """Logs, evaluates, gates and checkpoints after the experiment's iteration; returns
         the stacked state (changed where a gate promoted its network)."""
         run = self.run
@@ -242,7 +203,7 @@ class _Run:
         return state
 
     def _evaluate(self, iteration: int, last: bool, bound: AgentParams,
-                  evaluator: Evaluator, players: _Players) -> dict[str, float]:
+                  evaluator: Evaluator, players: ProgramPlayers) -> dict[str, float]:
         run, params = self.run, bound.network
         searching = run.eval_search_every > 0  # then also at the end, perfect or not
         with_search = searching and ((self.evals_done + 1) % run.eval_search_every == 0
@@ -250,7 +211,7 @@ class _Run:
         self.evals_done += 1
         out = evaluator.network_metrics(players.network.with_params(params))
         if with_search or (searching and out["perfect"] and run.stop_when_perfect):
-            agent = players.searcher(run.eval_simulations).with_params(bound)
+            agent = players.scored(run.eval_simulations, run.eval_search_with, bound)
             out.update(evaluator.search_metrics(agent, jax.random.fold_in(self.eval_key,
                                                                           iteration)))
         if run.eval_opponents:
@@ -260,7 +221,7 @@ class _Run:
                               run.eval_openings))
         return out
 
-    def _gate(self, index: int, state: TrainState, latest: AgentParams, players: _Players,
+    def _gate(self, index: int, state: TrainState, latest: AgentParams, players: ProgramPlayers,
               record: dict[str, Any]) -> TrainState:
         run = self.run
         template = players.searcher(run.gate_simulations)
@@ -426,7 +387,7 @@ def train_group(
     configs, mesh = _devices(configs, run_dirs, say)
     program = configs[0].program
     players = cached(("players", id(env), program.compile_key()),
-                      lambda: _Players(env, program))
+                      lambda: ProgramPlayers(env, program))
     env = players.env
     players.forget_loaded()
     for config in configs:

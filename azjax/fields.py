@@ -18,6 +18,7 @@ needs the list derives it from the mark:
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from typing import Any, Callable
 
@@ -26,6 +27,8 @@ import jax
 from envs.core import INT32_MAX, check_option
 
 _TRACED = "azjax.traced"
+NOT_SCALAR = object()
+"""What `parse_setting` returns for a setting that is not a scalar (nothing to parse)."""
 
 
 def _always_traced(value: Any) -> None:
@@ -126,3 +129,36 @@ def check_setting(path: str, value: Any, kind: type, low: float | None = None,
     if kind is int and high is None and number > INT32_MAX:
         raise ValueError(f"{path} must be <= 2**31 - 1 (an int32 in the compiled program), "
                          f"got {value!r}")
+
+
+def parse_setting(path: str, kind: Any, text: str) -> Any:
+    """A value of setting `path`, of type `kind` (bool, int, float, str or a Literal of
+    strings), parsed from text; ValueError naming the setting when it cannot be, and
+    `NOT_SCALAR` for a setting of any other type."""
+    text = text.strip()
+    choices = typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else None
+    if choices is None and kind not in (bool, int, float, str):
+        return NOT_SCALAR
+    try:
+        if choices is not None:
+            if text not in choices:
+                raise ValueError
+            return text
+        if kind is bool:
+            lowered = text.lower()
+            if lowered not in ("true", "false", "1", "0"):
+                raise ValueError
+            return lowered in ("true", "1")
+        if kind is int:
+            return int(text)
+        if kind is float:
+            value = float(text)
+            if not math.isfinite(value):
+                raise ValueError
+            return value
+        if not text:
+            raise ValueError
+        return text
+    except ValueError:
+        expected = f"one of {', '.join(choices)}" if choices else kind.__name__
+        raise ValueError(f"bad value {text!r} for {path} (expected {expected})") from None

@@ -20,15 +20,25 @@ leaves, so the compiled search takes them as arguments, and the rest is static.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from typing import Callable, Literal
+from collections.abc import Sequence
+from typing import Any, Callable, Literal
 
 import chex
 import jax
 import jax.numpy as jnp
 import mctx
 
-from azjax.fields import check_setting, config_dataclass, traced
+from azjax.fields import (
+    NOT_SCALAR,
+    check_setting,
+    config_dataclass,
+    is_traced,
+    parse_setting,
+    setting_types,
+    traced,
+)
 from azjax.rollouts import random_playout
 from envs import Env, State
 
@@ -71,6 +81,10 @@ class SearchConfig:
     """Per-ply discount: a result k plies ahead is worth discount^k, in the search's
     backups and in the value targets, so that of two wins the faster one (of two losses
     the slower one) is worth more. 1 is AlphaZero's undiscounted result."""
+    average_symmetries: bool = False
+    """Evaluate every position (root and leaves) as the mean of the network over the
+    game's symmetries (`symmetric_apply`): a less noisy value and prior for G times the
+    network's cost. Compiled in."""
 
     def validate(self) -> None:
         """Raises ValueError for settings mctx would reject or mis-handle."""
@@ -86,11 +100,45 @@ class SearchConfig:
         check_setting("search.gumbel_value_scale", self.gumbel_value_scale, float, above=0)
         check_setting("search.rollout_lambda", self.rollout_lambda, float, 0, 1)
         check_setting("search.discount", self.discount, float, above=0, high=1)
+        if not isinstance(self.average_symmetries, bool):
+            raise ValueError(f"search.average_symmetries must be true or false, got "
+                             f"{self.average_symmetries!r}")
 
     def as_arrays(self) -> "SearchConfig":
         """The same settings with the traced ones as float32 arrays (what a `TrainState`
         carries and a compiled search receives)."""
         return jax.tree.map(jnp.float32, self)
+
+
+def search_changes(pairs: Sequence[str]) -> dict[str, Any]:
+    """Search settings written `NAME=VALUE` ('gumbel_value_scale=1',
+    'average_symmetries=true'; NAME with or without 'search.', '-' or '_'), parsed by
+    their type into `SearchConfig` field changes; ValueError with one line naming the
+    bad pair, name, value or range."""
+    kinds = setting_types(SearchConfig)
+    changes: dict[str, Any] = {}
+    for pair in pairs:
+        name, equals, text = str(pair).partition("=")
+        field = name.strip().replace("-", "_").removeprefix("search.")
+        if not equals or field not in kinds:
+            raise ValueError(f"expected NAME=VALUE with NAME a search setting "
+                             f"({', '.join(kinds)}), got {pair!r}")
+        value = parse_setting(f"search.{field}", kinds[field], text)
+        if value is NOT_SCALAR:
+            raise ValueError(f"search.{field} is not a scalar setting")
+        changes[field] = value
+    SearchConfig(**changes).validate()
+    return changes
+
+
+def changed(search: SearchConfig, changes: dict[str, Any]) -> SearchConfig:
+    """`search` (plain or `as_arrays`) with `changes` applied; a traced setting of an
+    array config stays a float32 array, so the result can be bound to a player."""
+    traced_names = {f.name for f in dataclasses.fields(SearchConfig) if is_traced(f)}
+    values = {name: jnp.float32(value)
+              if name in traced_names and isinstance(getattr(search, name), jax.Array)
+              else value for name, value in changes.items()}
+    return dataclasses.replace(search, **values)
 
 
 def deterministic(search: SearchConfig) -> SearchConfig:
@@ -113,6 +161,33 @@ def mixed_value(env: Env, value: chex.Array, states: State, rollout_lambda: chex
         lambda: jnp.zeros_like(value),
     )
     return (1.0 - rollout_lambda) * value + rollout_lambda * playout
+
+
+def symmetric_apply(env: Env, apply_fn: ApplyFn) -> ApplyFn:
+    """`apply_fn` averaged over `env.symmetries`: each observation is transformed by every
+    symmetry g, the G copies go through the network in one batch, and the result is the
+    mean of their values and of their log-policies mapped back to the position's own
+    actions. The averaged network is exactly invariant (value) and equivariant (policy)
+    under the group; with the identity alone it is `apply_fn` itself."""
+    symmetries = env.symmetries
+    size = symmetries.size
+    if size == 1:
+        return apply_fn
+
+    def transform(obs: chex.Array) -> chex.Array:
+        return jax.vmap(lambda g: symmetries.observation(obs, g))(jnp.arange(size))
+
+    def averaged(params, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
+        batch = obs.shape[0]
+        copies = jax.vmap(transform, out_axes=1)(obs)  # [G, B, *obs_shape]
+        logits, value = apply_fn(params, copies.reshape(size * batch, *obs.shape[1:]))
+        log_policy = jax.nn.log_softmax(logits.reshape(size, batch, -1))
+        # copy g's entry for action a of the original position sits at a's image under g
+        back = jnp.take_along_axis(log_policy, symmetries.inverse_action_perm[:, None, :],
+                                   axis=2)
+        return back.mean(axis=0), value.reshape(size, batch).mean(axis=0)
+
+    return averaged
 
 
 def make_recurrent_fn(env: Env, leaf_fn: LeafFn, discount: float = 1.0) -> mctx.RecurrentFn:
@@ -144,6 +219,7 @@ def make_recurrent_fn(env: Env, leaf_fn: LeafFn, discount: float = 1.0) -> mctx.
 def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
     """Returns `search(params, search, key, states) -> mctx.PolicyOutput`.
 
+    With `config.average_symmetries` the network is `symmetric_apply(env, apply_fn)`.
     `states` is a batch of live States [B]; `search` is a `SearchConfig` with the
     compiled-in settings of `config` (its traced ones may be arrays); the key is
     consumed. With PUCT the root prior gets Dirichlet noise (set `dirichlet_fraction=0`
@@ -151,6 +227,8 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
     """
     config.validate()
     rollouts = config.rollout_lambda > 0
+    if config.average_symmetries:
+        apply_fn = symmetric_apply(env, apply_fn)
 
     def network_leaf(params, key, states: State):
         params, search = params

@@ -23,8 +23,6 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import math
-import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ from azjax import checkpoint as ckpt
 from azjax.config import TrainConfig, setting_paths
 from azjax.driver import finished, train_group
 from azjax.evaluation import make_evaluator
+from azjax.fields import NOT_SCALAR, parse_setting
 from azjax.sweep_plots import plot_sweep
 from azjax.sweep_table import (
     REACHED,
@@ -97,34 +96,10 @@ def resolve_name(name: str) -> str:
 
 def parse_value(path: str, text: str) -> Any:
     """One value of setting `path` parsed from text (ValueError when it cannot be)."""
-    kind = sweepable_fields()[path]
-    text = text.strip()
-    choices = typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else None
-    try:
-        if choices is not None:
-            if text not in choices:
-                raise ValueError
-            return text
-        if kind is bool:
-            lowered = text.lower()
-            if lowered not in ("true", "false", "1", "0"):
-                raise ValueError
-            return lowered in ("true", "1")
-        if kind is int:
-            return int(text)
-        if kind is float:
-            value = float(text)
-            if not math.isfinite(value):
-                raise ValueError
-            return value
-        if kind is str:
-            if not text:
-                raise ValueError
-            return text
-    except ValueError:
-        expected = f"one of {', '.join(choices)}" if choices else getattr(kind, "__name__", kind)
-        raise ValueError(f"bad value {text!r} for {path} (expected {expected})") from None
-    raise ValueError(f"cannot sweep {path}: not a scalar setting")
+    value = parse_setting(path, sweepable_fields()[path], text)
+    if value is NOT_SCALAR:
+        raise ValueError(f"cannot sweep {path}: not a scalar setting")
+    return value
 
 
 def format_value(value: Any) -> str:

@@ -13,8 +13,9 @@ keep the position's result but not its distance (a slower win, a faster loss: th
 solver's "optimal" is the best score, and an undiscounted value cannot tell them apart)
 and those that change the result, and gives the wrong share by game phase (plies played:
 the early positions are the hard ones, their fastest win often 25 plies away).
-`--search-with NAME=VALUE ...` changes the search for that table only (an
-evaluation-time ablation on a trained network).
+The search is the run's scored one (its training search changed by its
+`eval_search_with`); `--search-with NAME=VALUE ...` changes it further for that table
+only (an evaluation-time ablation on a trained network).
 
     python benchmarks/connect_four_accuracy.py [--run-dir runs/connect_four] [--report-only]
         [--budgets 32 128 512 [--step N] [--search-with gumbel_value_scale=1 ...]]
@@ -52,24 +53,14 @@ def baselines() -> tuple[float, float, float]:
 
 
 def search_changes(pairs: list[str]) -> dict[str, object]:
-    """`NAME=VALUE` search settings (e.g. `gumbel_value_scale=1`), named and parsed as a
-    sweep's `--param` is (`azjax.sweep`); a one-line error for anything else."""
-    from azjax.search import SearchConfig
-    from azjax.sweep import parse_value, resolve_name
+    """`NAME=VALUE` search settings (e.g. `gumbel_value_scale=1`), parsed as a run's
+    `eval_search_with` is (`azjax.search.search_changes`); a one-line error otherwise."""
+    from azjax.search import search_changes as parse
 
-    changes = {}
     try:
-        for pair in pairs:
-            name, equals, text = pair.partition("=")
-            path = resolve_name(name) if equals else ""
-            if not path.startswith("search."):
-                raise ValueError(f"--search-with wants NAME=VALUE with a search setting, "
-                                 f"got {pair!r}")
-            changes[path.removeprefix("search.")] = parse_value(path, text)
-        SearchConfig(**changes).validate()
+        return parse(pairs)
     except ValueError as error:
-        raise SystemExit(f"error: {error}") from None
-    return changes
+        raise SystemExit(f"error: --search-with: {error}") from None
 
 
 def budget_table(run_dir: str, budgets: list[int], step: int | None,
@@ -80,6 +71,8 @@ def budget_table(run_dir: str, budgets: list[int], step: int | None,
     import jax
 
     from azjax import Agent
+    from azjax.checkpoint import load_config
+    from azjax.search import search_changes as parse
     from envs import connect_four as c4
     from envs.connect_four import boards_from_moves
 
@@ -87,6 +80,8 @@ def budget_table(run_dir: str, budgets: list[int], step: int | None,
                       (c4.DATA_DIR / "dev_set.jsonl").read_text().splitlines() if line.strip()])
     moves = c4.load_move_set()
     states = boards_from_moves(moves.moves)
+    # the run's own scored search first, as its evaluations searched
+    changes = {**parse(load_config(Path(run_dir)).run.eval_search_with), **changes}
     agent = Agent.load(run_dir, step)
     agent = agent.with_search(**changes)
     legal = np.asarray(states.legal_action_mask)

@@ -132,15 +132,18 @@ def time_iterations(env, programs: list, count: int, repeats: int) -> list[Itera
     return iterations
 
 
-def eval_players(env, program, state, simulations: int = 0) -> tuple[Any, Any]:
+def eval_players(env, program, state, simulations: int = 0,
+                 search_with: tuple[str, ...] = ()) -> tuple[Any, Any]:
     """The driver's evaluation players bound to experiment 0 of `state`: the network
     alone and network + search (`azjax.players`) at `simulations` per move (0: the
-    training budget; the run's `eval_simulations`)."""
+    training budget; the run's `eval_simulations`), its search changed by the run's
+    `eval_search_with`."""
     import dataclasses
 
     from azjax.devices import local
     from azjax.networks import make_network
     from azjax.players import AgentParams, network_player, search_player
+    from azjax.search import changed, search_changes
     from azjax.stacked import unstack
 
     apply = make_network(env, program.network, gradients=False).apply  # as the driver's
@@ -149,8 +152,10 @@ def eval_players(env, program, state, simulations: int = 0) -> tuple[Any, Any]:
     search = program.search
     if simulations:
         search = dataclasses.replace(search, num_simulations=simulations)
+    changes = search_changes(search_with)
+    search = changed(search, changes)
     agent = search_player(env, apply, None, search).with_params(
-        AgentParams(params, local(unstack(state.search_params, 0))))
+        AgentParams(params, changed(local(unstack(state.search_params, 0)), changes)))
     return network, agent
 
 
@@ -172,7 +177,8 @@ def time_evaluation(config, env, state, repeats: int) -> dict[str, Any]:
 
     run = config.run
     evaluator = make_evaluator(env)
-    network, agent = eval_players(env, config.program, state, run.eval_simulations)
+    network, agent = eval_players(env, config.program, state, run.eval_simulations,
+                                  run.eval_search_with)
     key = jax.random.key(config.seed + 1)
     out: dict[str, Any] = {"evaluator": type(evaluator).__name__,
                            "eval_every": run.eval_every,

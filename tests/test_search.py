@@ -21,6 +21,7 @@ from azjax.search import (
     make_search_fn,
     masked_logits,
     root_value,
+    symmetric_apply,
     visit_counts,
 )
 from envs.tictactoe import state_from_board
@@ -398,6 +399,7 @@ def test_masked_logits():
         dict(dirichlet_fraction=-0.1),
         dict(gumbel_scale=-1.0),
         dict(gumbel_value_scale=0.0),
+        dict(average_symmetries=1),
     ],
 )
 def test_search_config_validation(kwargs):
@@ -420,3 +422,100 @@ def test_search_config_valid_and_traced_settings():
 def test_make_search_fn_validates(env):
     with pytest.raises(ValueError):
         make_search_fn(env, zero_apply, SearchConfig(num_simulations=0))
+
+
+# --------------------------------------------------------------------------------------
+# Averaging the network over the game's symmetries
+# --------------------------------------------------------------------------------------
+
+
+def random_positions(env, count, seed):
+    """Live positions after a few uniformly random legal moves each."""
+    keys = jax.random.split(jax.random.key(seed), count)
+
+    def one(key):
+        init_key, key = jax.random.split(key)
+        state = env.init(init_key)
+        for ply_key in jax.random.split(key, 3):
+            logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
+            state = env.step(state, jax.random.categorical(ply_key, logits))
+        return state
+
+    return jax.vmap(one)(keys)
+
+
+@pytest.mark.parametrize("game", ["tictactoe", "connect_four"])
+def test_symmetric_apply_averages_the_copies_and_is_invariant(game):
+    """The averaged network is the mean over g of the network on the g-transformed
+    position, each copy's log-policy read at the image of every action (checked one
+    action at a time with `Symmetries.action`); so the value of every transformed
+    position is the same and its policy is the transformed policy."""
+    from azjax.networks import NetworkConfig, init_params, make_network
+
+    game_env = envs.make(game)
+    config = NetworkConfig(channels=8, num_blocks=1)
+    net = make_network(game_env, config, gradients=False)
+    params = init_params(game_env, config, jax.random.key(3))
+    states = random_positions(game_env, 6, seed=11)
+    symmetries = game_env.symmetries
+    averaged = jax.jit(symmetric_apply(game_env, net.apply))
+    apply = jax.jit(net.apply)
+    obs = states.observation
+    log_policy, value = averaged(params, obs)
+
+    actions = jnp.arange(game_env.num_actions)
+    copies_value, copies_policy = [], []
+    for g in range(symmetries.size):
+        moved = jax.vmap(lambda o, g=g: symmetries.observation(o, g))(obs)
+        logits, v = apply(params, moved)
+        lp = np.asarray(jax.nn.log_softmax(logits))
+        images = np.asarray(jax.vmap(lambda a, g=g: symmetries.action(a, g))(actions))
+        copies_policy.append(lp[:, images])
+        copies_value.append(np.asarray(v))
+    np.testing.assert_allclose(value, np.mean(copies_value, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(log_policy, np.mean(copies_policy, 0), rtol=1e-5, atol=1e-5)
+    plain_value = np.asarray(net.apply(params, obs)[1])
+    assert np.abs(plain_value - np.asarray(value)).max() > 1e-4  # the network is not invariant
+
+    for g in range(1, symmetries.size):
+        moved = jax.vmap(lambda o, g=g: symmetries.observation(o, g))(obs)
+        moved_policy, moved_value = averaged(params, moved)
+        np.testing.assert_allclose(moved_value, value, rtol=1e-5, atol=1e-6)
+        expected = jax.vmap(lambda p, g=g: symmetries.policy(p, g))(log_policy)
+        np.testing.assert_allclose(moved_policy, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_symmetric_apply_is_the_network_itself_without_symmetries():
+    game_env = envs.make("coin_split")
+    assert game_env.symmetries.size == 1
+    assert symmetric_apply(game_env, zero_apply) is zero_apply
+
+
+def test_averaged_search_plays_mirrored_positions_alike():
+    """With the averaged network, a deterministic Gumbel search values a Connect Four
+    position and its mirror image alike (root value), and its root visit counts are the
+    mirror of each other's; the plain network's search does not."""
+    from azjax.networks import NetworkConfig, init_params, make_network
+
+    game_env = envs.make("connect_four")
+    config = NetworkConfig(channels=8, num_blocks=1)
+    net = make_network(game_env, config, gradients=False)
+    params = init_params(game_env, config, jax.random.key(5))
+    states = random_positions(game_env, 12, seed=2)
+    mirrored = jax.vmap(lambda s: game_env.transform_state(s, 1))(states)
+    lopsided = np.asarray(jnp.any(states.observation != mirrored.observation, axis=(1, 2, 3)))
+    assert lopsided.sum() >= 6  # a symmetric position would leave ties to the move order
+    states, mirrored = (jax.tree.map(lambda x: x[lopsided], s) for s in (states, mirrored))
+    results = {}
+    for average in (False, True):
+        search = SearchConfig(num_simulations=16, max_num_considered_actions=7,
+                              average_symmetries=average)
+        search_fn = jax.jit(make_search_fn(game_env, net.apply, search))
+        quiet = deterministic(search.as_arrays())
+        out, out_mirror = (search_fn(params, quiet, jax.random.key(0), s)
+                           for s in (states, mirrored))
+        flipped = np.asarray(visit_counts(out_mirror))[:, ::-1]
+        gap = np.abs(np.asarray(root_value(out)) - np.asarray(root_value(out_mirror))).max()
+        results[average] = gap, np.array_equal(np.asarray(visit_counts(out)), flipped)
+    assert results[True][0] < 1e-5 and results[True][1]
+    assert results[False][0] > 1e-4

@@ -191,6 +191,33 @@ def test_eval_simulations_set_the_evaluation_search():
     assert leaves_equal(same_params, params) and leaves_equal(other_params, params)
 
 
+def test_eval_search_with_changes_only_the_scored_search():
+    """`eval_search_with` reaches the scored search, compiled-in settings and traced ones
+    alike: the symmetry-averaged network and an all-playout leaf value (rollout_lambda,
+    traced: it must replace the training state's 0) score otherwise; training stays the
+    same."""
+    config = SMALL.replace(iterations=1, eval_every=1, eval_search_every=1)
+
+    def evaluated(**changes):
+        result = train(config.replace(**changes), None, progress=None)
+        (record,) = [r for r in result.records if "search_optimal_share" in r]
+        return ({k: v for k, v in record.items() if k.startswith("search_")},
+                result.train_state.params)
+
+    plain, params = evaluated()
+    for setting in ("average_symmetries=true", "rollout_lambda=1"):
+        searched, trained = evaluated(eval_search_with=(setting,))
+        assert searched.keys() == plain.keys() and searched != plain, setting
+        assert leaves_equal(trained, params)
+
+
+@pytest.mark.parametrize("bad", [("c_puct=0",), ("nonsense=1",), ("average_symmetries",),
+                                 "average_symmetries=true"])
+def test_eval_search_with_rejects_bad_settings(bad):
+    with pytest.raises(ValueError, match="eval_search_with"):
+        SMALL.replace(eval_search_with=bad).validate()
+
+
 def test_checkpoint_round_trip_and_exact_resume(tmp_path):
     straight = train(SMALL, run_dir=None, progress=None).train_state
 
