@@ -27,8 +27,6 @@ import jax
 from envs.core import INT32_MAX, check_option
 
 _TRACED = "azjax.traced"
-NOT_SCALAR = object()
-"""What `parse_setting` returns for a setting that is not a scalar (nothing to parse)."""
 
 
 def _always_traced(value: Any) -> None:
@@ -131,14 +129,19 @@ def check_setting(path: str, value: Any, kind: type, low: float | None = None,
                          f"got {value!r}")
 
 
+def is_scalar(kind: Any) -> bool:
+    """Whether a setting of type `kind` is written as one value (`parse_setting`)."""
+    return typing.get_origin(kind) is typing.Literal or kind in (bool, int, float, str)
+
+
 def parse_setting(path: str, kind: Any, text: str) -> Any:
-    """A value of setting `path`, of type `kind` (bool, int, float, str or a Literal of
-    strings), parsed from text; ValueError naming the setting when it cannot be, and
-    `NOT_SCALAR` for a setting of any other type."""
+    """A value of setting `path`, of a scalar type `kind` (bool, int, float, str or a
+    Literal of strings), parsed from text; ValueError naming the setting when it cannot
+    be."""
+    if not is_scalar(kind):
+        raise ValueError(f"{path} is not a scalar setting")
     text = text.strip()
     choices = typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else None
-    if choices is None and kind not in (bool, int, float, str):
-        return NOT_SCALAR
     try:
         if choices is not None:
             if text not in choices:

@@ -31,7 +31,6 @@ import jax.numpy as jnp
 import mctx
 
 from azjax.fields import (
-    NOT_SCALAR,
     check_setting,
     config_dataclass,
     is_traced,
@@ -123,10 +122,7 @@ def search_changes(pairs: Sequence[str]) -> dict[str, Any]:
         if not equals or field not in kinds:
             raise ValueError(f"expected NAME=VALUE with NAME a search setting "
                              f"({', '.join(kinds)}), got {pair!r}")
-        value = parse_setting(f"search.{field}", kinds[field], text)
-        if value is NOT_SCALAR:
-            raise ValueError(f"search.{field} is not a scalar setting")
-        changes[field] = value
+        changes[field] = parse_setting(f"search.{field}", kinds[field], text)
     SearchConfig(**changes).validate()
     return changes
 

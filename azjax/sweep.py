@@ -31,7 +31,7 @@ from azjax import checkpoint as ckpt
 from azjax.config import TrainConfig, setting_paths
 from azjax.driver import finished, train_group
 from azjax.evaluation import make_evaluator
-from azjax.fields import NOT_SCALAR, parse_setting
+from azjax.fields import is_scalar, parse_setting
 from azjax.sweep_plots import plot_sweep
 from azjax.sweep_table import (
     REACHED,
@@ -96,10 +96,10 @@ def resolve_name(name: str) -> str:
 
 def parse_value(path: str, text: str) -> Any:
     """One value of setting `path` parsed from text (ValueError when it cannot be)."""
-    value = parse_setting(path, sweepable_fields()[path], text)
-    if value is NOT_SCALAR:
+    kind = sweepable_fields()[path]
+    if not is_scalar(kind):
         raise ValueError(f"cannot sweep {path}: not a scalar setting")
-    return value
+    return parse_setting(path, kind, text)
 
 
 def format_value(value: Any) -> str:

@@ -134,29 +134,20 @@ def time_iterations(env, programs: list, count: int, repeats: int) -> list[Itera
 
 def eval_players(env, program, state, simulations: int = 0,
                  search_with: tuple[str, ...] = ()) -> tuple[Any, Any]:
-    """The driver's evaluation players bound to experiment 0 of `state`: the network
-    alone and network + search (`azjax.players`) at `simulations` per move (0: the
-    training budget; the run's `eval_simulations`), its search changed by the run's
+    """The driver's evaluation players (`azjax.program_players`) bound to experiment 0
+    of `state`: the network alone and the scored search at `simulations` per move (0:
+    the training budget; the run's `eval_simulations`), changed by the run's
     `eval_search_with`."""
-    import dataclasses
-
     from azjax.devices import local
-    from azjax.networks import make_network
-    from azjax.players import AgentParams, network_player, search_player
-    from azjax.search import changed, search_changes
+    from azjax.players import AgentParams
+    from azjax.program_players import ProgramPlayers
     from azjax.stacked import unstack
 
-    apply = make_network(env, program.network, gradients=False).apply  # as the driver's
+    players = ProgramPlayers(env, program)
     params = local(unstack(state.params, 0))
-    network = network_player(apply).with_params(params)
-    search = program.search
-    if simulations:
-        search = dataclasses.replace(search, num_simulations=simulations)
-    changes = search_changes(search_with)
-    search = changed(search, changes)
-    agent = search_player(env, apply, None, search).with_params(
-        AgentParams(params, changed(local(unstack(state.search_params, 0)), changes)))
-    return network, agent
+    bound = AgentParams(params, local(unstack(state.search_params, 0)))
+    return (players.network.with_params(params),
+            players.scored(simulations, search_with, bound))
 
 
 def time_phase(fn: Callable[[int], Any], repeats: int) -> dict[str, Any]:
