@@ -1,23 +1,37 @@
 """azjax: AlphaZero in JAX — mctx search, Flax network, Optax learner, one XLA iteration.
 
-The public API (`__all__`): configs, the driver (`train`, `train_group`), agents, players
-and matches. Command-line tools are modules run with `python -m`: `azjax.arena`,
-`azjax.league`, `azjax.play`, `azjax.export`; sweeps are `azjax.sweep.run_sweep` (and
-`experiments/sweep.py`).
+The package is built in layers; each imports only from the layers before it:
+
+* `envs` (beside azjax): the games, pure JAX state machines.
+* `azjax.core`: what compiles — network, search, self-play, replay, learner, the
+  training iteration and the stacked group step, and the agent's players.
+* `azjax.run`: a run's definition and what it leaves — configs, recipes, memory and
+  device checks, checkpoints, locks, metrics, agent files and the `Agent`.
+* `azjax.go`: Go's own tools — GNU Go as a player, the GTP engine and referee, SGF.
+* `azjax.evaluation`: baselines, matches, evaluators, gating, ratings, player specs and
+  the league.
+* `azjax.driver`: the one training driver (`train`, `train_group`), its status lines
+  and plots.
+* `azjax.sweep`: ablation sweeps over a grid of settings and seeds.
+* The commands, at the top: `python -m azjax.arena`, `.league`, `.play`, `.export`,
+  `.gtp`, `.gtp_referee`, and the command-line helpers they share (`azjax.cli`).
+
+The public API is `__all__` below and each subpackage's `__all__`.
 """
 
-from azjax.agent import Agent
-from azjax.config import ProgramConfig, RunConfig, TrainConfig
-from azjax.driver import TrainResult, train, train_group
-from azjax.evaluation import make_evaluator
-from azjax.learner import LearnerConfig
-from azjax.match import MatchResult, play_match
-from azjax.networks import NetworkConfig, PolicyValueNet
-from azjax.player_specs import make_player
-from azjax.players import Player
-from azjax.recipes import recipe
-from azjax.search import SearchConfig
-from azjax.selfplay import SelfPlayConfig
+from azjax.core.learner import LearnerConfig
+from azjax.core.networks import NetworkConfig, PolicyValueNet
+from azjax.core.players import Player
+from azjax.core.program import ProgramConfig
+from azjax.core.search import SearchConfig
+from azjax.core.selfplay import SelfPlayConfig
+from azjax.driver.driver import TrainResult, train, train_group
+from azjax.evaluation.evaluators import make_evaluator
+from azjax.evaluation.match import MatchResult, play_match
+from azjax.evaluation.player_specs import make_player
+from azjax.run.agent import Agent
+from azjax.run.config import RunConfig, TrainConfig
+from azjax.run.recipes import recipe
 
 evaluate = play_match
 """The name the arena's match function had before `play_match`; kept for scripts."""

@@ -6,8 +6,8 @@
 
 Seats are swapped for half the games, and the two halves play the same openings
 (`--openings K` random plies first, so deterministic players do not replay one game).
-The games are played by `azjax.match.play_match` (also `azjax.play_match`). For Go,
-`--sgf DIR` saves every game as DIR/game-0001.sgf, ... (`azjax.sgf`).
+The games are played by `azjax.evaluation.match.play_match` (also `azjax.play_match`). For Go,
+`--sgf DIR` saves every game as DIR/game-0001.sgf, ... (`azjax.go.sgf`).
 """
 
 from __future__ import annotations
@@ -17,23 +17,19 @@ import datetime
 import json
 import sys
 import time
-from collections.abc import Sequence
 
 import jax
 
 import envs
-from azjax import memory, player_specs, sgf
-from azjax.cli import (
-    check_output_path,
-    check_seed,
-    one_line_errors,
-    run_script,
-    write_atomic,
-)
-from azjax.match import play_match
-from azjax.players import AgentParams, Player
-from azjax.progress import Progress
-from azjax.specs import parse_spec
+from azjax.cli import one_line_errors, run_script
+from azjax.core.memory import check_match_fits
+from azjax.evaluation import player_specs
+from azjax.evaluation.match import play_match
+from azjax.evaluation.player_specs import search_simulations
+from azjax.go import sgf
+from azjax.run.config import check_seed
+from azjax.run.files import check_output_path, write_atomic
+from azjax.run.progress import Progress
 from envs import Env
 
 
@@ -92,31 +88,6 @@ def main(argv: list[str] | None = None) -> int:
                                      date=datetime.date.today().isoformat())
         print(f"wrote {len(paths)} SGF files to {sgf_dir}", flush=True)
     return 0
-
-
-def search_simulations(spec: str | None, player: Player) -> int:
-    """Simulations per move of a searching player (network + search, or `mcts:N`), 0
-    for one that does not search; `spec` is the player's spec string, if it has one."""
-    if isinstance(player.params, AgentParams):
-        return int(player.params.search.num_simulations)
-    parsed = None if spec is None else parse_spec(spec)
-    return int(parsed.arg) if parsed is not None and parsed.kind == "mcts" else 0
-
-
-def check_match_fits(env: Env, num_games: int, searches: Sequence[tuple[str, int]]
-                     ) -> None:
-    """ValueError (one line, before anything is allocated) when a match of `num_games`
-    batched games would not fit in memory: the live games, and a search tree over the
-    batch for each searching player (`searches`: (player name, simulations per move))."""
-    if num_games < 1:
-        return  # play_match refuses it with its own message
-    parts = {"live games": num_games * memory.state_bytes(env)}
-    for name, simulations in searches:
-        if simulations > 0:
-            parts[f"search trees of {name}"] = memory.search_tree_bytes(env, num_games,
-                                                                        simulations)
-    memory.check_fits(f"a match of {num_games:,} games of {env.name}",
-                      sum(parts.values()), memory.describe(parts))
 
 
 def _arena_env(args) -> Env:

@@ -1,5 +1,6 @@
-"""What every command line of azjax shares: one-line errors, outputs checked before the
-work, and atomic writes.
+"""What every command line of azjax shares: one-line errors, seeds checked, and the exit
+of a script. Outputs are checked before the work and written atomically with
+`azjax.run.files` (`check_output_path`, `write_atomic`):
 
     @one_line_errors
     def main(argv=None) -> int:
@@ -19,19 +20,15 @@ from __future__ import annotations
 
 import functools
 import gc
-import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NoReturn
 
 import jax
 
-from azjax import files
-from azjax.files import os_error_text, write_atomic  # noqa: F401 - write_atomic re-exported
+from azjax.run.files import os_error_text
 
 EXIT_ERROR = 2
-MAX_SEED = 2**63 - 1  # JAX keys take a signed 64-bit seed; NumPy's generators no negative
 
 
 def is_user_error(err: BaseException) -> bool:
@@ -92,59 +89,3 @@ def run_script(main: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:
     sys.exit(code)
 
 
-def check_seed(seed: int, what: str = "--seed") -> int:
-    """`seed`, or a ValueError when it is not an integer from 0 to 2**63 - 1."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"{what} must be an integer from 0 to {MAX_SEED}, got {seed!r}")
-    return seed
-
-
-def _check_writable(directory: Path, what: str) -> None:
-    """ValueError unless a file can be created in `directory` (tried, then removed)."""
-    probe = files.temporary_name(directory / "azjax-write-check")
-    try:
-        os.close(files.open_new(probe))
-    except OSError as err:
-        reason = err.strerror or error_text(err)
-        raise ValueError(f"{what}: cannot write to {str(directory)!r} ({reason})") from None
-    probe.unlink(missing_ok=True)
-
-
-def _refuse_under_a_file(path: Path, places: tuple[Path, ...], what: str) -> None:
-    """ValueError when the nearest existing of `places` (`path` or its ancestors, nearest
-    first) is a file rather than a directory."""
-    for place in places:
-        if place.exists():
-            if place.is_dir():
-                return
-            where = "is" if place == path else f"lies under {str(place)!r}, which is"
-            raise ValueError(f"{what}: {str(path)!r} {where} a file, not a directory")
-
-
-def check_output_dir(path: str | Path, what: str) -> Path:
-    """`path` as a Path, checked before the work whose outputs go into it: a writable
-    directory, or one that can be made (its nearest existing ancestor is a writable
-    directory). ValueError naming `what` otherwise; nothing is created."""
-    path = Path(path)
-    _refuse_under_a_file(path, (path, *path.parents), what)
-    existing = next(p for p in (path, *path.parents, Path(".")) if p.is_dir())
-    _check_writable(existing, what)
-    return path
-
-
-def check_output_path(path: str | Path, what: str) -> Path:
-    """`path` as a Path, checked before the work that produces the file: refuses
-    (ValueError naming `what`) a directory, a path whose directory is missing or is a
-    file, and a directory where no file can be created. Nothing is left behind."""
-    if not str(path).strip():
-        raise ValueError(f"{what}: the file name is empty")
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{what}: {str(path)!r} is a directory; give a file name")
-    _refuse_under_a_file(path, tuple(path.parents), what)
-    directory = path.parent
-    if not directory.is_dir():
-        raise ValueError(f"{what}: the directory {str(directory)!r} of {str(path)!r} "
-                         "does not exist")
-    _check_writable(directory, what)
-    return path

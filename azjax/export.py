@@ -1,16 +1,17 @@
 """Export a trained agent to one file: `python -m azjax.export RUN_DIR OUT.azjax [--step S]`.
 
 The file holds the run's program config (game, network, search) and the network weights
-(`azjax.agent_file`); `Agent.load(OUT)` reads it back.
+(`azjax.run.agent_file`); `Agent.load(OUT)` reads it back.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from azjax.agent import Agent
-from azjax.agent_file import SUFFIX
-from azjax.cli import check_output_path, one_line_errors, run_script
+from azjax.cli import one_line_errors, run_script
+from azjax.run.agent import Agent
+from azjax.run.agent_file import SUFFIX
+from azjax.run.files import check_output_path
 
 
 @one_line_errors

@@ -20,9 +20,10 @@ import jax
 import numpy as np
 
 import envs
-from azjax import memory
-from azjax.agent import Agent
-from azjax.cli import check_seed, one_line_errors, run_script
+from azjax.cli import one_line_errors, run_script
+from azjax.core import memory
+from azjax.run.agent import Agent
+from azjax.run.config import check_seed
 from envs import Env, State
 
 SIDES = ("first", "second", "random")

@@ -16,9 +16,9 @@ import time
 
 import jax
 
-from azjax import checkpoint as ckpt
-from azjax.match import play_match
-from azjax.player_specs import make_player
+from azjax.evaluation.match import play_match
+from azjax.evaluation.player_specs import make_player
+from azjax.run import checkpoint as ckpt
 
 
 def main(argv: list[str] | None = None) -> int:

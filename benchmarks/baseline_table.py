@@ -20,9 +20,9 @@ from pathlib import Path
 import jax
 
 from azjax import Agent
-from azjax.match import play_match
-from azjax.player_specs import make_player
-from azjax.specs import split_specs
+from azjax.evaluation.match import play_match
+from azjax.evaluation.player_specs import make_player
+from azjax.run.specs import split_specs
 
 
 def row(result, seconds: float) -> str:

@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
-from azjax import checkpoint as ckpt
-from azjax.loop import init_train_state
-from azjax.recipes import recipe
+from azjax.core.iteration import init_train_state
+from azjax.run import checkpoint as ckpt
+from azjax.run.recipes import recipe
 
 
 def _median_seconds(fn, repeats: int) -> float:

@@ -54,8 +54,8 @@ def baselines() -> tuple[float, float, float]:
 
 def search_changes(pairs: list[str]) -> dict[str, object]:
     """`NAME=VALUE` search settings (e.g. `gumbel_value_scale=1`), parsed as a run's
-    `eval_search_with` is (`azjax.search.search_changes`); a one-line error otherwise."""
-    from azjax.search import search_changes as parse
+    `eval_search_with` is (`azjax.core.search.search_changes`); a one-line error otherwise."""
+    from azjax.core.search import search_changes as parse
 
     try:
         return parse(pairs)
@@ -71,8 +71,8 @@ def budget_table(run_dir: str, budgets: list[int], step: int | None,
     import jax
 
     from azjax import Agent
-    from azjax.checkpoint import load_config
-    from azjax.search import search_changes as parse
+    from azjax.core.search import search_changes as parse
+    from azjax.run.checkpoint import load_config
     from envs import connect_four as c4
     from envs.connect_four import boards_from_moves
 
@@ -131,7 +131,7 @@ def main() -> int:
         if subprocess.run(command).returncode != 0:
             return 1
 
-    from azjax.checkpoint import read_metrics
+    from azjax.run.checkpoint import read_metrics
 
     records = [r for r in read_metrics(Path(args.run_dir)) if "search_move_accuracy" in r]
     if not records:

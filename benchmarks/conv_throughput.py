@@ -48,7 +48,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from azjax.networks import NetworkConfig, PatchConv, PolicyValueNet
+from azjax.core.networks import NetworkConfig, PatchConv, PolicyValueNet
 
 
 class LaxPatches(nn.Module):

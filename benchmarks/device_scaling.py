@@ -1,12 +1,12 @@
 """Training split over N devices (data parallel): throughput, time to perfect play, accuracy.
 
 Every measurement runs in a fresh process of its own, since the devices must be arranged
-(`azjax.devices.arrange`) before JAX starts; on a CPU that makes N host devices (more
+(`azjax.run.devices.arrange`) before JAX starts; on a CPU that makes N host devices (more
 than there are cores, too: a simulated curve), on a GPU it changes nothing and N may go
 up to `jax.device_count()` (larger counts are reported as skipped).
 
 Throughput (the default): whole training iterations (self-play, replay, learning; no
-host-side evaluation) with the driver's own step (`azjax.stacked.group_step` on a data
+host-side evaluation) with the driver's own step (`azjax.core.stacked.group_step` on a data
 mesh), one warm-up (compile) iteration excluded, then --repeats timings of --iterations
 iterations each; the best timing counts (the cores may be shared), the median is shown
 beside it. Speed-up = thr(N) / thr(1), efficiency = thr(N) / (N thr(1)), both from this
@@ -72,7 +72,7 @@ network's value sign on decided positions."""
 
 def configure(name: str, sets: list[str], **changes: Any):
     """The recipe `name` with the `NAME=VALUE` settings of `sets`, then `changes`."""
-    from azjax.recipes import recipe
+    from azjax.run.recipes import recipe
 
     config = recipe(name)
     for item in sets:
@@ -95,7 +95,7 @@ def configure(name: str, sets: list[str], **changes: Any):
 def device_info() -> dict[str, Any]:
     import jax
 
-    from azjax.devices import cpu_cores
+    from azjax.run.devices import cpu_cores
 
     device = jax.devices()[0]
     return {"backend": jax.default_backend(), "device_kind": device.device_kind,
@@ -104,16 +104,16 @@ def device_info() -> dict[str, Any]:
 
 def measure_throughput(spec: dict[str, Any]) -> dict[str, Any]:
     """Times whole training iterations of a recipe on `spec["devices"]` devices."""
-    from azjax.devices import arrange
+    from azjax.run.devices import arrange
 
     arrange(spec["devices"])  # before anything starts JAX's backend
 
     import jax
     import numpy as np
 
-    from azjax.devices import data_mesh, misfits
-    from azjax.loop import init_train_state
-    from azjax.stacked import group_step, placed, stack
+    from azjax.core.iteration import init_train_state
+    from azjax.core.stacked import group_step, placed, stack
+    from azjax.run.devices import data_mesh, misfits
 
     info = device_info()
     count = spec["devices"] or info["device_count"]
@@ -158,13 +158,13 @@ def measure_throughput(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def measure_run(spec: dict[str, Any]) -> dict[str, Any]:
-    """A whole run of a recipe by `azjax.driver.train` (no run directory)."""
-    from azjax.devices import arrange
+    """A whole run of a recipe by `azjax.driver.driver.train` (no run directory)."""
+    from azjax.run.devices import arrange
 
     arrange(spec["devices"])
 
-    from azjax.devices import device_count, misfits
-    from azjax.driver import train
+    from azjax.driver.driver import train
+    from azjax.run.devices import device_count, misfits
 
     info = device_info()
     requested = spec["devices"]

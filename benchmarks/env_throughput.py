@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 
 import envs
-from azjax.selfplay import tree_select
+from azjax.core.selfplay import tree_select
 
 # ---------------------------------------------------------------------------------------
 # Harness

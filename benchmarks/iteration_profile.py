@@ -1,20 +1,20 @@
 """Where one training iteration's time goes, recipe by recipe, on this machine.
 
-For each recipe (`azjax.recipes.RECIPES`) the driver's own jitted iteration
-(`azjax.stacked.group_step` over `azjax.loop.make_iteration_fn`, on a data mesh of
+For each recipe (`azjax.run.recipes.RECIPES`) the driver's own jitted iteration
+(`azjax.core.stacked.group_step` over `azjax.core.iteration.make_iteration_fn`, on a data mesh of
 --devices devices) is lowered and compiled (each timed on its own), and so is the same
 program with `gradient_steps=0`; then each is called once to warm up and --repeats times,
 the two interleaved (`jax.block_until_ready`; medians count). The second is the self-play
 part (search, and the replay write); the learner is the rest (the median of full minus
 self-play, pair by pair). Evaluation is what the driver runs between iterations:
-`azjax.evaluation.make_evaluator(env)` scoring the network alone (`network_metrics`) and
+`azjax.evaluation.evaluators.make_evaluator(env)` scoring the network alone (`network_metrics`) and
 network + search (`search_metrics`), each with its first call (compilation, and loading
 the ground truth) and its steady state, amortized per iteration by the recipe's
 `eval_every` and `eval_search_every` (and `versus` its `eval_opponents`, when it has
 any). One table per recipe: phase | seconds | share of an iteration, evaluation
 amortized; the one-time costs below it; a one-line summary with positions/s, self-play
 simulations/s and the process's CPU/wall while timed (below the core count: the cores
-are shared). The import time of `azjax.driver` (a fresh interpreter) is measured once. Compile times
+are shared). The import time of `azjax.driver.driver` (a fresh interpreter) is measured once. Compile times
 are cold unless JAX was given a persistent cache (`JAX_COMPILATION_CACHE_DIR`; the header
 says), which the experiment scripts turn on.
 
@@ -22,7 +22,7 @@ says), which the experiment scripts turn on.
     python benchmarks/iteration_profile.py --recipe gomoku --recipe go9x9 --repeats 2
     python benchmarks/iteration_profile.py --all --devices 2 --json profile.json
 
---devices N arranges N host devices on a CPU before JAX starts (`azjax.devices.arrange`,
+--devices N arranges N host devices on a CPU before JAX starts (`azjax.run.devices.arrange`,
 as the experiment scripts do); on a GPU it takes N of the devices there are. A recipe whose
 sizes do not split over N devices is reported as skipped.
 """
@@ -49,9 +49,9 @@ DEFAULT_RECIPES = ("tictactoe", "connect_four")
 
 
 def import_seconds() -> float:
-    """Wall seconds a fresh interpreter takes to `import azjax.driver`."""
+    """Wall seconds a fresh interpreter takes to `import azjax.driver.driver`."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import azjax.driver"], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-c", "import azjax.driver.driver"], check=True, cwd=ROOT)
     return time.perf_counter() - start
 
 
@@ -75,13 +75,13 @@ def median_seconds(fn: Callable[[], Any], repeats: int) -> tuple[float, list[flo
 
 def build_step(env, program, count: int):
     """The driver's step for one experiment on `count` devices, its stacked (and placed)
-    fresh state and `active` flags, as `azjax.driver.train_group` makes them."""
+    fresh state and `active` flags, as `azjax.driver.driver.train_group` makes them."""
     import jax
     import numpy as np
 
-    from azjax.devices import data_mesh
-    from azjax.loop import init_train_state
-    from azjax.stacked import group_step, placed, stack
+    from azjax.core.iteration import init_train_state
+    from azjax.core.stacked import group_step, placed, stack
+    from azjax.run.devices import data_mesh
 
     mesh = data_mesh(count) if count > 1 else None
     state = stack([init_train_state(env, program, jax.random.key(0))])
@@ -134,14 +134,14 @@ def time_iterations(env, programs: list, count: int, repeats: int) -> list[Itera
 
 def eval_players(env, program, state, simulations: int = 0,
                  search_with: tuple[str, ...] = ()) -> tuple[Any, Any]:
-    """The driver's evaluation players (`azjax.program_players`) bound to experiment 0
+    """The driver's evaluation players (`azjax.driver.program_players`) bound to experiment 0
     of `state`: the network alone and the scored search at `simulations` per move (0:
     the training budget; the run's `eval_simulations`), changed by the run's
     `eval_search_with`."""
-    from azjax.devices import local
-    from azjax.players import AgentParams
-    from azjax.program_players import ProgramPlayers
-    from azjax.stacked import unstack
+    from azjax.core.players import AgentParams
+    from azjax.core.stacked import unstack
+    from azjax.driver.program_players import ProgramPlayers
+    from azjax.run.devices import local
 
     players = ProgramPlayers(env, program)
     params = local(unstack(state.params, 0))
@@ -163,8 +163,8 @@ def time_evaluation(config, env, state, repeats: int) -> dict[str, Any]:
     and what each costs per iteration at the recipe's cadence."""
     import jax
 
-    from azjax.evaluation import make_evaluator, versus
-    from azjax.player_specs import make_player
+    from azjax.evaluation.evaluators import make_evaluator, versus
+    from azjax.evaluation.player_specs import make_player
 
     run = config.run
     evaluator = make_evaluator(env)
@@ -202,8 +202,8 @@ def profile(name: str, requested: int, repeats: int, conv: str | None = None
     `conv` replaced by `conv` when given)."""
     import jax
 
-    from azjax.devices import cpu_cores, device_count
-    from azjax.recipes import recipe
+    from azjax.run.devices import cpu_cores, device_count
+    from azjax.run.recipes import recipe
 
     config = recipe(name)
     if conv is not None:
@@ -304,9 +304,9 @@ def show(result: dict[str, Any]) -> None:
 
 def main() -> int:
     """Parses the options, profiles each recipe, prints and saves the results."""
-    from azjax.conv import CONV_CHOICES
-    from azjax.devices import arrange  # imports JAX; starts no backend
-    from azjax.recipes import RECIPES
+    from azjax.core.conv import CONV_CHOICES
+    from azjax.run.devices import arrange  # imports JAX; starts no backend
+    from azjax.run.recipes import RECIPES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", action="append", default=None, choices=sorted(RECIPES),
@@ -318,7 +318,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed calls per phase after the warm-up (the median counts)")
     parser.add_argument("--conv", default=None, choices=CONV_CHOICES,
-                        help="replace the recipes' network.conv (azjax.conv; default: theirs)")
+                        help="replace the recipes' network.conv (azjax.core.conv; default: theirs)")
     parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args()
     if args.repeats < 1 or args.devices < 1:
@@ -330,14 +330,14 @@ def main() -> int:
 
     import jax
 
-    from azjax.devices import cpu_cores
+    from azjax.run.devices import cpu_cores
 
     device = jax.devices()[0]
     print(f"{platform.node()}, python {platform.python_version()}, jax {jax.__version__}, "
           f"{jax.default_backend()} ({device.device_kind}), {jax.device_count()} devices, "
           f"{cpu_cores()} CPU cores, {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
     cache = jax.config.jax_compilation_cache_dir
-    print(f"import azjax.driver in a fresh interpreter: {import_s:.2f} s; persistent "
+    print(f"import azjax.driver.driver in a fresh interpreter: {import_s:.2f} s; persistent "
           f"compilation cache: {cache or 'none (cold compiles)'}")
     results = []
     for name in names:

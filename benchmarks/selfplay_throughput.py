@@ -3,7 +3,7 @@
 Measures (compilation excluded, `block_until_ready`, median of repeats):
   * self-play alone (search + env step + auto-reset, S moves x B games per call),
   * the whole training iteration (self-play + replay + gradient steps), alone and as the
-    driver runs it (`azjax.driver.group_step`: vmapped over a stack of one experiment),
+    driver runs it (`azjax.driver.driver.group_step`: vmapped over a stack of one experiment),
 and, as the in-run reference, the same self-play with pgx's tic-tac-toe as the game
 (same mctx search, same network), when pgx is installed (`pip install -e ".[bench]"`).
 
@@ -29,11 +29,11 @@ sys.path.insert(0, str(ROOT / "experiments"))
 from tictactoe import DEFAULTS  # noqa: E402
 
 import envs  # noqa: E402
-from azjax.driver import group_step, stack  # noqa: E402
-from azjax.loop import init_train_state, make_iteration_fn  # noqa: E402
-from azjax.networks import make_network  # noqa: E402
-from azjax.search import make_search_fn  # noqa: E402
-from azjax.selfplay import init_games, make_play_fn  # noqa: E402
+from azjax.core.iteration import init_train_state, make_iteration_fn  # noqa: E402
+from azjax.core.networks import make_network  # noqa: E402
+from azjax.core.search import make_search_fn  # noqa: E402
+from azjax.core.selfplay import init_games, make_play_fn  # noqa: E402
+from azjax.driver.driver import group_step, stack  # noqa: E402
 
 
 def timed(fn, args, repeats):

@@ -3,7 +3,7 @@
 Both ways run the same E experiments (seeds 0..E-1 of one config) for the same number of
 iterations in this process, compiled once each way before timing (compilation excluded,
 every timed run ends with block_until_ready), with the driver's own step
-(`azjax.driver.group_step`). Sequential: a stack of one, each experiment run to the end in
+(`azjax.driver.driver.group_step`). Sequential: a stack of one, each experiment run to the end in
 turn (as `train` runs it). Vmapped: a stack of E, all at once (as a sweep group runs).
 It also prints the first call's time each way (compilation + one iteration), and the
 ratio when each experiment would run in a process of its own (E compilations).
@@ -34,10 +34,10 @@ def main() -> int:
     import numpy as np
     import tyro
     from _cli import Experiment
-    from azjax.recipes import defaults_for
 
-    from azjax.driver import group_step, stack
-    from azjax.loop import init_train_state
+    from azjax.core.iteration import init_train_state
+    from azjax.driver.driver import group_step, stack
+    from azjax.run.recipes import defaults_for
 
     base = tyro.cli(Experiment, default=Experiment(config=defaults_for(args.game)),
                     args=overrides).config

@@ -22,7 +22,7 @@ run's own clock at perfect (or at its end): ours its metrics `wall_time`, the re
 
 Ours runs twice per seed: "ours cold" with an empty compilation cache (a first run on a
 fresh machine compiles everything), then "ours warm" in a new run directory with the
-cache the first filled (every later run: `azjax.compile_cache`). --cold-only skips the
+cache the first filled (every later run: `azjax.run.compile_cache`). --cold-only skips the
 second.
 """
 
@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from azjax import compile_cache
+from azjax.run import compile_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ROOT / "experiments" / "tictactoe.py"

@@ -15,11 +15,7 @@ import time
 
 import numpy as np
 
-from envs import conformance_games
 from envs.conformance import (
-    PROPERTIES,
-    RULES,
-    EnvCheckError,
     check_declarations,
     check_init_deterministic,
     check_notation,
@@ -27,6 +23,9 @@ from envs.conformance import (
     check_tracing_and_types,
     init_keys,
 )
+from envs.conformance_games import play_games
+from envs.conformance_rules import PROPERTIES, RULES, EnvCheckError
+from envs.conformance_verdicts import check_games, check_replay
 from envs.core import Env
 
 __all__ = ["PROPERTIES", "RULES", "CheckReport", "EnvCheckError", "check_env", "init_keys"]
@@ -102,9 +101,9 @@ def check_env(env: Env, num_games: int = 64, seed: int = 0,
     check_tracing_and_types(env)
     keys = init_keys(seed, num_games)
     check_init_deterministic(env, keys[0])
-    games = conformance_games.play_games(env, num_games, seed, limit)
-    conformance_games.check_games(games)
-    conformance_games.check_replay(games, keys)
+    games = play_games(env, num_games, seed, limit)
+    check_games(games)
+    check_replay(games, keys)
     rec = games.rec
     live = rec["live"]
     results = rec["rewards"][:, :, 0][rec["ended"]]

@@ -35,8 +35,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import Env, State, check_option
+from envs.core import Env
 from envs.ground_truth import GroundTruth, GroundTruthSource
+from envs.limits import check_option
+from envs.state import State
 
 MAX_COINS_LIMIT = 64
 MAX_COUNT_PLANES = 8

@@ -30,9 +30,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import Env, State, Symmetries
+from envs.core import Env
 from envs.ground_truth import GroundTruth, GroundTruthSource
 from envs.lines import line_count_eval
+from envs.state import State
+from envs.symmetries import Symmetries
 
 ROWS = 6
 COLS = 7

@@ -1,10 +1,9 @@
 """The game of Go as a pure JAX state machine (Tromp-Taylor area scoring, positional superko).
 
-Board `size` x `size` (2..19, default 9). Player 0 is Black and moves first.
-
-Actions: `row * size + col` places a stone, `size * size` is pass (num_actions = size*size+1).
-Row 0 is the top line, printed as line `size`; columns are lettered A B C D E F G H J ...
-(no I), so on 9x9 action 0 is "A9" and action 72 is "A1" (see `parse_move`, `format_move`).
+Board `size` x `size` (2..19, default 9); player 0 is Black and moves first. Actions:
+`row * size + col` places a stone, `size * size` is pass (num_actions = size*size+1). Row 0
+is the top line, printed as line `size`; columns are lettered A B C D E F G H J ... (no I),
+so on 9x9 action 0 is "A9" and action 72 is "A1" (see `parse_move`, `format_move`).
 
 Rules: stones of the opponent left without liberties are captured (any number of groups at
 once); suicide is illegal. The `ko` option picks the repetition rule:
@@ -35,6 +34,9 @@ symmetry that maps the board of the game as played to the state's board, and alw
 boards as they were played (the Zobrist key of a point is looked up through the frame's
 cell permutation). `transform_state` composes `frame` with the symmetry and leaves
 `hashes` alone, so a transformed state forbids exactly the transformed moves.
+
+The board's constants, notation, neighbours, area count and state size are in
+`envs.go_board` (its public names are importable from here), the hashes in `envs.go_superko`.
 """
 
 from __future__ import annotations
@@ -45,28 +47,36 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import (
-    INT32_MAX,
-    Env,
-    State,
-    Symmetries,
-    check_fits,
-    check_option,
-    dihedral_symmetries,
+from envs.core import Env
+from envs.go_board import (
+    BLACK,
+    COLUMNS,
+    EMPTY,
+    KO_RULES,
+    MAX_SIZE,
+    NO_POINT,
+    WHITE,
+    any_neighbour,
+    check_state_fits,
+    format_move,
+    hash_rows,
+    neighbour_table,
+    parse_move,
+    shifted,
+    tromp_taylor_area,
 )
-from envs.go_superko import frame_tables, repeated_positions, zobrist_keys
+from envs.go_superko import frame_tables, repeated_positions, stone_keys, zobrist_keys
+from envs.limits import INT32_MAX, check_option
+from envs.state import State
+from envs.symmetries import Symmetries, dihedral_symmetries
 
-EMPTY = -1
-BLACK = 0
-WHITE = 1
-NO_POINT = -1
-COLUMNS = "ABCDEFGHJKLMNOPQRST"
-MAX_SIZE = len(COLUMNS)
+__all__ = ["BLACK", "COLUMNS", "EMPTY", "KO_RULES", "MAX_SIZE", "NO_POINT", "WHITE", "Go",
+           "GoState", "format_move", "parse_move"]
 
 
 @struct.dataclass
 class GoState(State):
-    """Go state (fields beyond `envs.core.State`).
+    """Go state (fields beyond `envs.state.State`).
 
     Attributes:
       board: int8 [N*N] -1 empty, 0 black, 1 white.
@@ -92,77 +102,6 @@ class GoState(State):
     passes: chex.Array = None
     frame: chex.Array = None
     hashes: chex.Array = None
-
-
-def _neighbour_table(n: int) -> np.ndarray:
-    """int32 [N*N, 4] neighbour cells (up, down, left, right); N*N means off the board."""
-    table = np.full((n * n, 4), n * n, dtype=np.int32)
-    for r in range(n):
-        for c in range(n):
-            for k, (dr, dc) in enumerate(((-1, 0), (1, 0), (0, -1), (0, 1))):
-                rr, cc = r + dr, c + dc
-                if 0 <= rr < n and 0 <= cc < n:
-                    table[r * n + c, k] = rr * n + cc
-    return table
-
-
-KO_RULES = ("positional", "simple")
-"""The values of `Go(ko=...)`: positional superko (the default) or simple ko."""
-
-
-def _hash_rows(max_moves: int, ko: str) -> int:
-    """Rows of `GoState.hashes`: every position of the game under superko, else one."""
-    return max_moves + 1 if ko == "positional" else 1
-
-
-def _state_bytes(size: int, history: int, max_moves: int, ko: str = "positional") -> int:
-    """Bytes of one `GoState`: int8 past boards [T, N*N], bool observation [N, N, 2T+1],
-    a few per-point arrays (board, chain, legal mask: 4 bytes a point), the position
-    hashes (uint32 [rows, 2]) and a few scalars."""
-    return (size * size * (history + (2 * history + 1) + 4)
-            + 8 * _hash_rows(max_moves, ko) + 64)
-
-
-def _shifted(x: chex.Array, fill) -> list[chex.Array]:
-    """The 4 neighbour views of an [N, N] array (value of the up/down/left/right cell)."""
-    p = jnp.pad(x, 1, constant_values=fill)
-    return [p[:-2, 1:-1], p[2:, 1:-1], p[1:-1, :-2], p[1:-1, 2:]]
-
-
-def _any_neighbour(x: chex.Array) -> chex.Array:
-    up, down, left, right = _shifted(x, False)
-    return up | down | left | right
-
-
-def parse_move(text: str, size: int) -> int:
-    """Parses "D4" (column letter without I, line number from the bottom) or "pass".
-
-    Raises:
-      ValueError: for text that is not a point of the board or "pass".
-    """
-    t = text.strip().upper()
-    if t == "PASS":
-        return size * size
-    letters = COLUMNS[:size]
-    column, line = t[:1], t[1:]
-    on_board = line.isascii() and line.isdigit() and 1 <= int(line) <= size
-    if not column or column not in letters or not on_board:
-        raise ValueError(
-            f"not a move on a {size}x{size} board: {text!r} (expected a point A1-"
-            f"{letters[-1]}{size}, column letters without I, or 'pass')"
-        )
-    return (size - int(line)) * size + letters.index(column)
-
-
-def format_move(action: int, size: int) -> str:
-    """Formats an action as "D4" or "pass" (inverse of `parse_move`)."""
-    action = int(action)
-    if action == size * size:
-        return "pass"
-    if not 0 <= action < size * size:
-        raise ValueError(f"not an action on a {size}x{size} board: {action}")
-    row, col = divmod(action, size)
-    return f"{COLUMNS[col]}{size - row}"
 
 
 class Go(Env):
@@ -199,18 +138,11 @@ class Go(Env):
             raise ValueError(f"Go ko must be one of {', '.join(map(repr, KO_RULES))} "
                              f"(positional superko or simple ko), got {ko!r}")
         self.ko = ko
-        needed = _state_bytes(self.size, self.history, self.max_moves, ko)
-        hash_bytes = 8 * _hash_rows(self.max_moves, ko)
-        if 2 * hash_bytes <= needed:
-            what, detail = f"Go history={self.history}", "one state's past boards and observation"
-        else:
-            what = f"Go max_moves={self.max_moves} with ko='positional'"
-            detail = "one state's superko position hashes; ko='simple' keeps none"
-        check_fits(what, needed, detail)
+        check_state_fits(self.size, self.history, self.max_moves, ko)
         self.max_plies = self.max_moves
         self.num_actions = self.size * self.size + 1
         self.observation_shape = (self.size, self.size, 2 * self.history + 1)
-        self._nbr = _neighbour_table(self.size)
+        self._nbr = neighbour_table(self.size)
         self._symmetries = dihedral_symmetries(self.size, self.size, extra_actions=1)
         self._keys = zobrist_keys(self.size)
         self._cell_perm = np.asarray(self._symmetries.cell_perm)
@@ -227,12 +159,6 @@ class Go(Env):
         colour = jnp.broadcast_to(player == BLACK, (1, n * n))
         planes = jnp.concatenate([own, opp, colour], axis=0)
         return planes.T.reshape(n, n, 2 * t + 1)
-
-    def _stone_keys(self, board: chex.Array, keys: chex.Array) -> chex.Array:
-        """uint32 [N*N, 2] the key of each point's stone (`keys` [2, N*N, 2]), 0 where
-        empty; the board's hash is their sum."""
-        return jnp.where((board == BLACK)[:, None], keys[BLACK],
-                         jnp.where((board == WHITE)[:, None], keys[WHITE], jnp.uint32(0)))
 
     def _legal_mask(
         self,
@@ -260,7 +186,7 @@ class Go(Env):
         # Per stone: smallest and largest adjacent empty point; per chain: over its stones.
         lib_lo = jnp.full((n, n), nn, jnp.int16)
         lib_hi = jnp.full((n, n), -1, jnp.int16)
-        for e, i in zip(_shifted(empty, False), _shifted(idx, 0)):
+        for e, i in zip(shifted(empty, False), shifted(idx, 0)):
             lib_lo = jnp.where(e, jnp.minimum(lib_lo, i), lib_lo)
             lib_hi = jnp.where(e, jnp.maximum(lib_hi, i), lib_hi)
         seg = jnp.where(chain >= 0, chain, nn).astype(jnp.int32)
@@ -270,64 +196,30 @@ class Go(Env):
         opp = board == (1 - player).astype(jnp.int8)
         # A neighbour that makes the point legal: own chain keeping a liberty, or a capture.
         support = (own & (chain_lo < chain_hi)) | (opp & (chain_lo == chain_hi))
-        ok = _any_neighbour(empty) | _any_neighbour(support.reshape(n, n))
+        ok = any_neighbour(empty) | any_neighbour(support.reshape(n, n))
         legal = empty & ok
         legal = legal.reshape(nn) & (jnp.arange(nn) != ko)
         if superko is None:
             return legal
         keys, stone_key, position, hashes, perm = superko
         atari = (opp & (chain_lo == chain_hi)).reshape(n, n)
-        captures = empty.reshape(nn) & _any_neighbour(atari).reshape(nn)
+        captures = empty.reshape(nn) & any_neighbour(atari).reshape(nn)
         repeats = repeated_positions(
             legal, captures, jnp.where(atari.reshape(nn), chain_lo, nn), keys[player],
             jnp.asarray(self._keys)[player], stone_key, position, hashes, perm)
         return legal & ~repeats
 
-    def _area_scores(self, board: chex.Array, needed: chex.Array) -> chex.Array:
-        """float32 [2] Tromp-Taylor area (black, white); only computed where `needed`
-        (a while loop under vmap runs only while some game needs it)."""
-        n = self.size
-        grid = board.reshape(n, n)
-        empty = grid == EMPTY
-
-        def grow(reach):
-            return reach | (empty[None] & jax.vmap(_any_neighbour)(reach))
-
-        def cond(carry):
-            _, changed = carry
-            return changed
-
-        def body(carry):
-            reach, _ = carry
-            new = grow(reach)
-            return new, jnp.any(new != reach)
-
-        start = jnp.stack([grid == BLACK, grid == WHITE])
-        reach, _ = jax.lax.while_loop(cond, body, (start, needed))
-        black = reach[0] & ~reach[1]
-        white = reach[1] & ~reach[0]
-        return jnp.stack([black.sum(), white.sum()]).astype(jnp.float32)
-
     def area_scores(self, state: GoState) -> chex.Array:
         """float32 [2] Tromp-Taylor area of (Black, White) on the state's board, komi
         not included."""
-        return self._area_scores(state.board, jnp.bool_(True))
+        return tromp_taylor_area(state.board, self.size, jnp.bool_(True))
 
-    def _make_state(
-        self,
-        board: chex.Array,
-        history: chex.Array,
-        chain: chex.Array,
-        ko: chex.Array,
-        passes: chex.Array,
-        player: chex.Array,
-        step_count: chex.Array,
-        frame: chex.Array,
-        hashes: chex.Array,
-        superko: tuple[chex.Array, ...] | None,
-    ) -> GoState:
+    def _make_state(self, board: chex.Array, history: chex.Array, chain: chex.Array,
+                    ko: chex.Array, passes: chex.Array, player: chex.Array,
+                    step_count: chex.Array, frame: chex.Array, hashes: chex.Array,
+                    superko: tuple[chex.Array, ...] | None) -> GoState:
         terminated = (passes >= 2) | (step_count >= self.max_moves)
-        scores = self._area_scores(board, terminated)
+        scores = tromp_taylor_area(board, self.size, terminated)
         margin = scores[0] - scores[1] - self.komi
         black_result = jnp.sign(margin).astype(jnp.float32)
         rewards = jnp.where(
@@ -371,7 +263,7 @@ class Go(Env):
             passes=jnp.int32(0),
             frame=jnp.int32(0),
             # The empty board's hash is 0: row 0 is the initial position under superko.
-            hashes=jnp.zeros((_hash_rows(self.max_moves, self.ko), 2), jnp.uint32),
+            hashes=jnp.zeros((hash_rows(self.max_moves, self.ko), 2), jnp.uint32),
         )
 
     def _step(self, state: GoState, action: chex.Array) -> GoState:
@@ -397,7 +289,7 @@ class Go(Env):
 
         # Opponent chains next to the stone with no empty point next to any of their stones.
         n = self.size
-        touches_empty = _any_neighbour((board == EMPTY).reshape(n, n)).reshape(nn)
+        touches_empty = any_neighbour((board == EMPTY).reshape(n, n)).reshape(nn)
         member = state.chain[:, None] == opp_ids[None, :]  # [N*N, 4]
         alive = jnp.any(member & touches_empty[:, None], axis=0)
         captured = jnp.any(member & ~alive[None, :], axis=1)
@@ -418,7 +310,7 @@ class Go(Env):
         if self.ko == "positional":
             # Row step_count: this board, hashed as played (a pass repeats the last row).
             keys = jnp.asarray(self._frame_keys)[state.frame]
-            stone_key = self._stone_keys(board, keys)
+            stone_key = stone_keys(board, keys)
             position = jnp.sum(stone_key, axis=0, dtype=jnp.uint32)
             row = jnp.arange(hashes.shape[0])[:, None] == step_count
             hashes = jnp.where(row, position[None, :], hashes)

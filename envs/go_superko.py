@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from envs.go_board import BLACK, WHITE
+
 ZOBRIST_SEED = 0x60_5C0
 INDEX_BITS = 9
 """Word 0 of a point's key ends in the point's index (19 * 19 < 2**9 points)."""
@@ -34,13 +36,20 @@ def zobrist_keys(n: int) -> np.ndarray:
     return keys.astype(np.uint32)
 
 
+def stone_keys(board: chex.Array, keys: chex.Array) -> chex.Array:
+    """uint32 [N*N, 2] the key of each point's stone (`keys` [2, N*N, 2]), 0 where
+    empty; the board's hash is their sum."""
+    return jnp.where((board == BLACK)[:, None], keys[BLACK],
+                     jnp.where((board == WHITE)[:, None], keys[WHITE], jnp.uint32(0)))
+
+
 def frame_tables(cell_perm: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(uint32 [G, 2, N*N, 2] keys by frame, int32 [G, G] composition).
 
-    A state in frame f has board[p] == played_board[cell_perm[f, p]], so its point p has
-    the key of point cell_perm[f, p] of the game as played. `transform_state(., g)` gathers
-    with cell_perm[g], which takes frame f to the h with cell_perm[h] ==
-    cell_perm[f][cell_perm[g]] (`compose[f, g]`)."""
+    A state in frame f has `board[p] == played_board[cell_perm[f, p]]`, so its point p has
+    the key of point `cell_perm[f, p]` of the game as played. `transform_state(., g)`
+    gathers with `cell_perm[g]`, which takes frame f to the h with `cell_perm[h] ==
+    cell_perm[f][cell_perm[g]]` (`compose[f, g]`)."""
     frame_keys = np.stack([keys[:, perm] for perm in cell_perm])
     index = {tuple(perm): h for h, perm in enumerate(cell_perm.tolist())}
     compose = np.array([[index[tuple(f[g].tolist())] for g in cell_perm] for f in cell_perm],

@@ -22,16 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import (
-    INT32_MAX,
-    Env,
-    State,
-    Symmetries,
-    check_fits,
-    check_option,
-    dihedral_symmetries,
-)
+from envs.core import Env
+from envs.limits import INT32_MAX, check_fits, check_option
 from envs.lines import line_count_eval
+from envs.state import State
+from envs.symmetries import Symmetries, dihedral_symmetries
 
 EMPTY = -1
 # The four line directions (d_row, d_col); each is walked both ways from the new stone.

@@ -1,13 +1,16 @@
-"""The data an exact evaluator scores a player on: positions with their right moves."""
+"""The data an exact evaluator scores a player on: positions with their right moves.
+
+A game offers it through `Env.ground_truth` (`envs.core`), which this module does not
+import: `GroundTruthSource.load` is called with the env."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
-from envs.core import Env, State
+from envs.state import State
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,13 +50,14 @@ class GroundTruthSource:
         `net_<metric>` and `search_<metric>`.
       complete: the positions are every reachable one, so choosing a right move in all of
         them is perfect play.
-      load: `load(env) -> GroundTruth` (may take seconds: called on first use).
+      load: `load(env) -> GroundTruth`, called with the game's `envs.Env` (may take
+        seconds: called on first use).
       subsets: the names of its subsets.
       values: whether it knows winners (`value_states`).
     """
 
     metric: str
     complete: bool
-    load: Callable[[Env], GroundTruth]
+    load: Callable[[Any], GroundTruth]
     subsets: tuple[str, ...] = ()
     values: bool = False

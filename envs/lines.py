@@ -1,6 +1,6 @@
 """An open-line evaluation for k-in-a-row games (tic-tac-toe, Connect Four, Gomoku).
 
-Alpha-beta search (`azjax.alphabeta`) needs a value for live positions at its depth
+Alpha-beta search (`azjax.evaluation.alphabeta`) needs a value for live positions at its depth
 limit; k-in-a-row games offer this one through `Env.heuristic` (and every game with a
 `line_length` through the `lines` evaluation of the `alphabeta:` player spec).
 """

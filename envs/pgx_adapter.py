@@ -33,7 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.core import Env, State
+from envs.core import Env
+from envs.state import State
 
 _STOCHASTIC = ("2048", "backgammon")
 

@@ -23,8 +23,10 @@ import numpy as np
 from flax import struct
 
 from envs import tictactoe_minimax as minimax
-from envs.core import Env, State, Symmetries, dihedral_symmetries
+from envs.core import Env
 from envs.ground_truth import GroundTruth, GroundTruthSource
+from envs.state import State
+from envs.symmetries import Symmetries, dihedral_symmetries
 
 EMPTY = -1
 LINES = np.array(

@@ -9,12 +9,12 @@ from typing import Annotated
 
 import tyro
 
-from azjax import compile_cache
 from azjax.cli import one_line_errors
-from azjax.config import TrainConfig
-from azjax.devices import arrange, is_primary
 from azjax.driver import summarize, train
-from azjax.recipes import RECIPES, defaults_for
+from azjax.run import compile_cache
+from azjax.run.config import TrainConfig
+from azjax.run.devices import arrange, is_primary
+from azjax.run.recipes import RECIPES, defaults_for
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +63,7 @@ def main(defaults: TrainConfig, run_dir: str, argv: list[str] | None = None) -> 
 
 def game_and_defaults(argv: list[str]) -> tuple[str, TrainConfig, list[str]]:
     """The `--game` of a command line (default tictactoe), its defaults
-    (`azjax.recipes.defaults_for`), and the command line left to parse over them: a
+    (`azjax.run.recipes.defaults_for`), and the command line left to parse over them: a
     recipe name such as go9x9 names the recipe, not a game, so its `--game` is dropped."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--game", default="tictactoe")

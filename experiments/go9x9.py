@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cli import main  # noqa: E402
 
 from azjax.cli import run_script  # noqa: E402
-from azjax.recipes import recipe  # noqa: E402
+from azjax.run.recipes import recipe  # noqa: E402
 
 DEFAULTS = recipe("go9x9")
 

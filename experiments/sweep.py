@@ -4,7 +4,7 @@
         --param num_simulations=8,16,32,64 --param policy=puct,gumbel \\
         --seeds 4 [--out DIR] [--shard I/N] [--merge] [any experiment option]
 
-The base config is the game's experiment recipe (`azjax.recipes`, the defaults of
+The base config is the game's experiment recipe (`azjax.run.recipes`, the defaults of
 `experiments/<game>.py`) with the usual options on top (`--iterations`, `--max-minutes`,
 `--eval-every`, `--gradient-steps`, ...). `--param NAME=V1,V2,...` (repeatable) sweeps a
 setting, named by its name (num_simulations, policy, c_puct, dirichlet_alpha,
@@ -33,10 +33,14 @@ sys.path.insert(0, str(ROOT.parent))
 
 from _cli import game_and_defaults  # noqa: E402
 
-from azjax import compile_cache  # noqa: E402
-from azjax.cli import check_output_dir, check_seed, one_line_errors, run_script  # noqa: E402
-from azjax.config import TrainConfig  # noqa: E402
-from azjax.devices import arrange  # noqa: E402
+from azjax.cli import one_line_errors, run_script
+from azjax.run import compile_cache  # noqa: E402
+from azjax.run.config import (
+    TrainConfig,  # noqa: E402
+    check_seed,
+)
+from azjax.run.devices import arrange  # noqa: E402
+from azjax.run.files import check_output_dir  # noqa: E402
 from azjax.sweep import merge, parse_params, parse_shard, run_sweep  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
     python experiments/tictactoe.py [--run-dir DIR] [--seed N] [--help for every option]
 
-The defaults are the measured recipe `azjax.recipes.recipe("tictactoe")` (see the README):
+The defaults are the measured recipe `azjax.run.recipes.recipe("tictactoe")` (see the README):
 random openings and a few random moves for coverage, a network wide enough for perfect
 play, half the search value in the value target, a replay of the last 8 iterations and
 256 gradient steps each.
@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cli import main  # noqa: E402
 
 from azjax.cli import run_script  # noqa: E402
-from azjax.recipes import recipe  # noqa: E402
+from azjax.run.recipes import recipe  # noqa: E402
 
 DEFAULTS = recipe("tictactoe")
 

@@ -7,7 +7,7 @@
 name an installed package declares), a recipe name (go9x9), `pgx:<id>`, or the import path
 `module:Class` of an `envs.Env` subclass or factory in your own file (the current
 directory is searched, so `my_game:MyGame` finds ./my_game.py). The defaults are the
-game's recipe (`azjax.recipes`) where it has one, else plain defaults. Check a game of
+game's recipe (`azjax.run.recipes`) where it has one, else plain defaults. Check a game of
 your own first: `python -m envs.check my_game:MyGame`.
 """
 

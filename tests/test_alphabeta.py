@@ -9,7 +9,7 @@ import pytest
 from random_play import play_random_games, take
 
 import envs
-from azjax.alphabeta import (
+from azjax.evaluation.alphabeta import (
     WIN_DECAY,
     alphabeta,
     alphabeta_player,

@@ -16,12 +16,13 @@ from ttt_reference import legal_moves, negamax, play, random_play_odds, to_move,
 
 import azjax
 import envs
-from azjax import match
 from azjax.arena import main
-from azjax.match import MatchResult, play_match
-from azjax.player_specs import make_player
-from azjax.players import Player, network_player, random_player, rollout_mcts_player, solver_player
-from azjax.stats import wilson_interval
+from azjax.core.players import Player, network_player
+from azjax.evaluation import match
+from azjax.evaluation.baselines import random_player, rollout_mcts_player, solver_player
+from azjax.evaluation.match import MatchResult, play_match
+from azjax.evaluation.player_specs import make_player
+from azjax.evaluation.stats import wilson_interval
 from envs import tictactoe_minimax as ttt_solver
 
 # --------------------------------------------------------------------------------------

@@ -21,8 +21,12 @@ from pathlib import Path
 import pytest
 from test_play import CONFIG
 
-import envs.core
-from azjax import Agent, arena, cli, export, files, league, memory, play, train
+import envs.limits
+from azjax import Agent, arena, cli, export, league, play, train
+from azjax.core import memory
+from azjax.evaluation import league as league_lib
+from azjax.run import files
+from azjax.run.config import MAX_SEED, check_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -107,7 +111,7 @@ def full_disk(monkeypatch, directory: Path) -> None:
 
 def small_memory(monkeypatch, size: int = 8 * 10**9) -> None:
     """Pretends the machine has `size` bytes, so the memory checks do not depend on it."""
-    for module in (envs.core, memory):  # wherever `check_fits` looks it up
+    for module in (envs.limits, memory):  # wherever `check_fits` looks it up
         monkeypatch.setattr(module, "available_bytes", lambda: size)
 
 
@@ -189,38 +193,38 @@ def test_check_output_path_refuses_what_cannot_be_written(tmp_path, a_file, monk
         ("", "empty"),
     ]:
         with pytest.raises(ValueError, match=message) as caught:
-            cli.check_output_path(path, "--json")
+            files.check_output_path(path, "--json")
         assert str(caught.value).startswith("--json: ") and "\n" not in str(caught.value)
     before = sorted(tmp_path.iterdir())
-    assert cli.check_output_path(tmp_path / "out.json", "--json") == tmp_path / "out.json"
+    assert files.check_output_path(tmp_path / "out.json", "--json") == tmp_path / "out.json"
     assert sorted(tmp_path.iterdir()) == before  # the check leaves nothing behind
     read_only(monkeypatch, tmp_path)
     with pytest.raises(ValueError, match="cannot write to .*Read-only file system"):
-        cli.check_output_path(tmp_path / "out.json", "--json")
+        files.check_output_path(tmp_path / "out.json", "--json")
 
 
 def test_check_output_dir_allows_a_directory_to_be_made(tmp_path, a_file, monkeypatch):
     new = tmp_path / "new" / "deeper"
-    assert cli.check_output_dir(new, "--out") == new
+    assert files.check_output_dir(new, "--out") == new
     assert not (tmp_path / "new").exists()  # nothing is created
     with pytest.raises(ValueError, match="'.*file.txt' is a file, not a directory"):
-        cli.check_output_dir(a_file, "--out")
+        files.check_output_dir(a_file, "--out")
     with pytest.raises(ValueError, match="lies under .*which is a file"):
-        cli.check_output_dir(a_file / "sweep", "--out")
+        files.check_output_dir(a_file / "sweep", "--out")
     read_only(monkeypatch, tmp_path)
     with pytest.raises(ValueError, match="Read-only file system"):
-        cli.check_output_dir(tmp_path / "new", "--out")
+        files.check_output_dir(tmp_path / "new", "--out")
 
 
 def test_write_atomic_writes_whole_or_not_at_all(tmp_path, monkeypatch):
-    path = cli.write_atomic(tmp_path / "out.txt", "new ✓")
+    path = files.write_atomic(tmp_path / "out.txt", "new ✓")
     assert path.read_text() == "new ✓" and leftovers(tmp_path) == []
     (tmp_path / "out.txt").write_text("old")
     with pytest.raises(IsADirectoryError):
-        cli.write_atomic(tmp_path, b"data")  # a directory where the file should go
+        files.write_atomic(tmp_path, b"data")  # a directory where the file should go
     full_disk(monkeypatch, tmp_path)
     with pytest.raises(OSError) as caught:
-        cli.write_atomic(tmp_path / "out.txt", b"x" * 100_000)
+        files.write_atomic(tmp_path / "out.txt", b"x" * 100_000)
     assert caught.value.errno == errno.ENOSPC
     assert caught.value.filename == str(tmp_path / "out.txt")  # the path, not the temp
     assert (tmp_path / "out.txt").read_text() == "old"
@@ -228,7 +232,7 @@ def test_write_atomic_writes_whole_or_not_at_all(tmp_path, monkeypatch):
 
 
 def test_write_atomic_on_a_file_size_limit_leaves_nothing(tmp_path):
-    script = ("import sys; from azjax.cli import write_atomic\n"
+    script = ("import sys; from azjax.run.files import write_atomic\n"
               "write_atomic(sys.argv[1], b'x' * 100_000)\n")
     (tmp_path / "out.bin").write_bytes(b"old")
     done = subprocess.run(file_size_limited(1000, "-c", script, str(tmp_path / "out.bin")),
@@ -240,10 +244,10 @@ def test_write_atomic_on_a_file_size_limit_leaves_nothing(tmp_path):
 
 
 def test_check_seed():
-    assert cli.check_seed(0) == 0 and cli.check_seed(cli.MAX_SEED) == cli.MAX_SEED
-    for bad in (-1, cli.MAX_SEED + 1, 99999999999999999999999, True, 1.0):
+    assert check_seed(0) == 0 and check_seed(MAX_SEED) == MAX_SEED
+    for bad in (-1, MAX_SEED + 1, 99999999999999999999999, True, 1.0):
         with pytest.raises(ValueError, match="--seed must be an integer from 0 to"):
-            cli.check_seed(bad)
+            check_seed(bad)
 
 
 # ---------------------------------------------------------------------- python -m azjax.play
@@ -340,7 +344,7 @@ def test_league_on_a_read_only_run_refuses_before_playing(run_dir, tmp_path, cap
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy)
     read_only(monkeypatch, copy)
-    played = calls(monkeypatch, league, "round_robin")
+    played = calls(monkeypatch, league_lib, "round_robin")
     assert league.main(["--run-dir", str(copy), "--games", "2", "--kind", "network"]) == 2
     captured = capsys.readouterr()
     only_error(captured.err, "cannot write to", str(copy), "Read-only file system")
@@ -363,7 +367,7 @@ def test_league_prints_the_table_before_a_failed_write(run_dir, tmp_path, capsys
 
 def test_league_refuses_bad_seeds_directories_and_what_does_not_fit(run_dir, tmp_path,
                                                                     capsys, monkeypatch):
-    played = calls(monkeypatch, league, "round_robin")
+    played = calls(monkeypatch, league_lib, "round_robin")
     assert league.main(["--run-dir", str(run_dir), "--seed", "-1"]) == 2
     only_error(capsys.readouterr().err, "--seed must be an integer")
     copy = tmp_path / "run"
@@ -478,7 +482,7 @@ def test_a_damaged_checkpoint_is_one_line(name, run_dir, tmp_path, capsys):
 
 @pytest.mark.parametrize("args, words", [
     (["--seed", "-1"], ["--seed must be an integer from 0 to"]),
-    (["--seed", str(cli.MAX_SEED), "--seeds", "2"], ["--seed + --seeds - 1"]),
+    (["--seed", str(MAX_SEED), "--seeds", "2"], ["--seed + --seeds - 1"]),
     (["--out", "{file}/sweep"], ["--out", "lies under", "which is a file"]),
 ])
 def test_sweep_errors_before_training_are_one_line(args, words, a_file):

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import pytest
 
 from azjax import ProgramConfig, RunConfig, SearchConfig, TrainConfig
-from azjax.fields import traced_paths
-from azjax.learner import LearnerConfig
+from azjax.core.fields import traced_paths
+from azjax.core.learner import LearnerConfig
 
 TRACED = ["search.c_puct", "search.pb_c_base", "search.dirichlet_alpha",
           "search.dirichlet_fraction", "search.gumbel_scale", "search.rollout_lambda",

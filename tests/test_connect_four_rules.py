@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from random_play import play_random_games, take
 
 import envs
 from envs.connect_four import (
@@ -23,8 +24,6 @@ from envs.connect_four import (
     parse_move,
     state_from_moves,
 )
-
-from random_play import play_random_games, take
 
 ROWS, COLS = 6, 7
 DATA = pathlib.Path(__file__).resolve().parents[1] / "envs" / "data" / "connect4"

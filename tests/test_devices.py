@@ -21,10 +21,10 @@ from binomial import max_failures, min_successes
 from test_training import ROOT
 
 from azjax import Agent, TrainConfig, train
-from azjax import checkpoint as ckpt
-from azjax.devices import arrange, device_count, misfits, nearest_multiple
-from azjax.loop import init_train_state
-from azjax.recipes import recipe
+from azjax.core.iteration import init_train_state
+from azjax.run import checkpoint as ckpt
+from azjax.run.devices import arrange, device_count, misfits, nearest_multiple
+from azjax.run.recipes import recipe
 
 SCRIPT = ROOT / "experiments" / "tictactoe.py"
 # A small tic-tac-toe run: 3 iterations, evaluated (network alone) and checkpointed at 3.
@@ -159,11 +159,11 @@ import sys, tempfile
 from pathlib import Path
 import jax, numpy as np
 jax.config.update("jax_num_cpu_devices", 2)
-from azjax import checkpoint as ckpt
-from azjax.devices import data_mesh
-from azjax.loop import init_train_state
-from azjax.recipes import recipe
-from azjax.stacked import init_placed, placed
+from azjax.run import checkpoint as ckpt
+from azjax.run.devices import data_mesh
+from azjax.core.iteration import init_train_state
+from azjax.run.recipes import recipe
+from azjax.core.stacked import init_placed, placed
 program = recipe("tictactoe").program
 env, mesh, key = program.make_env(), data_mesh(2), jax.random.key(5)
 state = init_placed(env, program, key, mesh)

@@ -15,13 +15,14 @@ from test_games_training import TINY
 
 import envs
 from azjax import Agent
-from azjax.alphabeta import default_eval, line_count_eval, zero_eval
-from azjax.checkpoint import RunDirError
-from azjax.driver import train
-from azjax.evaluation import PositionEvaluator, RandomOpponentEvaluator, make_evaluator
-from azjax.networks import init_params
+from azjax.core.networks import init_params
+from azjax.core.players import Player
+from azjax.driver.driver import train
+from azjax.evaluation.alphabeta import default_eval, line_count_eval, zero_eval
+from azjax.evaluation.baselines import solver_player
+from azjax.evaluation.evaluators import PositionEvaluator, RandomOpponentEvaluator, make_evaluator
 from azjax.play import play_game
-from azjax.players import Player, solver_player
+from azjax.run.checkpoint import RunDirError
 from envs import Env, GroundTruth, GroundTruthSource
 from envs.tictactoe import TicTacToe, state_from_board
 

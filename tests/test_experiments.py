@@ -1,6 +1,6 @@
 """The experiment scripts other than tic-tac-toe, run as users run them, at a smoke budget.
 
-Each script must train its own recipe (`azjax.recipes`) with the options given on the
+Each script must train its own recipe (`azjax.run.recipes`) with the options given on the
 command line over it, evaluate with its game's evaluator, checkpoint, and print a summary.
 Tic-tac-toe's script is covered by tests/test_training.py and tests/test_run_integrity.py;
 go9x9's bad options by tests/test_games_training.py; the sweep script by tests/test_sweep.py.
@@ -17,24 +17,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from docs_blocks import SMOKE, smoke
 
 from azjax import TrainConfig
-from azjax.recipes import recipe
+from azjax.run.recipes import recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.slow
-
-# Small enough to train two iterations and evaluate once in seconds; every other setting is
-# the recipe's own.
-SMOKE = {
-    "--network.channels": 8, "--network.num-blocks": 1, "--network.value-hidden": 8,
-    "--search.num-simulations": 4, "--search.max-num-considered-actions": 4,
-    "--selfplay.num-games": 8, "--selfplay.steps-per-iteration": 4,
-    "--learner.batch-size": 16, "--replay-capacity": 256, "--gradient-steps": 1,
-    "--iterations": 2, "--eval-every": 2, "--eval-search-every": 1, "--eval-simulations": 4,
-    "--checkpoint-every": 2,
-}
 
 # script: (game options on its command line, the keys its evaluation must record)
 SCRIPTS = {
@@ -48,9 +38,7 @@ SCRIPTS = {
 
 def expected_config(name: str, options: dict) -> TrainConfig:
     """The script's recipe with the smoke options applied, built without the script."""
-    config = recipe(name)
-    for flag, value in SMOKE.items():
-        config = config.with_value(flag.removeprefix("--").replace("-", "_"), value)
+    config = smoke(recipe(name))
     return config.replace(game_options={**config.program.game_options, **options})
 
 

@@ -14,11 +14,11 @@ from flax import serialization
 from test_training import ROOT, SMALL, leaves_equal
 
 from azjax import Agent, train
-from azjax import checkpoint as ckpt
-from azjax.agent_file import AgentFileError, write_agent_file
+from azjax.core.iteration import init_train_state
+from azjax.core.networks import NetworkConfig
 from azjax.export import main as export_main
-from azjax.loop import init_train_state
-from azjax.networks import NetworkConfig
+from azjax.run import checkpoint as ckpt
+from azjax.run.agent_file import AgentFileError, write_agent_file
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Evaluators: against exact ground truth (`azjax.evaluation.PositionEvaluator`: Connect
+"""Evaluators: against exact ground truth (`azjax.evaluation.evaluators.PositionEvaluator`: Connect
 Four solver positions, coin-split Grundy values, tic-tac-toe) and against random play for
 games without one (`RandomOpponentEvaluator`: Gomoku, Go, pgx games)."""
 
@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import envs
-from azjax.evaluation import PositionEvaluator, RandomOpponentEvaluator, make_evaluator
-from azjax.match import play_match
-from azjax.players import network_player, random_player, search_player
-from azjax.search import SearchConfig
+from azjax.core.players import network_player, search_player
+from azjax.core.search import SearchConfig
+from azjax.evaluation.baselines import random_player
+from azjax.evaluation.evaluators import PositionEvaluator, RandomOpponentEvaluator, make_evaluator
+from azjax.evaluation.match import play_match
 from envs import connect_four as c4_eval
 from envs.connect_four import boards_from_moves
 

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from azjax import TrainConfig, train, train_group
-from azjax.learner import LearnerConfig
-from azjax.loop import init_train_state, make_iteration_fn
-from azjax.networks import NetworkConfig, PatchConv
-from azjax.search import SearchConfig
-from azjax.selfplay import SelfPlayConfig
+from azjax.core.iteration import init_train_state, make_iteration_fn
+from azjax.core.learner import LearnerConfig
+from azjax.core.networks import NetworkConfig, PatchConv
+from azjax.core.search import SearchConfig
+from azjax.core.selfplay import SelfPlayConfig
 from envs.coin_split import split_table
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,15 +9,15 @@ import pytest
 
 import envs
 from azjax import Agent, TrainConfig, train, train_group
-from azjax import checkpoint as ckpt
-from azjax.checkpoint import read_metrics
-from azjax.gating import gate_decision
-from azjax.learner import LearnerConfig
-from azjax.loop import init_train_state, make_iteration_fn
-from azjax.match import MatchResult
-from azjax.networks import NetworkConfig
-from azjax.search import SearchConfig
-from azjax.selfplay import SelfPlayConfig
+from azjax.core.iteration import init_train_state, make_iteration_fn
+from azjax.core.learner import LearnerConfig
+from azjax.core.networks import NetworkConfig
+from azjax.core.search import SearchConfig
+from azjax.core.selfplay import SelfPlayConfig
+from azjax.evaluation.gating import gate_decision
+from azjax.evaluation.match import MatchResult
+from azjax.run import checkpoint as ckpt
+from azjax.run.checkpoint import read_metrics
 
 SMALL = TrainConfig().replace(
     game="tictactoe",

@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 
 import envs
-from azjax import gnugo, gtp_client
 from azjax.arena import main as arena
-from azjax.config import TrainConfig
-from azjax.driver import train
-from azjax.evaluation import versus
-from azjax.gnugo import gnugo_player, setup_commands
-from azjax.gtp_client import GnuGoMissing, GtpProcess, gnugo_command
-from azjax.match import play_match
-from azjax.player_specs import make_player
-from azjax.players import random_player
-from azjax.specs import parse_spec
+from azjax.driver.driver import train
+from azjax.evaluation.baselines import random_player
+from azjax.evaluation.evaluators import versus
+from azjax.evaluation.match import play_match
+from azjax.evaluation.player_specs import make_player
+from azjax.go import gnugo, gtp_client
+from azjax.go.gnugo import gnugo_player, setup_commands
+from azjax.go.gtp_client import GnuGoMissing, GtpProcess, gnugo_command
+from azjax.run.config import TrainConfig
+from azjax.run.specs import parse_spec
 
 GO9 = envs.make("go", size=9)  # komi 7.5
 STEP9 = jax.jit(GO9.step)

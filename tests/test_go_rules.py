@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import envs
-from envs.go import Go, format_move, parse_move
+from envs.go import Go
+from envs.go_board import format_move, parse_move
 
 # --------------------------------------------------------------------------------------
 # Plain-Python reference (independent of envs/).
@@ -900,7 +901,7 @@ def test_bad_options():
 
 def test_ko_option_from_configs_and_the_command_line():
     from azjax.arena import _arena_env
-    from azjax.config import TrainConfig
+    from azjax.run.config import TrainConfig
 
     config = TrainConfig().replace(game="go", game_options={"size": 5, "ko": "simple"})
     config.program.validate()
@@ -913,13 +914,13 @@ def test_ko_option_from_configs_and_the_command_line():
 
 
 def test_state_size_estimate_covers_the_hashes():
-    from azjax import memory
-    from envs.go import _state_bytes
+    from azjax.core import memory
+    from envs.go_board import state_bytes
 
     for kwargs in ({"size": 9}, {"size": 19, "history": 2}, {"size": 5, "ko": "simple"}):
         env = Go(**kwargs)
         real = memory.state_bytes(env)
-        estimate = _state_bytes(env.size, env.history, env.max_moves, env.ko)
+        estimate = state_bytes(env.size, env.history, env.max_moves, env.ko)
         assert real <= estimate <= 1.25 * real, (kwargs, real, estimate)
     superko, simple = Go(size=19), Go(size=19, ko="simple")
     assert memory.state_bytes(superko) - memory.state_bytes(simple) == 8 * (2 * 361 + 1 - 1)

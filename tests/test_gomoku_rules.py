@@ -13,11 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from random_play import play_random_games, take
 
 import envs
 from envs.gomoku import Gomoku, format_move, parse_move
-
-from random_play import play_random_games, take
 
 # --------------------------------------------------------------------------------------
 # Plain-Python reference (independent of envs/).

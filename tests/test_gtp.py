@@ -20,14 +20,15 @@ from test_games_training import TINY
 
 import envs
 from azjax import Agent, gtp
-from azjax.gtp import Engine, parse_score, serve
+from azjax.core.networks import NetworkConfig, abstract_params
+from azjax.go.gtp_client import gnugo_command
+from azjax.go.gtp_engine import Engine, serve
+from azjax.go.gtp_protocol import parse_score
+from azjax.go.referee import referee
+from azjax.go.sgf import sgf_result
 from azjax.gtp import main as gtp_main
-from azjax.gtp_client import gnugo_command
 from azjax.gtp_referee import main as referee_main
-from azjax.gtp_referee import referee
-from azjax.networks import NetworkConfig, abstract_params
-from azjax.sgf import sgf_result
-from envs.go import COLUMNS, format_move, parse_move
+from envs.go_board import COLUMNS, format_move, parse_move
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE = 9

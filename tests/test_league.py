@@ -12,17 +12,18 @@ import pytest
 
 import envs
 from azjax import TrainConfig, train
-from azjax.agent import Agent
-from azjax.checkpoint import RunDirError, read_metrics
-from azjax.league import CSV_COLUMNS, fit_league, main, round_robin, run_league
-from azjax.learner import LearnerConfig
-from azjax.match import MatchResult
-from azjax.networks import NetworkConfig
-from azjax.player_specs import make_player
-from azjax.players import random_player, solver_player
-from azjax.ratings import fit_elo
-from azjax.search import SearchConfig
-from azjax.selfplay import SelfPlayConfig
+from azjax.core.learner import LearnerConfig
+from azjax.core.networks import NetworkConfig
+from azjax.core.search import SearchConfig
+from azjax.core.selfplay import SelfPlayConfig
+from azjax.evaluation.baselines import random_player, solver_player
+from azjax.evaluation.league import CSV_COLUMNS, fit_league, round_robin, run_league
+from azjax.evaluation.match import MatchResult
+from azjax.evaluation.player_specs import make_player
+from azjax.evaluation.ratings import fit_elo
+from azjax.league import main
+from azjax.run.agent import Agent
+from azjax.run.checkpoint import RunDirError, read_metrics
 
 TINY = TrainConfig().replace(
     game="tictactoe",

@@ -10,8 +10,8 @@ import numpy as np
 import optax
 import pytest
 
-from azjax.learner import LearnerConfig, alphazero_loss
-from azjax.networks import PolicyValueNet
+from azjax.core.learner import LearnerConfig, alphazero_loss
+from azjax.core.networks import PolicyValueNet
 
 LOGITS = np.array([[1.0, 2.0, 0.5], [-1.0, 0.0, 3.0]], np.float32)
 VALUES = np.array([0.25, -0.5], np.float32)

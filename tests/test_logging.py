@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from test_training import SMALL
 
-from azjax import checkpoint as ckpt
 from azjax import train
-from azjax.progress import Progress, format_duration
+from azjax.run import checkpoint as ckpt
+from azjax.run.progress import Progress, format_duration
 
 
 def read_events(log_dir: Path) -> dict[str, dict[int, float]]:

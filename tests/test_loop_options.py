@@ -1,5 +1,5 @@
 """Self-play and training options seen through the jitted training iteration
-(`azjax.loop`): temperature moves, Dirichlet root noise, the value-target mix and the
+(`azjax.core.iteration`): temperature moves, Dirichlet root noise, the value-target mix and the
 symmetry augmentation modes, on tic-tac-toe.
 
 Three programs serve every test (each costs a compilation): one ply of self-play per
@@ -19,12 +19,12 @@ import pytest
 
 import envs
 from azjax import TrainConfig
-from azjax import replay as replay_lib
-from azjax.learner import LearnerConfig
-from azjax.loop import init_train_state, make_iteration_fn
-from azjax.networks import NetworkConfig, make_network
-from azjax.search import SearchConfig
-from azjax.selfplay import Games, SelfPlayConfig
+from azjax.core import replay as replay_lib
+from azjax.core.iteration import init_train_state, make_iteration_fn
+from azjax.core.learner import LearnerConfig
+from azjax.core.networks import NetworkConfig, make_network
+from azjax.core.search import SearchConfig
+from azjax.core.selfplay import Games, SelfPlayConfig
 from envs.tictactoe import state_from_board
 
 GAMES = 64

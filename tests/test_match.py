@@ -1,4 +1,4 @@
-"""Batched matches (`azjax.match.play_match`) on players of known strength."""
+"""Batched matches (`azjax.evaluation.match.play_match`) on players of known strength."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import envs
-from azjax.match import MatchResult, play_match
-from azjax.players import Player, network_player, random_player
+from azjax.core.players import Player, network_player
+from azjax.evaluation.baselines import random_player
+from azjax.evaluation.match import MatchResult, play_match
 from envs import tictactoe_minimax as solver
 
 

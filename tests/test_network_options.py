@@ -10,14 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax.config import TrainConfig
-from azjax.networks import (
-    NetworkConfig,
-    PatchConv,
-    PolicyValueNet,
-    make_network,
-    resolve_conv,
-)
+from azjax.core.networks import NetworkConfig, PatchConv, PolicyValueNet, make_network, resolve_conv
+from azjax.run.config import TrainConfig
 
 SMALL = NetworkConfig(channels=8, policy_filters=2, value_filters=2, value_hidden=8)
 

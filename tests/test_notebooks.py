@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from azjax.checkpoint import read_metrics
+from azjax.run.checkpoint import read_metrics
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from test_games_training import TINY
 
 import envs
 from azjax import Agent, play, train
-from azjax.networks import NetworkConfig, init_params
+from azjax.core.networks import NetworkConfig, init_params
 from envs.connect_four import state_from_moves
 
 ROOT = Path(__file__).resolve().parents[1]

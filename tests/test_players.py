@@ -20,25 +20,25 @@ from ttt_reference import random_play_odds as absolute_random_play_odds
 
 import envs
 from azjax import TrainConfig
-from azjax import checkpoint as ckpt
-from azjax.learner import LearnerConfig
-from azjax.loop import init_train_state
-from azjax.match import play_match
-from azjax.networks import NetworkConfig, make_network
-from azjax.player_specs import game_of, make_player, parse_spec
-from azjax.players import (
-    Player,
-    network_player,
-    random_player,
-    rollout_mcts_player,
-    solver_player,
+from azjax.core.iteration import init_train_state
+from azjax.core.learner import LearnerConfig
+from azjax.core.networks import NetworkConfig, make_network
+from azjax.core.players import Player, network_player
+from azjax.core.rollouts import random_playout, uniform_legal_actions
+from azjax.core.search import SearchConfig, make_search_fn, masked_logits, mixed_value
+from azjax.core.selfplay import SelfPlayConfig
+from azjax.evaluation.baselines import random_player, rollout_mcts_player, solver_player
+from azjax.evaluation.match import play_match
+from azjax.evaluation.player_specs import game_of, make_player, parse_spec
+from azjax.evaluation.rollout_mcts import (
+    UCTConfig,
+    make_uct_search,
+    uct_action_selection,
+    uct_actions,
 )
-from azjax.rollout_mcts import UCTConfig, make_uct_search, uct_action_selection, uct_actions
-from azjax.rollouts import random_playout, uniform_legal_actions
-from azjax.search import SearchConfig, make_search_fn, masked_logits, mixed_value
-from azjax.selfplay import SelfPlayConfig
-from envs import tictactoe_minimax as ttt_solver
+from azjax.run import checkpoint as ckpt
 from envs import coin_split
+from envs import tictactoe_minimax as ttt_solver
 from envs.connect_four import state_from_moves
 from envs.tictactoe import state_from_board
 
@@ -417,7 +417,7 @@ def stub_apply(params, obs):
 
 
 def reference_search(env, apply_fn, config, params, key, states, split_key=True):
-    """Plain AlphaZero (Gumbel) search on mctx, written independently of azjax.search;
+    """Plain AlphaZero (Gumbel) search on mctx, written independently of azjax.core.search;
     `split_key` as a search with playouts compiled in does (it splits off the root's)."""
 
     def recurrent_fn(params, rng_key, action, state):
@@ -708,7 +708,7 @@ def test_make_player_errors(ttt, text, message):
 
 
 def test_make_player_baselines(ttt, monkeypatch):
-    import azjax.player_specs
+    import azjax.evaluation.player_specs
 
     assert make_player("mcts:50", ttt).name == "mcts:50"
     assert make_player("mcts:50", ttt, name="uct").name == "uct"
@@ -724,14 +724,14 @@ def test_make_player_baselines(ttt, monkeypatch):
     # the simulation count and c reach the rollout MCTS (c defaults to sqrt(2)), and the
     # player it builds is the one returned
     calls, built = [], []
-    original = azjax.player_specs.rollout_mcts_player
+    original = azjax.evaluation.player_specs.rollout_mcts_player
 
     def spy(*args):
         calls.append(args)
         built.append(original(*args))
         return built[-1]
 
-    monkeypatch.setattr(azjax.player_specs, "rollout_mcts_player", spy)
+    monkeypatch.setattr(azjax.evaluation.player_specs, "rollout_mcts_player", spy)
     tuned, default = make_player("mcts:20,c=0.5", ttt), make_player("mcts:7", ttt, name="m")
     assert calls == [(ttt, 20, 0.5, "mcts:20,c=0.5"), (ttt, 7, math.sqrt(2), "m")]
     assert tuned is built[0] and default is built[1]
@@ -739,7 +739,7 @@ def test_make_player_baselines(ttt, monkeypatch):
 
 
 def test_run_dir_specs(ttt, run, monkeypatch):
-    import azjax.agent
+    import azjax.run.agent
 
     run_dir, params = run
     assert game_of(["random", f"network:{run_dir}"]).name == "tictactoe"
@@ -768,13 +768,13 @@ def test_run_dir_specs(ttt, run, monkeypatch):
         make_player(f"network:{run_dir},greedy=maybe", ttt)
 
     configs = []
-    original = azjax.agent.search_player
+    original = azjax.run.agent.search_player
 
     def spy(env, apply_fn, params, search, name="alphazero", greedy=True):
         configs.append(search)
         return original(env, apply_fn, params, search, name, greedy)
 
-    monkeypatch.setattr(azjax.agent, "search_player", spy)
+    monkeypatch.setattr(azjax.run.agent, "search_player", spy)
     alphazero = make_player(f"alphazero:{run_dir},sims=3,policy=puct", ttt, name="az")
     alphago = make_player(f"alphago:{run_dir},lambda=0.5,sims=5", ttt)
     assert alphazero.name == "az" and alphago.name == f"alphago:{run_dir},lambda=0.5,sims=5"

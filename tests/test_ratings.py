@@ -1,11 +1,11 @@
-"""Tests for azjax.ratings: Bradley-Terry Elo fits, intervals, priors, validation."""
+"""Tests for azjax.evaluation.ratings: Bradley-Terry Elo fits, intervals, priors, validation."""
 
 import math
 
 import numpy as np
 import pytest
 
-from azjax.ratings import (
+from azjax.evaluation.ratings import (
     FALLBACK_PRIOR_GAMES,
     expected_score,
     fit_elo,

@@ -17,12 +17,12 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from test_tictactoe_oracle import SOLVED, X, O, from_board, guaranteed
+from test_tictactoe_oracle import SOLVED, O, X, from_board, guaranteed
 
 import envs
 from azjax import Agent
-from azjax.evaluation import make_evaluator
-from azjax.recipes import recipe
+from azjax.evaluation.evaluators import make_evaluator
+from azjax.run.recipes import recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import envs
-from azjax import replay as replay_lib
+from azjax.core import replay as replay_lib
 
 OBS_SHAPE = (3, 3, 3)
 NUM_ACTIONS = 9

@@ -19,8 +19,8 @@ import pytest
 from test_training import ROOT, SMALL, leaves_equal
 
 from azjax import TrainConfig, train, train_group
-from azjax import checkpoint as ckpt
-from azjax.loop import init_train_state
+from azjax.core.iteration import init_train_state
+from azjax.run import checkpoint as ckpt
 from azjax.sweep import merge, parse_params, run_sweep
 
 # Fields that measure the machine, not the run.

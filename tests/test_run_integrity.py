@@ -22,11 +22,11 @@ from test_resume import final_state, without_timing
 from test_training import ROOT, SMALL, leaves_equal
 
 from azjax import Agent, train
-from azjax import checkpoint as ckpt
-from azjax.driver import TrainingDiverged
-from azjax.loop import init_train_state
-from azjax.networks import NetworkConfig
-from azjax.run_lock import RunLock
+from azjax.core.iteration import init_train_state
+from azjax.core.networks import NetworkConfig
+from azjax.driver.status import TrainingDiverged
+from azjax.run import checkpoint as ckpt
+from azjax.run.lock import RunLock
 
 # Checkpoints at 2, 4 and 6 (the newest three are kept).
 RUN = SMALL.replace(iterations=6)
@@ -106,7 +106,7 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import os, time
-            from azjax.run_lock import RunLock
+            from azjax.run.lock import RunLock
             os.mkdir({str(run_dir)!r})
             lock = RunLock({str(run_dir)!r}).acquire()
             print("locked", flush=True)
@@ -303,7 +303,7 @@ def test_metrics_hold_only_checkpointed_iterations(tmp_path):
 def test_a_diverging_run_stops_without_saving_the_diverged_state(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     train(RUN.replace(iterations=2), run_dir, progress=None)
-    from azjax import driver
+    from azjax.driver import driver
 
     real = driver.group_step
 
@@ -386,7 +386,7 @@ def test_a_first_save_that_did_not_finish_starts_the_run_afresh(tmp_path):
 def test_checkpoints_written_before_manifests_stay_intact_beside_new_ones(tmp_path):
     from test_training import OLD_RUN
 
-    from azjax.league import checkpoint_steps
+    from azjax.evaluation.league import checkpoint_steps
     run_dir = tmp_path / "old"
     shutil.copytree(OLD_RUN, run_dir)
     config = ckpt.load_config(run_dir)
@@ -422,7 +422,7 @@ def test_a_checked_checkpoint_that_fails_to_restore_is_an_error_not_damage(tmp_p
 def poison(monkeypatch, experiment: int, after: int, what: str):
     """Makes the jitted step report a NaN loss (or NaN parameters) for `experiment` from
     iteration `after` + 1 on."""
-    from azjax import driver
+    from azjax.driver import driver
 
     real = driver.group_step
 

@@ -12,8 +12,8 @@ import pytest
 from ttt_reference import legal_moves, negamax, play, reachable_boards, terminal, to_move, winner
 
 import envs
-from azjax.networks import PolicyValueNet
-from azjax.search import (
+from azjax.core.networks import PolicyValueNet
+from azjax.core.search import (
     SearchConfig,
     deterministic,
     greedy_action,
@@ -450,7 +450,7 @@ def test_symmetric_apply_averages_the_copies_and_is_invariant(game):
     position, each copy's log-policy read at the image of every action (checked one
     action at a time with `Symmetries.action`); so the value of every transformed
     position is the same and its policy is the transformed policy."""
-    from azjax.networks import NetworkConfig, init_params, make_network
+    from azjax.core.networks import NetworkConfig, init_params, make_network
 
     game_env = envs.make(game)
     config = NetworkConfig(channels=8, num_blocks=1)
@@ -495,7 +495,7 @@ def test_averaged_search_plays_mirrored_positions_alike():
     """With the averaged network, a deterministic Gumbel search values a Connect Four
     position and its mirror image alike (root value), and its root visit counts are the
     mirror of each other's; the plain network's search does not."""
-    from azjax.networks import NetworkConfig, init_params, make_network
+    from azjax.core.networks import NetworkConfig, init_params, make_network
 
     game_env = envs.make("connect_four")
     config = NetworkConfig(channels=8, num_blocks=1)

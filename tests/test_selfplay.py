@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import envs
-from azjax import replay as replay_lib
-from azjax.networks import PolicyValueNet
-from azjax.search import SearchConfig, make_search_fn
-from azjax.selfplay import (
+from azjax.core import replay as replay_lib
+from azjax.core.networks import PolicyValueNet
+from azjax.core.search import SearchConfig, make_search_fn
+from azjax.core.selfplay import (
     SelfPlayConfig,
     Trajectory,
     assign_outcomes,

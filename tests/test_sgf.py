@@ -17,12 +17,15 @@ import numpy as np
 import pytest
 
 import envs
-from azjax import TrainConfig, match, sgf
+from azjax import TrainConfig
 from azjax.arena import main as arena_main
+from azjax.core.players import Player
+from azjax.evaluation import match
+from azjax.evaluation.baselines import random_player
+from azjax.evaluation.league import pair_dirs, round_robin, run_league
+from azjax.evaluation.match import play_match, record_plies
+from azjax.go import sgf
 from azjax.league import main as league_main
-from azjax.league import pair_dirs, round_robin, run_league
-from azjax.match import play_match, record_plies
-from azjax.players import Player, random_player
 
 sgfmill_sgf = pytest.importorskip("sgfmill.sgf")
 from sgfmill import boards

@@ -1,9 +1,12 @@
-"""The packages' shape (azjax and envs): no import cycles, no imports hidden in functions,
-small modules, games that never import the framework, a public API that imports."""
+"""The packages' shape (azjax and envs), read from the code itself: layers that import
+downwards only, no import circle (type-checking imports included), no imports hidden in
+functions, small modules, few modules at the top, and a public API that is listed and
+documented."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -15,17 +18,34 @@ PACKAGES = {
     "azjax": Path(azjax.__file__).resolve().parent,
     "envs": Path(envs.__file__).resolve().parent,
 }
-MAX_LINES = 500
+# The layers, lowest first: a module may import its own layer and those before it. The
+# top-level modules of `azjax` (the public API and the commands) are the last layer.
+LAYERS = (
+    "envs",
+    "azjax.core",
+    "azjax.run",
+    "azjax.go",
+    "azjax.evaluation",
+    "azjax.driver",
+    "azjax.sweep",
+    "azjax",
+)
+SUBPACKAGES = [layer for layer in LAYERS if layer.startswith("azjax.")]
+COMMANDS = ("arena", "export", "gtp", "gtp_referee", "league", "play")
+MAX_LINES = 400
+MAX_TOP_MODULES = 10
 # Imported only where used (inside a function), by module name prefix, per package:
 # optional extras, so that the package works without them, and matplotlib, imported while
-# a run's first step compiles rather than at start-up (`azjax.plots.preload`).
+# a run's first step compiles rather than at start-up (`azjax.driver.plots.preload`).
 OPTIONAL_IMPORTS = {
     "azjax": ("tensorboardX", "matplotlib"),
     "envs": ("envs.pgx_adapter", "pgx"),
 }
 
 
-def modules(package: str = "azjax") -> dict[str, Path]:
+def modules(package: str) -> dict[str, Path]:
+    """Every module of `package` (`azjax` or `envs`) by dotted name; a package's
+    `__init__.py` is named by the package."""
     root = PACKAGES[package]
     out = {}
     for path in sorted(root.rglob("*.py")):
@@ -35,56 +55,79 @@ def modules(package: str = "azjax") -> dict[str, Path]:
     return out
 
 
-def _is_type_checking(node: ast.AST) -> bool:
-    test = node.test if isinstance(node, ast.If) else None
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+ALL_MODULES = {**modules("azjax"), **modules("envs")}
 
 
-def _runtime_nodes(tree: ast.AST):
-    """Every node of the tree except those under `if TYPE_CHECKING:` (imports for type
-    annotations only, which never run)."""
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if _is_type_checking(child):
-                todo.extend(child.orelse)
-            else:
-                todo.append(child)
-
-
-def all_imports(path: Path) -> set[str]:
-    """Every module name `path` imports (and `module.name` for `from module import name`),
-    at any depth of the file, except under `if TYPE_CHECKING:`."""
+def imports(path: Path) -> set[str]:
+    """The modules of azjax and envs that `path` imports, anywhere in the file (inside
+    functions and under `if TYPE_CHECKING:` too). `from P import m` names module `P.m`
+    when that is a module, and `P` (its `__init__`) for any other name."""
     found = set()
-    for node in _runtime_nodes(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            found |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return found
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in ALL_MODULES else node.module)
+    return {name for name in found if name in ALL_MODULES}
 
 
-def imports(path: Path, names: set[str]) -> set[str]:
-    """The package's modules `path` imports, at any depth of the file."""
-    return {name for name in all_imports(path) if name in names}
+GRAPH = {name: imports(path) - {name} for name, path in ALL_MODULES.items()}
 
 
-@pytest.mark.parametrize("package", sorted(PACKAGES))
-def test_no_module_imports_one_that_imports_it_back(package):
-    mods = modules(package)
-    graph = {name: imports(path, set(mods)) - {name} for name, path in mods.items()}
-    # Depth-first search for a cycle; the package itself only re-exports.
-    del graph[package]
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the layer `module` belongs to."""
+    for i, layer in reversed(list(enumerate(LAYERS))):
+        if module == layer or module.startswith(layer + ".") and (
+                layer != "azjax" or module.count(".") == 1):
+            return i
+    raise AssertionError(f"{module} is in no layer")
+
+
+def package_of(module: str) -> str:
+    """The package whose `__init__` a module belongs under (a package, itself)."""
+    path = ALL_MODULES[module]
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def test_every_module_is_in_a_layer_and_the_layers_exist():
+    assert {layer_of(name) for name in ALL_MODULES} == set(range(len(LAYERS)))
+    for layer in LAYERS:
+        assert layer in ALL_MODULES, layer
+
+
+def test_layers_import_downwards_only():
+    upward = sorted(f"{name} -> {dep}" for name, deps in GRAPH.items() for dep in deps
+                    if layer_of(dep) > layer_of(name))
+    assert upward == []
+
+
+def test_the_core_imports_nothing_but_itself_and_the_games():
+    outside = sorted(f"{name} -> {dep}" for name, deps in GRAPH.items() for dep in deps
+                     if name.startswith("azjax.core")
+                     and not (dep.startswith("azjax.core") or dep.split(".")[0] == "envs"))
+    assert outside == []
+    assert len([name for name in GRAPH if name.startswith("azjax.core.")]) >= 10
+
+
+def test_no_module_of_a_subpackage_imports_its_own_package_init():
+    """A subpackage's modules import each other by module, never through the `__init__`
+    that imports them (which would be half-built at that moment)."""
+    found = sorted(f"{name} -> {dep}" for name, deps in GRAPH.items() for dep in deps
+                   if ALL_MODULES[name].name != "__init__.py" and dep == package_of(name))
+    assert found == []
+
+
+def test_no_import_circle_anywhere():
+    """Depth-first search for a cycle over every import between modules of azjax and
+    envs, type-checking imports included."""
     state: dict[str, int] = {}
     cycles = []
 
     def visit(name: str, trail: list[str]) -> None:
         state[name] = 1
-        for nxt in sorted(graph.get(name, ())):
+        for nxt in sorted(GRAPH[name]):
             if state.get(nxt) == 1:
                 cycles.append(trail[trail.index(nxt):] + [name, nxt] if nxt in trail
                               else [name, nxt])
@@ -92,10 +135,19 @@ def test_no_module_imports_one_that_imports_it_back(package):
                 visit(nxt, trail + [name])
         state[name] = 2
 
-    for name in sorted(graph):
+    for name in sorted(GRAPH):
         if name not in state:
             visit(name, [])
     assert cycles == []
+
+
+def test_the_checks_see_real_imports():
+    """The layering and cycle checks read the real import graph (so that an empty graph
+    cannot pass them)."""
+    assert "azjax.core.search" in GRAPH["azjax.core.selfplay"]
+    assert "azjax.run.checkpoint" in GRAPH["azjax.run.agent"]
+    assert "envs.core" in GRAPH["envs.go"]
+    assert sum(len(deps) for deps in GRAPH.values()) > 200
 
 
 @pytest.mark.parametrize("package", sorted(PACKAGES))
@@ -115,23 +167,53 @@ def test_imports_are_at_the_top_of_every_module(package):
 
 
 @pytest.mark.parametrize("package", sorted(PACKAGES))
-def test_no_module_is_over_500_lines(package):
+def test_no_module_is_over_400_lines(package):
     sizes = {name: len(path.read_text().splitlines()) for name, path in modules(package).items()}
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
 
 
+def test_few_modules_at_the_top_and_the_commands_among_them():
+    top = sorted(path.stem for path in PACKAGES["azjax"].glob("*.py"))
+    assert len(top) <= MAX_TOP_MODULES, top
+    for command in COMMANDS:
+        assert command in top, command
+        tree = ast.parse((PACKAGES["azjax"] / f"{command}.py").read_text())
+        functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        guards = [n for n in tree.body if isinstance(n, ast.If)
+                  and "__main__" in ast.unparse(n.test)]
+        assert "main" in functions and guards, command
+
+
 def test_envs_never_imports_azjax():
     """The games stand alone: no module of `envs` imports `azjax` (at any depth)."""
-    found = {
-        name: sorted(m for m in all_imports(path) if m == "azjax" or m.startswith("azjax."))
-        for name, path in modules("envs").items()
-    }
-    assert {name: ms for name, ms in found.items() if ms} == {}
-    assert len(found) >= 10  # the scan saw the package's modules
+    found = {name: sorted(dep for dep in GRAPH[name] if dep.split(".")[0] == "azjax")
+             for name in modules("envs")}
+    assert {name: deps for name, deps in found.items() if deps} == {}
+    assert len(found) >= 10
 
 
-def test_the_public_api_is_listed_and_documented():
-    for name in azjax.__all__:
-        obj = getattr(azjax, name)
-        assert obj.__doc__, name
-    assert len(set(azjax.__all__)) == len(azjax.__all__)
+@pytest.mark.parametrize("package", SUBPACKAGES)
+def test_every_subpackage_says_what_it_holds_and_what_it_may_import(package):
+    """The docstring of each subpackage names its modules and the layers it may import,
+    and those are exactly its own modules and the layers below it."""
+    doc = importlib.import_module(package).__doc__
+    assert doc
+    own = {name.rpartition(".")[2] for name in ALL_MODULES
+           if name.startswith(package + ".") and name.count(".") == package.count(".") + 1}
+    assert own and all(f"`{module}`" in doc for module in own), own
+    may = doc.split("May import:", 1)[1]
+    below = LAYERS[:LAYERS.index(package)]
+    for layer in LAYERS:
+        short = layer.removeprefix("azjax.")
+        named = f"`{layer}`" in may or f"`{short}`" in may
+        assert named == (layer in below) or layer == "azjax", (layer, may)
+
+
+@pytest.mark.parametrize("package", ["azjax", "envs", *SUBPACKAGES])
+def test_the_public_api_is_listed_and_documented(package):
+    module = importlib.import_module(package)
+    assert module.__doc__
+    assert len(set(module.__all__)) == len(module.__all__)
+    for name in module.__all__:
+        obj = getattr(module, name)
+        assert obj.__doc__ or isinstance(obj, (str, int)), f"{package}.{name}"

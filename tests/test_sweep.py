@@ -18,12 +18,13 @@ import numpy as np
 import pytest
 from test_gating import SMALL
 
-import azjax.sweep as sw
+import azjax.sweep.grid as sweep_grid
+import azjax.sweep.sweep as sw
 from azjax import Agent, TrainConfig, make_player, train, train_group
-from azjax import checkpoint as ckpt
-from azjax.evaluation import make_evaluator
-from azjax.stats import mean_ci, t_quantile
-from azjax.sweep_table import markdown_table, results_table
+from azjax.evaluation.evaluators import make_evaluator
+from azjax.evaluation.stats import mean_ci, t_quantile
+from azjax.run import checkpoint as ckpt
+from azjax.sweep.table import markdown_table, results_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +39,7 @@ TIMING = ("seconds_to_perfect", "wall_time", "positions_per_s")  # differ betwee
 
 
 def grid(base=TINY, specs=GRID, seeds=SEEDS):
-    return sw.make_grid(base, sw.parse_params(specs), seeds)
+    return sweep_grid.make_grid(base, sweep_grid.parse_params(specs), seeds)
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -68,19 +69,19 @@ def test_setting_names_resolve_to_real_settings():
         "replay_capacity": "replay_capacity",
     }
     for short, path in readme.items():
-        assert sw.resolve_name(short) == path
-        assert sw.short_names()[short] == path
+        assert sweep_grid.resolve_name(short) == path
+        assert sweep_grid.short_names()[short] == path
         TrainConfig().get(path)  # the path exists
-    assert sw.resolve_name("search.c_puct") == "search.c_puct"
-    assert sw.resolve_name("weight_decay") == "learner.weight_decay"  # unique field name
-    assert sw.resolve_name("gradient-steps") == "gradient_steps"
-    assert sw.resolve_name("eval_every") == "eval_every"  # a run option
+    assert sweep_grid.resolve_name("search.c_puct") == "search.c_puct"
+    assert sweep_grid.resolve_name("weight_decay") == "learner.weight_decay"  # unique field name
+    assert sweep_grid.resolve_name("gradient-steps") == "gradient_steps"
+    assert sweep_grid.resolve_name("eval_every") == "eval_every"  # a run option
 
-    p = sw.parse_param("num_simulations=8,16,64")
+    p = sweep_grid.parse_param("num_simulations=8,16,64")
     assert (p.path, p.values) == ("search.num_simulations", (8, 16, 64))
-    assert sw.parse_param("learning_rate=1e-3,0.01").values == (0.001, 0.01)
-    assert sw.parse_param("policy=puct,gumbel").values == ("puct", "gumbel")
-    assert sw.parse_param("stop_when_perfect=true,false").values == (True, False)
+    assert sweep_grid.parse_param("learning_rate=1e-3,0.01").values == (0.001, 0.01)
+    assert sweep_grid.parse_param("policy=puct,gumbel").values == ("puct", "gumbel")
+    assert sweep_grid.parse_param("stop_when_perfect=true,false").values == (True, False)
     config = TINY.with_value("learner.batch_size", 8)
     assert config.program.learner.batch_size == 8
     assert config.program.learner.learning_rate == 3e-3
@@ -105,12 +106,12 @@ def test_setting_names_resolve_to_real_settings():
 )
 def test_bad_params_are_value_errors(spec, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
-        sw.parse_param(spec)
+        sweep_grid.parse_param(spec)
 
 
 def test_a_setting_is_swept_once():
     with pytest.raises(ValueError, match="swept twice"):
-        sw.parse_params(["c_puct=1.0", "search.c_puct=2.0"])
+        sweep_grid.parse_params(["c_puct=1.0", "search.c_puct=2.0"])
 
 
 # -------------------------------------------------------------------- grid and groups
@@ -133,22 +134,22 @@ def test_only_traced_settings_seeds_and_run_options_share_a_group():
     shared = grid(specs=("c_puct=1.0,2.0", "dirichlet_alpha=0.3,1.0", "dirichlet_fraction=0.0,0.25",
                          "gumbel_scale=0.5,1.0", "learning_rate=0.001,0.01",
                          "eval_every=1,2", "iterations=2,3"))
-    assert [g.size for g in sw.group_experiments(shared)] == [len(shared)]
+    assert [g.size for g in sweep_grid.group_experiments(shared)] == [len(shared)]
 
     for spec in ("num_simulations=2,4", "policy=puct,gumbel", "batch_size=16,32",
                  "replay_capacity=512,1024", "temperature_moves=0,2",
                  "max_num_considered_actions=4,9", "weight_decay=0.0,0.001",
                  "gradient_steps=2,4", "regime=alphazero,gating"):
-        groups = sw.group_experiments(grid(specs=(spec, "c_puct=1.0,2.0")))
+        groups = sweep_grid.group_experiments(grid(specs=(spec, "c_puct=1.0,2.0")))
         assert [g.size for g in groups] == [4, 4], spec
         for g in groups:  # one value of the compiled setting per group, all seeds and c_puct
-            path = sw.resolve_name(spec.split("=")[0])
+            path = sweep_grid.resolve_name(spec.split("=")[0])
             assert len({e.config.get(path) for e in g.experiments}) == 1
             assert {(e.seed, e.config.program.search.c_puct) for e in g.experiments} == {
                 (s, c) for s in SEEDS for c in (1.0, 2.0)}
 
     # Playouts are compiled in for lambda > 0 only: lambda 0 stays on its own.
-    groups = sw.group_experiments(grid(specs=("rollout_lambda=0.0,0.5,1.0",)))
+    groups = sweep_grid.group_experiments(grid(specs=("rollout_lambda=0.0,0.5,1.0",)))
     lambdas = [sorted({e.config.program.search.rollout_lambda for e in g.experiments})
                for g in groups]
     assert lambdas == [[0.0], [0.5, 1.0]]
@@ -156,25 +157,25 @@ def test_only_traced_settings_seeds_and_run_options_share_a_group():
 
 def test_shards_are_a_deterministic_partition_of_the_grid():
     experiments = grid(specs=("num_simulations=2,4,8", "c_puct=1.0,2.0"), seeds=(0, 1, 2))
-    groups = sw.group_experiments(experiments)
+    groups = sweep_grid.group_experiments(experiments)
     everything = sorted((e.label, e.seed) for e in experiments)
     for n in range(1, 8):
-        shards = sw.split_shards(groups, n)
+        shards = sweep_grid.split_shards(groups, n)
         assert len(shards) == n
         keys = [sorted((e.label, e.seed) for g in s for e in g.experiments) for s in shards]
         assert sorted(k for part in keys for k in part) == everything  # union, no repeats
         assert keys == [sorted((e.label, e.seed) for g in s for e in g.experiments)
-                        for s in sw.split_shards(groups, n)]
+                        for s in sweep_grid.split_shards(groups, n)]
         sizes = [len(k) for k in keys]
         assert max(sizes) - min(sizes) <= 6  # at most one whole group apart
         assert min(sizes) > 0  # (n <= 7 shards of 18 experiments)
         for s in shards:  # every unit still runs as one program
             for g in s:
                 assert len({e.config.program.compile_key() for e in g.experiments}) == 1
-    assert sw.parse_shard("2/4") == (2, 4)
+    assert sweep_grid.parse_shard("2/4") == (2, 4)
     for bad in ("0/4", "5/4", "1", "a/b", "1/0"):
         with pytest.raises(ValueError, match="--shard"):
-            sw.parse_shard(bad)
+            sweep_grid.parse_shard(bad)
 
 
 # ------------------------------------------------------------------------ statistics
@@ -222,7 +223,7 @@ def test_table_marks_censored_times():
 def swept(tmp_path_factory):
     out = tmp_path_factory.mktemp("sweep")
     lines = []
-    result = sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, out, write=lines.append)
+    result = sw.run_sweep(TINY, sweep_grid.parse_params(GRID), SEEDS, out, write=lines.append)
     return out, result, lines
 
 
@@ -300,7 +301,7 @@ def test_every_experiment_is_a_run_directory_and_the_sweep_a_table(swept):
 
 def test_rerun_skips_finished_runs_and_reruns_only_missing_ones(swept):
     out, first, _ = swept
-    again = sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, out, write=None)
+    again = sw.run_sweep(TINY, sweep_grid.parse_params(GRID), SEEDS, out, write=None)
     assert again.groups_run == [] and again.experiments_skipped == 8
     assert len(read_csv(out / "seeds.csv")) == 8
 
@@ -310,7 +311,7 @@ def test_rerun_skips_finished_runs_and_reruns_only_missing_ones(swept):
     records = {r["run_dir"]: ckpt.read_metrics(out / "runs" / r["run_dir"]) for r in lost}
     for r in lost:
         shutil.rmtree(out / "runs" / r["run_dir"])
-    third = sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, out, write=None)
+    third = sw.run_sweep(TINY, sweep_grid.parse_params(GRID), SEEDS, out, write=None)
     assert third.experiments_run == 4 and third.experiments_skipped == 4
     assert third.groups_run == [first.groups_run[0]]
     rerun = read_csv(out / "seeds.csv")
@@ -322,10 +323,10 @@ def test_rerun_skips_finished_runs_and_reruns_only_missing_ones(swept):
         assert without_timing(ckpt.read_metrics(out / "runs" / name)) == without_timing(before)
 
     with pytest.raises(ValueError, match="another base config"):
-        sw.run_sweep(TINY.replace(value_target_mix=0.5), sw.parse_params(GRID), SEEDS, out,
+        sw.run_sweep(TINY.replace(value_target_mix=0.5), sweep_grid.parse_params(GRID), SEEDS, out,
                      write=None)
     with pytest.raises(ValueError, match="sweep over"):
-        sw.run_sweep(TINY, sw.parse_params(["gradient_steps=2,4"]), SEEDS, out, write=None)
+        sw.run_sweep(TINY, sweep_grid.parse_params(["gradient_steps=2,4"]), SEEDS, out, write=None)
 
 
 class Killed(Exception):
@@ -341,12 +342,12 @@ def test_interrupted_group_continues_from_its_checkpoints(swept, tmp_path):
             raise Killed
 
     with pytest.raises(Killed):
-        sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, tmp_path, write=None,
+        sw.run_sweep(TINY, sweep_grid.parse_params(GRID), SEEDS, tmp_path, write=None,
                      on_iteration=kill_after_first)
     started = sw.find_runs(tmp_path / "runs")
     assert len(started) == 4 and not any(sw.run_finished(p) for p in started)
     lines = []
-    sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, tmp_path, write=lines.append)
+    sw.run_sweep(TINY, sweep_grid.parse_params(GRID), SEEDS, tmp_path, write=lines.append)
     assert sum("resumed" in line and "at iteration 1" in line for line in lines) == 4
     assert without_timing(read_csv(tmp_path / "seeds.csv")) == without_timing(
         read_csv(out / "seeds.csv"))
@@ -355,7 +356,7 @@ def test_interrupted_group_continues_from_its_checkpoints(swept, tmp_path):
 def test_shards_merge_into_the_same_table(swept, tmp_path):
     out, _, _ = swept
     for i in (1, 2):
-        result = sw.run_sweep(TINY, sw.parse_params(GRID), SEEDS, tmp_path, shard=(i, 2),
+        result = sw.run_sweep(TINY, sweep_grid.parse_params(GRID), SEEDS, tmp_path, shard=(i, 2),
                               write=None)
         assert result.experiments_run == 4
     assert without_timing(read_csv(tmp_path / "seeds.csv")) == without_timing(
@@ -384,8 +385,8 @@ class LenientEvaluator:
 
 
 def test_time_to_perfect_and_stopping(tmp_path):
-    configs = [e.config for e in sw.group_experiments(grid())[0].experiments]
-    paths = [p.path for p in sw.parse_params(GRID)]
+    configs = [e.config for e in sweep_grid.group_experiments(grid())[0].experiments]
+    paths = [p.path for p in sweep_grid.parse_params(GRID)]
 
     def rows(name, evaluator, stop):
         dirs = [tmp_path / name / str(i) for i in range(len(configs))]
@@ -412,7 +413,7 @@ def test_time_to_perfect_and_stopping(tmp_path):
 def test_vmapped_group_matches_unbatched_runs():
     """Each experiment of a vmapped group computes what its own run computes (to float
     rounding: the batched program may order sums differently)."""
-    group = sw.group_experiments(grid())[0]  # 2 learning rates x 2 seeds
+    group = sweep_grid.group_experiments(grid())[0]  # 2 learning rates x 2 seeds
     configs = [e.config for e in group.experiments]
     assert {(c.seed, c.program.learner.learning_rate) for c in configs} == {
         (s, lr) for s in SEEDS for lr in (0.003, 0.01)}
@@ -470,9 +471,9 @@ def test_cli_errors_are_one_line_and_exit_2(swept):
 def test_every_scalar_setting_is_sweepable():
     """The sweep reads its settings from the config's own fields: a new field is sweepable
     with no table to update."""
-    fields = sw.sweepable_fields()
+    fields = sweep_grid.sweepable_fields()
     for half in (TINY.program, TINY.run):
         for field in dataclasses.fields(half):
-            if field.name not in sw.NOT_SWEPT and not dataclasses.is_dataclass(
+            if field.name not in sweep_grid.NOT_SWEPT and not dataclasses.is_dataclass(
                     getattr(half, field.name)):
                 assert field.name in fields

@@ -24,8 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import envs
-from azjax.evaluation import PositionEvaluator, make_evaluator
-from azjax.players import network_player
+from azjax.core.players import network_player
+from azjax.evaluation.evaluators import PositionEvaluator, make_evaluator
 from envs import tictactoe_minimax as minimax
 from envs.tictactoe import SeatCheck
 

@@ -18,14 +18,14 @@ from ttt_reference import negamax, reachable_boards, terminal
 
 import envs
 from azjax import Agent, TrainConfig, train, train_group
-from azjax.checkpoint import RunDirError, load_config, read_metrics
-from azjax.evaluation import make_evaluator
-from azjax.learner import LearnerConfig
-from azjax.loop import init_train_state, make_iteration_fn
-from azjax.networks import NetworkConfig, make_network
-from azjax.players import network_player
-from azjax.search import SearchConfig
-from azjax.selfplay import SelfPlayConfig
+from azjax.core.iteration import init_train_state, make_iteration_fn
+from azjax.core.learner import LearnerConfig
+from azjax.core.networks import NetworkConfig, make_network
+from azjax.core.players import network_player
+from azjax.core.search import SearchConfig
+from azjax.core.selfplay import SelfPlayConfig
+from azjax.evaluation.evaluators import make_evaluator
+from azjax.run.checkpoint import RunDirError, load_config, read_metrics
 from envs.tictactoe import state_from_board
 
 ROOT = Path(__file__).resolve().parents[1]

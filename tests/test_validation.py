@@ -17,14 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import envs
-import envs.core
-from azjax import memory
-from azjax import replay as replay_lib
-from azjax.config import SEED_MAX, ProgramConfig, TrainConfig, setting_paths
-from azjax.networks import NetworkConfig, init_params, make_network
-from azjax.recipes import RECIPES
-from azjax.search import SearchConfig, make_search_fn
-from azjax.selfplay import SelfPlayConfig
+import envs.limits
+from azjax.core import memory
+from azjax.core import replay as replay_lib
+from azjax.core.networks import NetworkConfig, init_params, make_network
+from azjax.core.program import ProgramConfig, program_bytes, program_parts
+from azjax.core.search import SearchConfig, make_search_fn
+from azjax.core.selfplay import SelfPlayConfig
+from azjax.run.config import SEED_MAX, TrainConfig, setting_paths
+from azjax.run.recipes import RECIPES
 
 ROOT = Path(__file__).resolve().parents[1]
 NON_FINITE = [math.nan, math.inf, -math.inf]
@@ -46,7 +47,7 @@ def refused(config: TrainConfig, path: str) -> str:
 def memory_of(monkeypatch):
     """Makes the machine look as if it had `n` bytes of memory."""
     def set_memory(n: int) -> None:
-        monkeypatch.setattr(envs.core, "available_bytes", lambda: n)
+        monkeypatch.setattr(envs.limits, "available_bytes", lambda: n)
     return set_memory
 
 
@@ -328,9 +329,9 @@ def test_a_program_is_refused_without_touching_the_device(memory_of):
 def test_program_bytes_adds_the_parts_and_scales_with_the_group():
     env = envs.make("tictactoe")
     program = ProgramConfig()
-    parts = memory.program_parts(program, env)
-    assert memory.program_bytes(program, env) == sum(parts.values())
-    assert memory.program_bytes(program, env, experiments=3) == 3 * sum(parts.values())
+    parts = program_parts(program, env)
+    assert program_bytes(program, env) == sum(parts.values())
+    assert program_bytes(program, env, experiments=3) == 3 * sum(parts.values())
     assert parts["replay ring"] == program.replay_capacity * memory.replay_entry_bytes(env)
 
 
@@ -339,7 +340,7 @@ def test_a_run_whose_evaluation_cannot_fit_is_refused(memory_of):
     config = TrainConfig().replace(eval_games=10**6, search=SearchConfig(num_simulations=64))
     config.validate()
     config.program.check(env)  # training alone fits in the machine's memory...
-    memory_of(memory.program_bytes(config.program, env) + GB)
+    memory_of(program_bytes(config.program, env) + GB)
     with pytest.raises(ValueError, match=r"this training run would need .*evaluation games"):
         config.check(env)  # ...not beside a million evaluation games with search
     gated = TrainConfig().replace(regime="gating", gate_games=10**6, eval_every=0)

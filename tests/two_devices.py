@@ -3,7 +3,7 @@ as a script (`python tests/two_devices.py N`), prints JSON counts for tests/test
 
 A ring of 16 entries is split 8 + 8 over the devices; entries 1, 3, 4, 6 of each half
 are sampleable (a known outcome), the others not. Each of N rounds, each device samples
-2 positions from its own half with its own key (`azjax.loop.device_key`), as the learner
+2 positions from its own half with its own key (`azjax.core.iteration.device_key`), as the learner
 does.
 """
 
@@ -19,9 +19,9 @@ jax.config.update("jax_num_cpu_devices", 2)
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from azjax import replay as replay_lib
-from azjax.devices import DATA_AXIS, data_mesh
-from azjax.loop import device_key
+from azjax.core import replay as replay_lib
+from azjax.core.iteration import DATA_AXIS, device_key
+from azjax.run.devices import data_mesh
 
 SAMPLEABLE = [1, 3, 4, 6, 9, 11, 12, 14]
 

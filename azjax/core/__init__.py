@@ -1,0 +1,60 @@
+"""What compiles: the one XLA program of a training iteration, and the agent's players.
+
+Modules, in the order they build on each other:
+
+* `fields`: marks on config fields (which settings are traced values) and their checks.
+* `conv`, `networks`: the policy-value network (`NetworkConfig`, `PolicyValueNet`).
+* `rollouts`, `search`: random playouts and the mctx search over any game (`SearchConfig`).
+* `replay`: the on-device FIFO ring of positions.
+* `selfplay`: B games at once, S moves per call (`SelfPlayConfig`).
+* `learner`: the AlphaZero loss and its Optax settings (`LearnerConfig`).
+* `memory`: bytes a game, a search or a match needs, estimated from shapes alone.
+* `program`: `ProgramConfig`, everything the iteration is built from.
+* `iteration`: one training iteration as one pure function (`TrainState`).
+* `stacked`: E experiments of one program as one vmapped, sharded step.
+* `players`: the `Player` type and the trained agent's players (network, network + search).
+
+May import: `envs`, and JAX, Flax, Optax, mctx, chex. Nothing of the rest of `azjax`:
+the core knows nothing of run directories, evaluation, Go's tools or the driver.
+"""
+
+from azjax.core.fields import traced
+from azjax.core.iteration import DATA_AXIS, TrainState, init_train_state, make_iteration_fn
+from azjax.core.learner import LearnerConfig, LossInfo, alphazero_loss
+from azjax.core.networks import NetworkConfig, PolicyValueNet, init_params, make_network
+from azjax.core.players import AgentParams, Player, network_player, search_player
+from azjax.core.program import ProgramConfig
+from azjax.core.replay import Positions, ReplayState
+from azjax.core.search import SearchConfig, make_search_fn
+from azjax.core.selfplay import SelfPlayConfig, init_games, make_play_fn
+from azjax.core.stacked import group_step, stack, unstack
+
+__all__ = [
+    "DATA_AXIS",
+    "AgentParams",
+    "LearnerConfig",
+    "LossInfo",
+    "NetworkConfig",
+    "Player",
+    "PolicyValueNet",
+    "Positions",
+    "ProgramConfig",
+    "ReplayState",
+    "SearchConfig",
+    "SelfPlayConfig",
+    "TrainState",
+    "alphazero_loss",
+    "group_step",
+    "init_games",
+    "init_params",
+    "init_train_state",
+    "make_iteration_fn",
+    "make_network",
+    "make_play_fn",
+    "make_search_fn",
+    "network_player",
+    "search_player",
+    "stack",
+    "traced",
+    "unstack",
+]

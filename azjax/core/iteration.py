@@ -1,0 +1,234 @@
+"""One AlphaZero training iteration as one pure function (jitted once by the caller).
+
+iteration(train_state) -> (train_state, metrics):
+  self-play S moves in B slots -> label finished games -> write replay -> K gradient steps.
+No host sync happens inside; metrics are device scalars reduced inside the program.
+
+Split over N devices (`make_iteration_fn(..., devices=N)`, run under `shard_map`), each
+device plays B/N of the games into its own ring of capacity/N (block d of the ring holds
+the positions of block d of the games) and samples batch/N positions from it; gradients,
+loss terms and metrics are averaged or summed over the devices, so the replicated
+parameters stay equal. Each device samples uniformly from its own ring; the rings fill
+at the same rate, so every position in the buffer has the same chance as with one ring.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+from jax.flatten_util import ravel_pytree
+
+from azjax.core import replay as replay_lib
+from azjax.core.learner import alphazero_loss
+from azjax.core.networks import init_params, make_network, observation_dtype
+from azjax.core.program import ProgramConfig
+from azjax.core.search import SearchConfig, make_search_fn
+from azjax.core.selfplay import Games, assign_outcomes, init_games, make_play_fn
+from envs import Env
+
+DATA_AXIS = "data"
+"""The mesh axis the iteration splits its games, replay ring and batch over."""
+
+
+@struct.dataclass
+class TrainState:
+    """Everything a run carries from one iteration to the next (one pytree)."""
+
+    params: chex.ArrayTree
+    opt_state: chex.ArrayTree  # the learning rate (traced) lives in here
+    search_params: SearchConfig  # the search's traced settings, as [] float32 arrays
+    replay: replay_lib.ReplayState
+    selfplay: Games  # [B] live self-play games
+    key: chex.PRNGKey
+    iteration: chex.Array  # [] int32 iterations done
+    games: chex.Array  # [] int32 self-play games finished
+    positions: chex.Array  # [] int32 self-play positions played
+    # Gating regime only (None otherwise): the network self-play uses, and its iteration.
+    best_params: chex.ArrayTree | None = None
+    best_iteration: chex.Array | None = None
+
+
+def init_train_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainState:
+    """A fresh run: random network, empty replay, new games; the key is consumed.
+
+    Built by one jitted program (run op by op, its hundreds of small ops took seconds
+    of a short run's start to compile), compiled once per env object and compiled
+    settings: the traced ones (learning rate, search constants) are its arguments, so
+    the runs of a group or a sweep, which differ only in those and their seeds, share it."""
+    config.check(env)
+    return _fresh_state_program(env, config)(key, config.search, config.learner)
+
+
+_FRESH_PROGRAMS: dict[tuple[int, str], tuple[Env, Callable]] = {}
+
+
+def _fresh_state_program(env: Env, config: ProgramConfig) -> Callable:
+    static = dataclasses.replace(config, search=jax.tree.map(lambda _: None, config.search),
+                                 learner=jax.tree.map(lambda _: None, config.learner))
+    key = (id(env), repr(static))
+    cached = _FRESH_PROGRAMS.get(key)
+    if cached is None or cached[0] is not env:
+        if len(_FRESH_PROGRAMS) >= 8:  # the oldest goes: a process rarely holds more
+            _FRESH_PROGRAMS.pop(next(iter(_FRESH_PROGRAMS)))
+
+        def fresh(run_key, search, learner):
+            settings = dataclasses.replace(config, search=search, learner=learner)
+            return _fresh_state(env, settings, run_key)
+
+        cached = _FRESH_PROGRAMS[key] = (env, jax.jit(fresh))
+    return cached[1]
+
+
+def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainState:
+    init_key, games_key, run_key = jax.random.split(key, 3)
+    params = init_params(env, config.network, init_key)
+    return TrainState(
+        params=params,
+        opt_state=config.learner.optimizer().init(params),
+        search_params=config.search.as_arrays(),
+        replay=replay_lib.init(
+            config.replay_capacity, env.observation_shape, env.num_actions,
+            observation_dtype(env),
+        ),
+        selfplay=init_games(env, games_key, config.selfplay),
+        key=run_key,
+        iteration=jnp.int32(0),
+        games=jnp.int32(0),
+        positions=jnp.int32(0),
+        best_params=jax.tree.map(jnp.copy, params) if config.regime == "gating" else None,
+        best_iteration=jnp.int32(0) if config.regime == "gating" else None,
+    )
+
+
+def per_device(config: ProgramConfig, devices: int) -> ProgramConfig:
+    """The program one of `devices` devices runs: its share of the games, the replay
+    ring and the learner's batch (the sizes must divide: `azjax.run.devices.misfits`)."""
+    if devices == 1:
+        return config
+    return dataclasses.replace(
+        config,
+        selfplay=dataclasses.replace(config.selfplay,
+                                     num_games=config.selfplay.num_games // devices),
+        learner=dataclasses.replace(config.learner,
+                                    batch_size=config.learner.batch_size // devices),
+        replay_capacity=config.replay_capacity // devices,
+    )
+
+
+def device_key(key: chex.PRNGKey, devices: int) -> chex.PRNGKey:
+    """This device's own key from a key every device holds (under `shard_map` over
+    `DATA_AXIS`): its games and samples must differ from the others'. One device: `key`."""
+    return jax.random.fold_in(key, jax.lax.axis_index(DATA_AXIS)) if devices > 1 else key
+
+
+def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Callable:
+    """Returns the pure `iteration(train_state) -> (train_state, metrics)`.
+
+    Metrics are device scalars: self-play outcome shares, game lengths, replay fill and,
+    with gradient steps, the loss terms averaged over the iteration's steps. With
+    `devices` > 1 it is one device's part of the iteration, to run under `shard_map` over
+    `DATA_AXIS`: its state holds that device's share of the games and the replay ring.
+    """
+    config.check(env)
+    positions_per_iteration = config.positions_per_iteration
+    config = per_device(config, devices)
+    split = devices > 1
+
+    def total(x):
+        return jax.lax.psum(x, DATA_AXIS) if split else x
+
+    def mean(tree):
+        if not split:
+            return tree
+        flat, unflatten = ravel_pytree(tree)  # one all-reduce, not one per leaf
+        return unflatten(jax.lax.pmean(flat, DATA_AXIS))
+
+    net = make_network(env, config.network)
+    # Self-play only runs the network forward: with 'auto' convolutions, XLA's on a CPU
+    # (2.4x faster self-play for Connect Four: benchmarks/iteration_profile.py --conv).
+    search_net = make_network(env, config.network, gradients=False)
+    search_fn = make_search_fn(env, search_net.apply, config.search)
+    play = make_play_fn(env, search_fn, config.search, config.selfplay)
+    optimizer = config.learner.optimizer()
+    symmetries = env.symmetries
+    sample_symmetries = symmetries if config.augment == "sample" else None
+    mix = config.value_target_mix
+    weight_decay = config.learner.weight_decay
+
+    def loss_fn(params, batch: replay_lib.Positions):
+        logits, value = net.apply(params, batch.observation)
+        target = (1.0 - mix) * batch.z + mix * batch.search_value
+        info = alphazero_loss(
+            logits, value, batch.policy, target, params, weight_decay,
+            weights=batch.has_z.astype(jnp.float32),
+        )
+        return info.total, info
+
+    def grad_step(carry, key, replay):
+        params, opt_state = carry
+        batch = replay_lib.sample(replay, device_key(key, devices), config.learner.batch_size,
+                                  sample_symmetries)
+        grads, info = mean(jax.grad(loss_fn, has_aux=True)(params, batch))
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), info
+
+    def iteration(state: TrainState):
+        play_key, train_key, next_key = jax.random.split(state.key, 3)
+        actor = state.best_params if config.regime == "gating" else state.params
+        games, trajectory = play(actor, state.search_params, device_key(play_key, devices),
+                                 state.selfplay)
+        discount = config.search.discount
+        positions, first_end, first_outcome, first_length = assign_outcomes(trajectory,
+                                                                            discount)
+        replay = replay_lib.resolve(state.replay, first_end, first_outcome, first_length,
+                                    discount)
+        if config.augment == "write":
+            positions = replay_lib.augment_all(positions, symmetries)
+        replay = replay_lib.add(replay, positions)
+
+        (params, opt_state), infos = jax.lax.scan(
+            lambda carry, key: grad_step(carry, key, replay),
+            (state.params, state.opt_state),
+            jax.random.split(train_key, config.gradient_steps),
+        )
+
+        ended = trajectory.ended
+        num_ended = total(jnp.sum(ended))
+        per_game = jnp.maximum(num_ended, 1)
+        outcome = trajectory.outcome
+        metrics = {
+            "games_finished": num_ended,
+            "mean_game_length": total(jnp.sum(jnp.where(ended, trajectory.game_length, 0)))
+            / per_game,
+            "first_player_win": total(jnp.sum(ended & (outcome > 0))) / per_game,
+            "draw": total(jnp.sum(ended & (outcome == 0))) / per_game,
+            "second_player_win": total(jnp.sum(ended & (outcome < 0))) / per_game,
+            "search_value": mean(jnp.mean(trajectory.positions.search_value)),
+            "replay_sampleable": total(replay_lib.num_sampleable(replay)),
+        }
+        if config.gradient_steps > 0:
+            metrics.update(
+                loss=jnp.mean(infos.total),
+                value_loss=jnp.mean(infos.value_loss),
+                policy_loss=jnp.mean(infos.policy_loss),
+                policy_entropy=jnp.mean(infos.policy_entropy),
+            )
+        new_state = state.replace(
+            params=params,
+            opt_state=opt_state,
+            replay=replay,
+            selfplay=games,
+            key=next_key,
+            iteration=state.iteration + 1,
+            games=state.games + num_ended.astype(jnp.int32),
+            positions=state.positions + jnp.int32(positions_per_iteration),
+        )
+        return new_state, metrics
+
+    return iteration

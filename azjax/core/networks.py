@@ -1,0 +1,165 @@
+"""Policy-value networks (Flax linen).
+
+`PolicyValueNet` is the network of the reference tic-tac-toe study when `num_blocks=0`
+(one 3x3 conv with 32 filters + ReLU; policy head 1x1 conv with 2 filters, ReLU, dense
+to the action count; value head 1x1 conv with 1 filter, ReLU, dense 32, ReLU, dense 1,
+tanh), and grows a residual tower of `num_blocks` blocks for bigger boards. With
+`torso='mlp'` it is a stack of dense layers on the flattened observation instead, with a
+dense policy head and a dense tanh value head (tic-tac-toe's recipe: its board is too
+small for convolutions to pay).
+
+Two settings choose how it runs, not what it computes: `conv` (how 3x3 convolutions are
+computed: shifted copies + one matmul, fastest on CPU, XLA's convolution, the one for
+accelerators, or XLA's forward with the matmul backward) and `dtype` (float32, or bfloat16 activations with float32 parameters and
+outputs). The parameters are the same pytree whichever is chosen, so a checkpoint trained
+one way loads and runs the other way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+import chex
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from azjax.core.conv import CONV_CHOICES, PatchConv, resolve_conv
+from azjax.core.fields import check_setting
+from envs import Env
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkConfig:
+    """Shape of the policy-value network."""
+
+    torso: Literal["conv", "mlp"] = "conv"
+    """'conv': a 3x3 conv stem and `num_blocks` residual blocks, with conv heads (for
+    boards). 'mlp': `mlp_layers` dense ReLU layers `channels` wide on the flattened
+    observation, a dense policy head and a dense tanh value head (small boards and
+    non-spatial games; `num_blocks`, `*_filters`, `value_hidden` and `conv` are unused)."""
+    channels: int = 32
+    """Filters of the stem conv and of every residual block (torso 'mlp': the width of
+    every dense layer)."""
+    num_blocks: int = 0
+    """Residual blocks after the stem (0 = the reference tic-tac-toe network)."""
+    mlp_layers: int = 3
+    """Dense layers of the 'mlp' torso."""
+    policy_filters: int = 2
+    """Filters of the policy head's 1x1 conv."""
+    value_filters: int = 1
+    """Filters of the value head's 1x1 conv."""
+    value_hidden: int = 32
+    """Width of the value head's hidden dense layer."""
+    conv: Literal["auto", "patch", "xla", "hybrid"] = "auto"
+    """How 3x3 convolutions are computed (`azjax.core.conv`): 'patch' (shifted copies + one
+    matmul; on CPU its gradient is ~10x faster than XLA's), 'xla' (XLA's convolution, for
+    GPUs), 'hybrid' (XLA's convolution forward, the patch matmuls backward), or 'auto'
+    (on the CPU backend 'patch' where the network is differentiated and 'xla' where it
+    only runs forward, e.g. in search; elsewhere 'xla'). The parameters and the function
+    are the same either way: a checkpoint from one runs with the other."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Compute dtype of activations and matmuls. With 'bfloat16' the parameters are still
+    stored and updated in float32 and the outputs (logits, value) are float32."""
+
+    def validate(self) -> None:
+        """Raises ValueError for sizes that cannot build a network and unknown choices."""
+        for name in ("channels", "policy_filters", "value_filters", "value_hidden"):
+            check_setting(f"network.{name}", getattr(self, name), int, 1)
+        check_setting("network.num_blocks", self.num_blocks, int, 0)
+        check_setting("network.mlp_layers", self.mlp_layers, int, 1)
+        for name, allowed in (("torso", TORSOS), ("conv", CONV_CHOICES),
+                              ("dtype", tuple(DTYPES))):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in allowed:
+                raise ValueError(f"network.{name} must be one of {allowed}, got {value!r}")
+
+
+TORSOS = ("conv", "mlp")
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+def input_planes(obs: chex.Array) -> chex.Array:
+    """Network input from observations [B, H, W, C] (bool planes) as float32."""
+    return obs.astype(jnp.float32)
+
+
+class ResidualBlock(nn.Module):
+    """conv3x3 - LayerNorm - ReLU - conv3x3 - LayerNorm, plus the skip, then ReLU."""
+
+    channels: int
+    impl: str = "patch"
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: chex.Array) -> chex.Array:
+        conv = {"impl": self.impl, "dtype": self.dtype}
+        norm = {"dtype": self.dtype, "param_dtype": jnp.float32}
+        y = PatchConv(self.channels, **conv)(x)
+        y = nn.relu(nn.LayerNorm(**norm)(y))
+        y = PatchConv(self.channels, **conv)(y)
+        y = nn.LayerNorm(**norm)(y)
+        return nn.relu(x + y)
+
+
+class PolicyValueNet(nn.Module):
+    """Maps observations [B, H, W, C] to (policy logits [B, A], value [B] in [-1, 1]),
+    both float32 whatever `config.dtype` computes in."""
+
+    num_actions: int
+    config: NetworkConfig = NetworkConfig()
+
+    @nn.compact
+    def __call__(self, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
+        cfg = self.config
+        impl, dtype = resolve_conv(cfg.conv), DTYPES[cfg.dtype]
+        dense = {"dtype": dtype, "param_dtype": jnp.float32}
+        x = input_planes(obs).astype(dtype)
+        if cfg.torso == "mlp":
+            return self._mlp(x, dense)
+        x = nn.relu(PatchConv(cfg.channels, impl=impl, dtype=dtype)(x))
+        for _ in range(cfg.num_blocks):
+            x = ResidualBlock(cfg.channels, impl=impl, dtype=dtype)(x)
+        batch = x.shape[0]
+
+        p = nn.relu(PatchConv(cfg.policy_filters, 1, dtype=dtype)(x))
+        logits = nn.Dense(self.num_actions, **dense)(p.reshape(batch, -1))
+
+        v = nn.relu(PatchConv(cfg.value_filters, 1, dtype=dtype)(x))
+        v = nn.relu(nn.Dense(cfg.value_hidden, **dense)(v.reshape(batch, -1)))
+        value = jnp.tanh(nn.Dense(1, **dense)(v).astype(jnp.float32))[:, 0]
+        return logits.astype(jnp.float32), value
+
+    def _mlp(self, x: chex.Array, dense: dict) -> tuple[chex.Array, chex.Array]:
+        x = x.reshape(x.shape[0], -1)
+        for _ in range(self.config.mlp_layers):
+            x = nn.relu(nn.Dense(self.config.channels, **dense)(x))
+        logits = nn.Dense(self.num_actions, **dense)(x)
+        value = jnp.tanh(nn.Dense(1, **dense)(x).astype(jnp.float32))[:, 0]
+        return logits.astype(jnp.float32), value
+
+
+def make_network(env: Env, config: NetworkConfig, gradients: bool = True) -> PolicyValueNet:
+    """The policy-value network for `env`'s actions, sized by `config`; `config.conv`
+    'auto' is resolved here, for the backend JAX runs on now and for whether the network
+    is differentiated or only runs forward (`resolve_conv`)."""
+    config = dataclasses.replace(config, conv=resolve_conv(config.conv, gradients))
+    return PolicyValueNet(num_actions=env.num_actions, config=config)
+
+
+def observation_dtype(env: Env):
+    """The dtype of `env`'s observations (bool planes for our games; wrapped pgx games
+    may observe float32)."""
+    return jax.eval_shape(env.init, jax.random.key(0)).observation.dtype
+
+
+def init_params(env: Env, config: NetworkConfig, key: chex.PRNGKey) -> chex.ArrayTree:
+    """Fresh parameters of `make_network(env, config)`; the key is consumed."""
+    dummy = jnp.zeros((1, *env.observation_shape), observation_dtype(env))
+    return make_network(env, config).init(key, dummy)
+
+
+def abstract_params(env: Env, config: NetworkConfig) -> chex.ArrayTree:
+    """Shapes and dtypes (`jax.ShapeDtypeStruct`) of those parameters; nothing is built."""
+    return jax.eval_shape(lambda key: init_params(env, config, key), jax.random.key(0))

@@ -1,0 +1,163 @@
+"""What the compiled training iteration is built from: `ProgramConfig`.
+
+The game, network, search, self-play, learner, replay, augmentation, gradient steps,
+value-target mix and regime. A resumed run must keep it. Its traced settings (marked on
+their fields, `azjax.core.fields.traced`) reach the program as arrays; the rest is
+compiled in. How a run is run (budget, cadences, evaluation) is `azjax.run.RunConfig`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import numbers
+from typing import Any, Literal, Union
+
+import envs
+from azjax.core import memory
+from azjax.core.fields import check_setting, compiled_part
+from azjax.core.learner import LearnerConfig
+from azjax.core.networks import NetworkConfig
+from azjax.core.search import SearchConfig
+from azjax.core.selfplay import SelfPlayConfig
+from envs import Env
+from envs.limits import INT32_MAX
+
+AUGMENT_MODES = ("sample", "write", "none")
+REGIMES = ("alphazero", "gating")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramConfig:
+    """What the compiled training iteration is built from (a resumed run keeps it)."""
+
+    game: str = "tictactoe"
+    """Game to train on: a registered name, pgx:<id>, or the import path of a game of
+    your own (my_module:MyGame); anything `envs.make` takes."""
+    game_options: dict[str, Union[int, float]] = dataclasses.field(default_factory=dict)
+    """Keyword options of the game (e.g. size=9, komi=7.5 for go), passed to `envs.make`."""
+    network: NetworkConfig = NetworkConfig()
+    search: SearchConfig = SearchConfig()
+    selfplay: SelfPlayConfig = SelfPlayConfig()
+    learner: LearnerConfig = LearnerConfig()
+    replay_capacity: int = 2**15
+    """Positions held in the replay ring (FIFO)."""
+    augment: Literal["sample", "write", "none"] = "sample"
+    """Symmetry augmentation: 'sample' (a random symmetry per sampled position), 'write'
+    (all symmetric copies written to replay) or 'none'."""
+    gradient_steps: int = 64
+    """Gradient steps per iteration (K)."""
+    value_target_mix: float = 0.0
+    """Value target = (1 - mix) * z + mix * search root value (0 = the paper's z)."""
+    regime: Literal["alphazero", "gating"] = "alphazero"
+    """'alphazero': self-play with the latest network. 'gating' (AlphaGo Zero): self-play
+    with the best network so far, replaced when the latest one beats it in an arena."""
+
+    def validate(self) -> None:
+        """Raises ValueError, with a message naming the option, for bad values."""
+        if not isinstance(self.game, str) or not self.game:
+            raise ValueError(f"game must be a non-empty string, got {self.game!r}")
+        _check_game_options(self.game_options)
+        self.network.validate()
+        self.search.validate()
+        self.selfplay.validate()
+        self.learner.validate()
+        check_setting("replay_capacity", self.replay_capacity, int, 1)
+        if self.augment not in AUGMENT_MODES:
+            raise ValueError(f"augment must be one of {AUGMENT_MODES}, got {self.augment!r}")
+        check_setting("gradient_steps", self.gradient_steps, int, 0)
+        check_setting("value_target_mix", self.value_target_mix, float, 0, 1)
+        if self.regime not in REGIMES:
+            raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}")
+        check_int32("positions per iteration: selfplay.num_games x "
+                     "selfplay.steps_per_iteration", self.positions_per_iteration)
+
+    def make_env(self) -> envs.Env:
+        """The game this config trains on (ValueError for an unknown game or bad options)."""
+        return envs.make(self.game, **self.game_options)
+
+    @property
+    def positions_per_iteration(self) -> int:
+        """Positions self-play produces per iteration (B * S)."""
+        return self.selfplay.num_games * self.selfplay.steps_per_iteration
+
+    def replay_entries_per_iteration(self, env: envs.Env) -> int:
+        """Entries self-play writes to replay each iteration."""
+        copies = env.symmetries.size if self.augment == "write" else 1
+        return self.positions_per_iteration * copies
+
+    def check(self, env: envs.Env) -> None:
+        """`validate`, and the checks that need the game (ValueError): the replay holds
+        an iteration of self-play, its indices fit int32, and the program fits in memory
+        (`program_bytes`, estimated from shapes before anything is built)."""
+        self.validate()
+        needed = self.replay_entries_per_iteration(env)
+        symmetries = " x symmetries" if self.augment == "write" else ""
+        check_int32("replay entries per iteration: selfplay.num_games x "
+                     f"selfplay.steps_per_iteration{symmetries}", needed)
+        if self.replay_capacity < needed:
+            raise ValueError(
+                f"replay_capacity ({self.replay_capacity}) must hold at least one iteration "
+                f"of self-play ({needed} entries = num_games x steps_per_iteration"
+                f"{symmetries})"
+            )
+        check_int32("replay ring indices: replay_capacity + one iteration's entries",
+                     self.replay_capacity + needed)
+        check_program_fits(self, env)
+
+    def compile_key(self) -> str:
+        """Equal for configs that compile to one training program: everything but the
+        traced settings (`azjax.core.fields`)."""
+        return json.dumps(compiled_part(self), sort_keys=True)
+
+
+def _check_game_options(options: Any) -> None:
+    if not isinstance(options, dict):
+        raise ValueError(f"game_options must be a mapping of option names to values, "
+                         f"got {options!r}")
+    for name, value in options.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"game_options names must be non-empty strings, got {name!r}")
+        if isinstance(value, numbers.Real) and not math.isfinite(value):
+            raise ValueError(f"game_options {name} must be a finite number, got {value!r}")
+
+
+def check_int32(what: str, value: int, hint: str = "") -> None:
+    """ValueError when `value` (`what`) does not fit the int32 counters of the program."""
+    if value > INT32_MAX:
+        raise ValueError(f"{what} = {value:,}, more than the int32 counters of the compiled "
+                         f"program hold (2**31 - 1){hint}")
+
+
+def program_parts(program: ProgramConfig, env: Env) -> dict[str, int]:
+    """Bytes a training program holds, by part: replay ring, self-play search trees and
+    games, one iteration's positions, network and optimizer, network activations (the
+    estimate `program_bytes` sums)."""
+    games = program.selfplay.num_games
+    entry = memory.replay_entry_bytes(env)
+    # Parameters, gradients and Adam's two moments; the gating regime keeps a best copy.
+    copies = 5 if program.regime == "gating" else 4
+    # Training keeps forward activations for the backward pass: about twice the batch.
+    activations = max(2 * program.learner.batch_size, games)
+    return {
+        "replay ring": program.replay_capacity * entry,
+        "self-play search trees": memory.search_tree_bytes(
+            env, games, program.search.num_simulations),
+        "self-play games": games * memory.state_bytes(env),
+        "one iteration's positions": program.replay_entries_per_iteration(env) * entry,
+        "network and optimizer": copies * memory.network_bytes(env, program.network),
+        "network activations": memory.activation_bytes(env, program.network, activations),
+    }
+
+
+def program_bytes(program: ProgramConfig, env: Env, experiments: int = 1) -> int:
+    """Estimated bytes of a training program on `env`, for `experiments` programs run
+    side by side (a vmapped group)."""
+    return experiments * sum(program_parts(program, env).values())
+
+
+def check_program_fits(program: ProgramConfig, env: Env, experiments: int = 1) -> None:
+    """Raises ValueError (one line, the largest parts named) when the training program
+    would not fit in memory (`program_bytes` against `available_bytes`)."""
+    memory.check_parts("this training program", program_parts(program, env), experiments)

@@ -1,0 +1,294 @@
+"""mctx search over any env with a policy-value network.
+
+The env itself is the model: `make_recurrent_fn` steps the real game and evaluates the new
+positions with a leaf function (the network here; random playouts in `azjax.evaluation.rollout_mcts`).
+Illegal actions are masked at every node (mctx masks only the root), and the two-player
+sign convention is `discount = -1` (the next node's value is from the opponent's view;
+`-SearchConfig.discount` with a per-ply discount) and 0 once the game has ended.
+
+AlphaGo-style leaf evaluation: with `rollout_lambda > 0` a leaf's value is
+`(1 - lambda) * network value + lambda * z`, z the result of one uniformly random
+playout from the leaf, as AlphaGo mixed its value network with fast rollouts
+(lambda = 0 is AlphaZero, lambda = 1 leaves the network only the prior). Whether the
+compiled search has playouts at all is decided by the config it is built from (0: none,
+and the search is exactly the AlphaZero one); the mix itself is a traced value, so one
+compiled search can sweep it.
+
+`SearchConfig` is a pytree (`azjax.core.fields.config_dataclass`): its traced settings are its
+leaves, so the compiled search takes them as arguments, and the rest is static.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from typing import Any, Callable, Literal
+
+import chex
+import jax
+import jax.numpy as jnp
+import mctx
+
+from azjax.core.fields import (
+    check_setting,
+    config_dataclass,
+    is_traced,
+    parse_setting,
+    setting_types,
+    traced,
+)
+from azjax.core.rollouts import random_playout
+from envs import Env, State
+
+ApplyFn = Callable[[chex.ArrayTree, chex.Array], tuple[chex.Array, chex.Array]]
+LeafFn = Callable[[chex.ArrayTree, chex.PRNGKey, State], tuple[chex.Array, chex.Array]]
+POLICIES = ("puct", "gumbel")
+
+
+@config_dataclass
+class SearchConfig:
+    """Settings of the search. The traced ones reach the compiled search as arrays;
+    `policy`, `num_simulations`, `max_num_considered_actions`, `gumbel_value_scale` and
+    `discount` are compiled in."""
+
+    policy: Literal["puct", "gumbel"] = "gumbel"
+    """'puct' (mctx.muzero_policy, Dirichlet noise at the root) or 'gumbel'."""
+    num_simulations: int = 32
+    """Simulations per move."""
+    c_puct: float = traced(1.25)
+    """PUCT exploration constant (mctx pb_c_init)."""
+    pb_c_base: float = traced(19652.0)
+    """PUCT base constant (mctx pb_c_base)."""
+    dirichlet_alpha: float = traced(0.3)
+    """Dirichlet concentration of the root noise (PUCT)."""
+    dirichlet_fraction: float = traced(0.25)
+    """Share of Dirichlet noise in the root prior (PUCT)."""
+    gumbel_scale: float = traced(1.0)
+    """Scale of the Gumbel noise (Gumbel); 0 makes the search deterministic."""
+    gumbel_value_scale: float = 0.1
+    """Gumbel's c_scale: how much the completed Q-values weigh against the prior logits
+    in its choice and its improved policy, sigma(q) = (50 + max visits) * scale * q with q
+    rescaled to [0, 1] (mctx's default 0.1; larger trusts the search's values more).
+    Compiled in, as `discount`: a traced one would change the layout of saved runs."""
+    max_num_considered_actions: int = 16
+    """Actions sampled at the root by Gumbel sequential halving."""
+    rollout_lambda: float = traced(0.0, compiled_as=lambda value: value > 0)
+    """AlphaGo leaf mix: value = (1 - lambda) * network + lambda * random-playout result
+    (0 compiles no playouts)."""
+    discount: float = 1.0
+    """Per-ply discount: a result k plies ahead is worth discount^k, in the search's
+    backups and in the value targets, so that of two wins the faster one (of two losses
+    the slower one) is worth more. 1 is AlphaZero's undiscounted result."""
+    average_symmetries: bool = False
+    """Evaluate every position (root and leaves) as the mean of the network over the
+    game's symmetries (`symmetric_apply`): a less noisy value and prior for G times the
+    network's cost. Compiled in."""
+
+    def validate(self) -> None:
+        """Raises ValueError for settings mctx would reject or mis-handle."""
+        if self.policy not in POLICIES:
+            raise ValueError(f"search.policy must be one of {POLICIES}, got {self.policy!r}")
+        check_setting("search.num_simulations", self.num_simulations, int, 1)
+        check_setting("search.max_num_considered_actions", self.max_num_considered_actions,
+                      int, 1)
+        for name in ("c_puct", "pb_c_base", "dirichlet_alpha"):
+            check_setting(f"search.{name}", getattr(self, name), float, above=0)
+        check_setting("search.dirichlet_fraction", self.dirichlet_fraction, float, 0, 1)
+        check_setting("search.gumbel_scale", self.gumbel_scale, float, 0)
+        check_setting("search.gumbel_value_scale", self.gumbel_value_scale, float, above=0)
+        check_setting("search.rollout_lambda", self.rollout_lambda, float, 0, 1)
+        check_setting("search.discount", self.discount, float, above=0, high=1)
+        if not isinstance(self.average_symmetries, bool):
+            raise ValueError(f"search.average_symmetries must be true or false, got "
+                             f"{self.average_symmetries!r}")
+
+    def as_arrays(self) -> "SearchConfig":
+        """The same settings with the traced ones as float32 arrays (what a `TrainState`
+        carries and a compiled search receives)."""
+        return jax.tree.map(jnp.float32, self)
+
+
+def search_changes(pairs: Sequence[str]) -> dict[str, Any]:
+    """Search settings written `NAME=VALUE` ('gumbel_value_scale=1',
+    'average_symmetries=true'; NAME with or without 'search.', '-' or '_'), parsed by
+    their type into `SearchConfig` field changes; ValueError with one line naming the
+    bad pair, name, value or range."""
+    kinds = setting_types(SearchConfig)
+    changes: dict[str, Any] = {}
+    for pair in pairs:
+        name, equals, text = str(pair).partition("=")
+        field = name.strip().replace("-", "_").removeprefix("search.")
+        if not equals or field not in kinds:
+            raise ValueError(f"expected NAME=VALUE with NAME a search setting "
+                             f"({', '.join(kinds)}), got {pair!r}")
+        changes[field] = parse_setting(f"search.{field}", kinds[field], text)
+    SearchConfig(**changes).validate()
+    return changes
+
+
+def changed(search: SearchConfig, changes: dict[str, Any]) -> SearchConfig:
+    """`search` (plain or `as_arrays`) with `changes` applied; a traced setting of an
+    array config stays a float32 array, so the result can be bound to a player."""
+    traced_names = {f.name for f in dataclasses.fields(SearchConfig) if is_traced(f)}
+    values = {name: jnp.float32(value)
+              if name in traced_names and isinstance(getattr(search, name), jax.Array)
+              else value for name, value in changes.items()}
+    return dataclasses.replace(search, **values)
+
+
+def deterministic(search: SearchConfig) -> SearchConfig:
+    """`search` with the root noise switched off (Dirichlet and Gumbel); traceable."""
+    return search.replace(dirichlet_fraction=jnp.zeros_like(search.dirichlet_fraction),
+                          gumbel_scale=jnp.zeros_like(search.gumbel_scale))
+
+
+def masked_logits(logits: chex.Array, legal: chex.Array) -> chex.Array:
+    """Logits with illegal actions set to the lowest finite value (never -inf)."""
+    return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
+
+
+def mixed_value(env: Env, value: chex.Array, states: State, rollout_lambda: chex.Array,
+                key: chex.PRNGKey) -> chex.Array:
+    """`(1 - lambda) * value + lambda * playout result` [B]; no playout when lambda is 0."""
+    playout = jax.lax.cond(
+        rollout_lambda > 0,
+        lambda: random_playout(env, states, key),
+        lambda: jnp.zeros_like(value),
+    )
+    return (1.0 - rollout_lambda) * value + rollout_lambda * playout
+
+
+def symmetric_apply(env: Env, apply_fn: ApplyFn) -> ApplyFn:
+    """`apply_fn` averaged over `env.symmetries`: each observation is transformed by every
+    symmetry g, the G copies go through the network in one batch, and the result is the
+    mean of their values and of their log-policies mapped back to the position's own
+    actions. The averaged network is exactly invariant (value) and equivariant (policy)
+    under the group; with the identity alone it is `apply_fn` itself."""
+    symmetries = env.symmetries
+    size = symmetries.size
+    if size == 1:
+        return apply_fn
+
+    def transform(obs: chex.Array) -> chex.Array:
+        return jax.vmap(lambda g: symmetries.observation(obs, g))(jnp.arange(size))
+
+    def averaged(params, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
+        batch = obs.shape[0]
+        copies = jax.vmap(transform, out_axes=1)(obs)  # [G, B, *obs_shape]
+        logits, value = apply_fn(params, copies.reshape(size * batch, *obs.shape[1:]))
+        log_policy = jax.nn.log_softmax(logits.reshape(size, batch, -1))
+        # copy g's entry for action a of the original position sits at a's image under g
+        back = jnp.take_along_axis(log_policy, symmetries.inverse_action_perm[:, None, :],
+                                   axis=2)
+        return back.mean(axis=0), value.reshape(size, batch).mean(axis=0)
+
+    return averaged
+
+
+def make_recurrent_fn(env: Env, leaf_fn: LeafFn, discount: float = 1.0) -> mctx.RecurrentFn:
+    """The mctx model of `env`: step the game, evaluate the new positions with `leaf_fn`.
+
+    `leaf_fn(params, key, states [B]) -> (prior logits [B, A], value [B])` sees the
+    search's `params` and a fresh key; priors are masked to the legal moves and a finished
+    game is worth 0 (its result was paid as the reward of the move that ended it). A
+    child's value reaches its parent times `-discount` (the opponent's view, one ply on).
+    """
+
+    def recurrent_fn(params, rng_key, action, state: State):
+        mover = state.current_player
+        next_state = jax.vmap(env.step)(state, action)
+        logits, value = leaf_fn(params, rng_key, next_state)
+        reward = jnp.take_along_axis(next_state.rewards, mover[:, None], axis=1)[:, 0]
+        ended = next_state.terminated
+        output = mctx.RecurrentFnOutput(
+            reward=reward,
+            discount=jnp.where(ended, 0.0, -discount),
+            prior_logits=masked_logits(logits, next_state.legal_action_mask),
+            value=jnp.where(ended, 0.0, value),
+        )
+        return output, next_state
+
+    return recurrent_fn
+
+
+def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
+    """Returns `search(params, search, key, states) -> mctx.PolicyOutput`.
+
+    With `config.average_symmetries` the network is `symmetric_apply(env, apply_fn)`.
+    `states` is a batch of live States [B]; `search` is a `SearchConfig` with the
+    compiled-in settings of `config` (its traced ones may be arrays); the key is
+    consumed. With PUCT the root prior gets Dirichlet noise (set `dirichlet_fraction=0`
+    to switch it off).
+    """
+    config.validate()
+    rollouts = config.rollout_lambda > 0
+    if config.average_symmetries:
+        apply_fn = symmetric_apply(env, apply_fn)
+
+    def network_leaf(params, key, states: State):
+        params, search = params
+        logits, value = apply_fn(params, states.observation)
+        if rollouts:
+            value = mixed_value(env, value, states, search.rollout_lambda, key)
+        return logits, value
+
+    recurrent_fn = make_recurrent_fn(env, network_leaf, config.discount)
+
+    def search_fn(params, search: SearchConfig, key: chex.PRNGKey, states: State):
+        chex.assert_rank(states.legal_action_mask, 2)
+        logits, value = apply_fn(params, states.observation)
+        if rollouts:
+            root_key, key = jax.random.split(key)
+            value = mixed_value(env, value, states, search.rollout_lambda, root_key)
+        legal = states.legal_action_mask
+        root = mctx.RootFnOutput(
+            prior_logits=masked_logits(logits, legal), value=value, embedding=states
+        )
+        if config.policy == "puct":
+            return mctx.muzero_policy(
+                (params, search),
+                key,
+                root,
+                recurrent_fn,
+                num_simulations=config.num_simulations,
+                invalid_actions=~legal,
+                dirichlet_fraction=search.dirichlet_fraction,
+                dirichlet_alpha=search.dirichlet_alpha,
+                pb_c_init=search.c_puct,
+                pb_c_base=search.pb_c_base,
+            )
+        return mctx.gumbel_muzero_policy(
+            (params, search),
+            key,
+            root,
+            recurrent_fn,
+            num_simulations=config.num_simulations,
+            invalid_actions=~legal,
+            max_num_considered_actions=config.max_num_considered_actions,
+            gumbel_scale=search.gumbel_scale,
+            qtransform=functools.partial(mctx.qtransform_completed_by_mix_value,
+                                         value_scale=config.gumbel_value_scale),
+        )
+
+    return search_fn
+
+
+def root_value(output: mctx.PolicyOutput) -> chex.Array:
+    """The search's value of each root [B], from the mover's point of view."""
+    return output.search_tree.summary().value
+
+
+def visit_counts(output: mctx.PolicyOutput) -> chex.Array:
+    """Root visit counts [B, A]."""
+    return output.search_tree.summary().visit_counts
+
+
+def greedy_action(config: SearchConfig, output: mctx.PolicyOutput) -> chex.Array:
+    """The search's deterministic choice [B]: most visits (PUCT) or the Gumbel winner.
+
+    With `gumbel_scale=0` the Gumbel winner is deterministic too.
+    """
+    if config.policy == "puct":
+        return jnp.argmax(visit_counts(output), axis=-1).astype(jnp.int32)
+    return output.action.astype(jnp.int32)

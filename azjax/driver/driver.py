@@ -1,0 +1,244 @@
+"""The one training driver: E experiments as one stacked, vmapped program.
+
+`train_group(configs, run_dirs)` trains E experiments whose configs compile to one program
+(the same `ProgramConfig` up to traced settings; seeds and run halves may differ): their
+training states are stacked along a leading axis and one `jax.jit(jax.vmap(iteration))`
+advances them together (compiled in the background while the runs set up). A plain run
+is E = 1 (`train`); a sweep's compile group is E > 1. Between jitted iterations, on the
+host, each experiment is driven as a run of its own: status lines, `metrics.jsonl`,
+evaluation against the game's ground truth (or random play) and chosen baselines, gating,
+checkpoints, TensorBoard and `training.png` in its own run directory, its own budget and
+stop-when-perfect. A finished experiment is frozen while the others go on.
+
+Every experiment computes what it would compute alone, and resumes exactly: evaluation
+keys are folded in by iteration, and a resumed group first advances the experiments whose
+newest checkpoint is older until all stand at the same iteration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh
+
+from azjax.core.iteration import TrainState
+from azjax.core.stacked import (
+    cached,
+    compile_ahead,
+    group_step,
+    placed,
+    stack,
+    unstack,
+)
+from azjax.driver.host_run import HostRun, Say
+from azjax.driver.plots import preload
+from azjax.driver.program_players import ProgramPlayers
+from azjax.evaluation.evaluators import Evaluator, PositionEvaluator
+from azjax.run import checkpoint as ckpt
+from azjax.run.config import TrainConfig, check_run_fits, game_settings, run_parts
+from azjax.run.devices import data_mesh, device_count, is_primary
+from azjax.run.lock import RunLock, lock_run_dir
+from azjax.run.metrics_log import check_tensorboard
+from azjax.run.progress import Progress
+from envs import Env
+
+STATUS_EVERY_S = 2.0
+"""Seconds between status lines of a group of several experiments."""
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """A finished run's final state, metrics records and first 'perfect' record (or None)."""
+
+    train_state: TrainState
+    records: list[dict[str, Any]]
+    perfect_at: dict[str, Any] | None
+
+
+def _names(run_dirs: Sequence[Path | None]) -> list[str]:
+    """Short names of a group's experiments for its messages: the fewest trailing parts
+    of their run directories that tell them apart."""
+    parts = [d.parts if d is not None else (f"experiment {i}",) for i, d in enumerate(run_dirs)]
+    for k in range(1, max(len(p) for p in parts) + 1):
+        names = ["/".join(p[-k:]) for p in parts]
+        if len(set(names)) == len(names):
+            return names
+    return ["/".join(p) for p in parts]
+
+
+def _game(configs: Sequence[TrainConfig], env: Env | None) -> tuple[list[TrainConfig], Env]:
+    """The group's configs naming the game as `envs.make` builds it again, and the env:
+    `env` when given, else the configs' game (one object per game and options, so that
+    compiled steps are reused)."""
+    if env is None:
+        program = configs[0].program
+        options = tuple(sorted(program.game_options.items()))
+        return list(configs), cached(("env", program.game, options), program.make_env)
+    if not isinstance(env, Env):
+        raise ValueError(f"env must be an envs.Env, got {type(env).__name__}")
+    game = game_settings(env)
+    return [c.replace(**game) for c in configs], env
+
+
+def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None],
+                 env: Env) -> None:
+    if len(run_dirs) != len(configs):
+        raise ValueError(f"{len(configs)} configs but {len(run_dirs)} run directories")
+    named = [d.resolve() for d in run_dirs if d is not None]
+    if len(set(named)) != len(named):
+        raise ValueError("two experiments of a group cannot share a run directory")
+    for config, run_dir in zip(configs, run_dirs):
+        config.check(env)
+        if config.program.compile_key() != configs[0].program.compile_key():
+            raise ValueError("the experiments of a group must compile to one program (they "
+                             "may differ in seeds, traced settings and run options only)")
+        if run_dir is not None:
+            ckpt.check_run_dir(run_dir, config)  # every run is checked before any is written
+            if config.run.tensorboard:
+                check_tensorboard()
+    if len(configs) > 1:  # E experiments in one program need E times the memory
+        largest = max(configs, key=lambda c: sum(run_parts(c, env).values()))
+        check_run_fits(largest, env, len(configs))
+
+
+def _devices(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None],
+             say: Say) -> tuple[list[TrainConfig], Mesh | None]:
+    """The group's configs recording the device count they train on, and its data mesh
+    (None for one device); ValueError for a count that cannot be used."""
+    requested = {c.run.devices for c in configs}
+    if len(requested) > 1:
+        raise ValueError(f"a group trains on one set of devices, not on {sorted(requested)}")
+    count, notice = device_count(requested.pop(), configs[0].program)
+    if notice:
+        say(notice)
+    for run_dir in filter(None, run_dirs):
+        ckpt.check_device_count(run_dir, count)
+    return [c.replace(devices=count) for c in configs], data_mesh(count) if count > 1 else None
+
+
+def _writing(run_dir: Path | None, write: Callable, *args: Any) -> Any:
+    """`write(*args)`, with an OS error turned into a one-line RunDirError."""
+    try:
+        return write(*args)
+    except OSError as err:
+        raise ckpt.cannot_write(run_dir, err) from None
+
+
+def train_group(
+    configs: Sequence[TrainConfig],
+    run_dirs: Sequence[Path | str | None] | None = None,
+    progress: Say | None = print,
+    evaluator: Evaluator | None = None,
+    on_iteration: Callable[[list[int]], None] | None = None,
+    env: Env | None = None,
+) -> list[TrainResult]:
+    """Trains (or resumes) E experiments as one vmapped program; one result each.
+
+    Args:
+      configs: E configs with one program (`ProgramConfig.compile_key`); seeds, traced
+        settings (c_puct, learning rate, ...) and run options may differ.
+      run_dirs: E run directories (None: nothing written for that experiment); an
+        experiment whose directory holds a run resumes it.
+      progress: receives status lines (one per record for E = 1, a throttled summary
+        line for E > 1) and notices.
+      evaluator: replaces the game's evaluator (`azjax.evaluation.evaluators.make_evaluator`).
+      on_iteration: called with every experiment's iteration count after each step.
+      env: the game to train on (a game object of your own, say); the configs' `game`
+        and `game_options` are then replaced by how `envs.make` builds it again
+        (`envs.spec_of`), which is what their run directories record. Default: the
+        game the configs name.
+
+    Raises ValueError (RunDirError for a run directory holding another run) with a clear
+    message before anything is compiled.
+    """
+    clock_start = time.perf_counter()
+    configs = list(configs)
+    run_dirs = [None if d is None else ckpt.check_run_dir_path(d)
+                for d in (run_dirs or [None] * len(configs))]
+    if not configs:
+        raise ValueError("no experiments to train")
+    configs, env = _game(configs, env)
+    _check_group(configs, run_dirs, env)
+    say = progress or (lambda _: None)
+    configs, mesh = _devices(configs, run_dirs, say)
+    program = configs[0].program
+    players = cached(("players", id(env), program.compile_key()),
+                      lambda: ProgramPlayers(env, program))
+    env = players.env
+    players.forget_loaded()
+    for config in configs:
+        players.opponents(config.run.eval_opponents)  # bad baselines fail before any write
+    num = len(configs)
+    runs = []
+    for config, run_dir, name in zip(configs, run_dirs, _names(run_dirs)):
+        prefix = "" if num == 1 else f"[{name}] "
+        runs.append(HostRun(config, run_dir, name, lambda x, p=prefix: say(p + x), num == 1))
+    locks: list[RunLock] = []
+    step = group_step(env, program, num, mesh)
+    ahead = compile_ahead(step, env, program, num, mesh)  # while the runs set up
+    try:
+        for config, run_dir in zip(configs, run_dirs):
+            if run_dir is not None and is_primary():
+                locks.append(lock_run_dir(run_dir))
+                ckpt.check_run_dir(run_dir, config)  # again: another writer may have been first
+        restored = [run.restore(env, mesh) for run in runs]  # every run reads before writes
+        for run, run_state in zip(runs, restored):
+            _writing(run.run_dir, run.start, run_state, clock_start)
+        state = stack(restored) if mesh is None else placed(stack(restored), mesh)
+        if isinstance(evaluator := evaluator or players.evaluator, PositionEvaluator):
+            evaluator.prepare()  # while the step compiles
+        preload()  # matplotlib's import too
+        ahead.join()
+        status = Progress(sum(r.run.iterations for r in runs), "it", "group", write=say,
+                          initial=sum(r.iteration for r in runs), every=STATUS_EVERY_S)
+        while not all(run.done for run in runs):
+            lag = min(run.iteration for run in runs if not run.done)
+            active = [not run.done and run.iteration == lag for run in runs]
+            state, metrics = step(state, np.asarray(active))
+            fetched: dict[str, np.ndarray] = {}
+
+            def host_metrics() -> dict[str, np.ndarray]:
+                if not fetched:
+                    fetched.update(jax.device_get(metrics))
+                return fetched
+
+            for i, run in enumerate(runs):
+                if active[i]:
+                    state = run.after_iteration(i, state, host_metrics, evaluator, players,
+                                                lines=num == 1)
+            if num > 1:
+                done = sum(r.run.iterations if r.done else r.iteration for r in runs)
+                perfect = sum(r.perfect_at is not None for r in runs)
+                status.update(done, f"it {lag + 1} | perfect {perfect}/{num}")
+            if on_iteration is not None:
+                on_iteration([run.iteration for run in runs])
+        for i, run in enumerate(runs):
+            if run.run_dir is not None and run.saved_at != run.iteration and not run.diverged:
+                run.save(i, state)
+    finally:
+        with contextlib.ExitStack() as stack_:
+            stack_.callback(ahead.join)  # exiting while XLA compiles in a thread can crash
+            for lock in locks:
+                stack_.callback(lock.release)
+            for run in runs:
+                stack_.callback(run.close)
+    return [TrainResult(unstack(state, i), run.records, run.perfect_at)
+            for i, run in enumerate(runs)]
+
+
+def train(config: TrainConfig, run_dir: Path | str | None = None,
+          progress: Say | None = print, env: Env | None = None) -> TrainResult:
+    """Trains (or resumes, when `run_dir` holds a run) up to `config.run.iterations`.
+
+    A run of one experiment of `train_group`. Without `run_dir` nothing is written to
+    disk. Raises ValueError (or RunDirError) with a clear message for a bad config or a
+    run directory holding another run. `env`: as in `train_group`.
+    """
+    return train_group([config], [run_dir], progress, env=env)[0]

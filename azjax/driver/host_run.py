@@ -1,0 +1,255 @@
+"""The host side of one experiment of a training group: its run directory, records,
+budget and clock, evaluations, gating, checkpoints and plots, driven between the group's
+jitted steps by `azjax.driver.driver.train_group`."""
+
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+from jax.sharding import Mesh
+
+from azjax.core.iteration import TrainState, init_train_state
+from azjax.core.players import AgentParams
+from azjax.core.stacked import (
+    init_placed,
+    unstack,
+)
+from azjax.driver.plots import PLOT_FILE, plot_run
+from azjax.driver.program_players import ProgramPlayers
+from azjax.driver.status import (
+    TrainingDiverged,
+    diverged_text,
+    divergence,
+    finished,
+    format_progress,
+)
+from azjax.evaluation.evaluators import Evaluator, versus
+from azjax.evaluation.gating import Gate
+from azjax.run import checkpoint as ckpt
+from azjax.run.config import TrainConfig
+from azjax.run.devices import agree, barrier, is_primary, local
+from azjax.run.files import error_line
+from azjax.run.metrics_log import MetricsLog, resume_records
+from azjax.run.progress import Progress
+from envs import Env
+
+Say = Callable[[str], None]
+
+
+PLOT_EVERY_S = 30.0
+"""Seconds between draws of training.png at checkpoints, from a run's start (and at its end)."""
+
+
+class HostRun:
+    """The host side of one experiment: its records, run directory, budget and clock."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path | None, name: str, say: Say,
+                 alone: bool = True):
+        self.config, self.run = config, config.run
+        self.run_dir, self.name, self.say, self.alone = run_dir, name, say, alone
+        self.diverged = False
+        self.records: list[dict[str, Any]] = []
+        self.manager = self.log = None
+        self.eval_key = jax.random.key(config.seed + 1)
+        self.arena_key = jax.random.key(config.seed + 2)
+        self.last_plot = time.perf_counter()
+
+    def restore(self, env: Env, mesh: Mesh | None) -> TrainState:
+        """The run's state (laid out on `mesh`): fresh, or restored from its newest intact
+        checkpoint. Reads only: what must be written (config.json, a repaired
+        metrics.jsonl, damaged checkpoints set aside) waits for `start`."""
+        key = jax.random.key(self.config.seed)
+        state = (init_train_state(env, self.config.program, key) if mesh is None
+                 else init_placed(env, self.config.program, key, mesh))
+        self.restored = None
+        if self.run_dir is not None:
+            self.restored = ckpt.restore_newest(self.run_dir, state)
+            resumed = self.restored if self.restored and self.restored.tree is not None else None
+            if resumed is not None:
+                state = resumed.tree
+            self.records, self.metrics_notice = resume_records(self.run_dir, resumed)
+        return state
+
+    def start(self, state: TrainState, clock_start: float) -> None:
+        """Writes the run directory (after every run of the group restored) and sets the
+        run's counters from its restored state and records."""
+        step = None if self.restored is None else self.restored.step
+        if self.run_dir is not None and is_primary():  # process 0 writes the run directory
+            if self.restored is not None:
+                damaged = self.restored.notice(self.run_dir)
+                if damaged:
+                    self.say(damaged)
+                    moved = ckpt.set_aside(self.run_dir, [s for s, _ in self.restored.damaged])
+                    self.say(f"moved the damaged checkpoints to {moved[0].parent}")
+            if not (self.run_dir / ckpt.CONFIG_FILE).is_file() and step is not None:
+                self.say(f"{self.run_dir / ckpt.CONFIG_FILE} was missing; wrote it again (its "
+                         f"program and seed are those checkpoint {step} records)")
+            ckpt.save_config(self.run_dir, self.config)
+            if self.metrics_notice:
+                self.say(self.metrics_notice)
+            self.log = MetricsLog(self.run_dir, tensorboard=self.run.tensorboard)
+            self.log.start(self.records, self.metrics_notice is not None, step)
+            if step is not None:
+                self.say(f"resumed {self.run_dir} at iteration {step}")
+        if self.run_dir is not None:  # every process saves its part of the checkpoints
+            barrier("azjax run directory")
+            self.manager = ckpt.checkpoint_manager(self.run_dir,
+                                                   keep_period=self.run.keep_every or None)
+        self.iteration = self.saved_at = int(state.iteration)
+        self.clock_start = clock_start
+        self.time_offset = self.records[-1]["wall_time"] if self.records else 0.0
+        self.last_log_time, self.last_log_positions = time.perf_counter(), int(state.positions)
+        self.evals_done = sum(1 for r in self.records if "perfect" in r)
+        self.perfect_at = next((r for r in self.records if r.get("perfect")), None)
+        self.eta = Progress(self.run.iterations, initial=self.iteration, write=None)
+        reason = finished(self.run, self.records, self.iteration)
+        self.done = reason is not None
+        if reason == "perfect":
+            self.say(f"this run already reached perfect play at iteration "
+                     f"{self.perfect_at['iteration']}")
+        elif reason == "time":
+            self.say(f"this run already used its {self.run.max_minutes:g} minutes "
+                     "(raise --max-minutes)")
+
+    def wall_time(self) -> float:
+        return self.time_offset + time.perf_counter() - self.clock_start
+
+    def after_iteration(self, index: int, state: TrainState, metrics: Callable[[], dict],
+                        evaluator: Evaluator, players: ProgramPlayers, lines: bool) -> TrainState:
+        """Logs, evaluates, gates and checkpoints after the experiment's iteration; returns
+        the stacked state (changed where a gate promoted its network)."""
+        run = self.run
+        self.iteration += 1
+        iteration = self.iteration
+        out_of_time = agree(run.max_minutes > 0 and self.wall_time() >= 60 * run.max_minutes)
+        last = iteration >= run.iterations or out_of_time
+        do_eval = run.eval_every > 0 and (iteration % run.eval_every == 0 or last)
+        do_gate = self.config.program.regime == "gating" and iteration % run.gate_every == 0
+        do_save = self.run_dir is not None and iteration % run.checkpoint_every == 0
+        if not (do_eval or do_gate or do_save or last or iteration % run.log_every == 0):
+            return state
+
+        record: dict[str, Any] = {"iteration": iteration}
+        record.update({k: float(v[index]) for k, v in metrics().items()})
+        now = time.perf_counter()
+        positions = int(state.positions[index])
+        record["games"] = int(state.games[index])
+        record["positions"] = positions
+        record["positions_per_s"] = ((positions - self.last_log_positions)
+                                     / max(now - self.last_log_time, 1e-9))
+        if do_eval or do_gate:  # each process evaluates on a device of its own
+            params = local(unstack(state.params, index))
+            bound = AgentParams(params, local(unstack(state.search_params, index)))
+            if do_eval:
+                record.update(self._evaluate(iteration, last, bound, evaluator, players))
+            if do_gate:
+                state = self._gate(index, state, bound, players, record)
+        record["wall_time"] = self.wall_time()
+        if divergence(record):
+            self.stop_diverged(divergence(record))
+            return state
+        self.records.append(record)
+        if lines:
+            left = self.eta.eta(iteration)
+            if run.max_minutes > 0:
+                left = min(left or float("inf"), 60 * run.max_minutes - record["wall_time"])
+            self.say(format_progress(record, left))
+        self.last_log_time, self.last_log_positions = time.perf_counter(), positions
+
+        perfect = bool(record.get("perfect"))
+        if perfect and self.perfect_at is None:
+            self.perfect_at = record
+        stop = perfect and run.stop_when_perfect
+        self.done = last or stop
+        if self.run_dir is not None:
+            if self.log is not None:
+                self.log.append(record)
+            if do_save or self.done:
+                self.save(index, state)
+        if stop:
+            self.say(f"perfect play reached at iteration {iteration}; stopping")
+        elif out_of_time:
+            self.say(f"time limit of {run.max_minutes:g} minutes reached at iteration "
+                     f"{iteration}")
+        return state
+
+    def _evaluate(self, iteration: int, last: bool, bound: AgentParams,
+                  evaluator: Evaluator, players: ProgramPlayers) -> dict[str, float]:
+        run, params = self.run, bound.network
+        searching = run.eval_search_every > 0  # then also at the end, perfect or not
+        with_search = searching and ((self.evals_done + 1) % run.eval_search_every == 0
+                                     or last)
+        self.evals_done += 1
+        out = evaluator.network_metrics(players.network.with_params(params))
+        if with_search or (searching and out["perfect"] and run.stop_when_perfect):
+            agent = players.scored(run.eval_simulations, run.eval_search_with, bound)
+            out.update(evaluator.search_metrics(agent, jax.random.fold_in(self.eval_key,
+                                                                          iteration)))
+        if run.eval_opponents:
+            key = jax.random.fold_in(jax.random.fold_in(self.arena_key, 0), iteration)
+            out.update(versus(players.env, players.searcher(0).with_params(bound),
+                              players.opponents(run.eval_opponents), key, run.eval_games,
+                              run.eval_openings))
+        return out
+
+    def _gate(self, index: int, state: TrainState, latest: AgentParams, players: ProgramPlayers,
+              record: dict[str, Any]) -> TrainState:
+        run = self.run
+        template = players.searcher(run.gate_simulations)
+        best = AgentParams(local(unstack(state.best_params, index)), latest.search)
+        gate = Gate(players.env, template.with_params(None, "latest"),
+                    template.with_params(None, "best"), run)
+        key = jax.random.fold_in(jax.random.fold_in(self.arena_key, 1), self.iteration)
+        record["gate_score"], promoted = gate(latest, best, key)
+        if promoted:
+            state = state.replace(
+                best_params=jax.tree.map(lambda b, p: b.at[index].set(p[index]),
+                                         state.best_params, state.params),
+                best_iteration=state.best_iteration.at[index].set(self.iteration),
+            )
+        record["promoted"] = float(promoted)
+        record["best_iteration"] = int(state.best_iteration[index])
+        return state
+
+    def stop_diverged(self, what: str) -> None:
+        """Ends a run whose training diverged, saving nothing more: TrainingDiverged for
+        a run of its own; in a group, a notice, and the others go on."""
+        text = diverged_text(what, self.iteration, self.saved_at)
+        if self.alone:
+            raise TrainingDiverged(text)
+        self.say(f"{text}; the other experiments go on")
+        self.done = self.diverged = True
+
+    def save(self, index: int, state: TrainState) -> None:
+        """Checkpoints the experiment's state (never a diverged one), then appends the
+        records it covers to metrics.jsonl (and redraws the plot now and then)."""
+        experiment = unstack(state, index)
+        if not ckpt.all_finite(experiment.params):
+            self.stop_diverged("the network's parameters are not finite")
+            return
+        try:
+            ckpt.save(self.manager, self.iteration, experiment, self.config, self.records)
+            self.saved_at = self.iteration
+            if self.log is not None:
+                self.log.flush(self.iteration)
+        except Exception as err:  # noqa: BLE001 - OS errors, and the same wrapped by orbax
+            why = error_line(err)
+            raise ckpt.RunDirError(
+                f"could not write the checkpoint of iteration {self.iteration} to {self.run_dir} "
+                f"({why}); rerun the command to resume from iteration {self.saved_at} "
+                "once the cause is fixed") from None
+        if self.log is not None and (self.done
+                                     or time.perf_counter() - self.last_plot >= PLOT_EVERY_S):
+            plot_run(self.records, self.run_dir / PLOT_FILE)
+            self.last_plot = time.perf_counter()
+
+    def close(self) -> None:
+        if self.manager is not None:
+            self.manager.close()
+        if self.log is not None:
+            self.log.close()

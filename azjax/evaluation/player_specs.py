@@ -1,0 +1,132 @@
+"""Players named by short strings, for the command line and the league.
+
+Grammar: `kind[:arg][,key=value ...]`:
+
+| spec | player |
+| --- | --- |
+| `random` | uniform over legal moves |
+| `solver` | exact solution (tic-tac-toe, coin splitting) |
+| `mcts:N[,c=C]` | pure MCTS with random rollouts, N simulations, UCB1 constant C |
+| `alphabeta:D[,eval=lines\\|zero]` | minimax with alpha-beta pruning to depth D (host) |
+| `gnugo:LEVEL[,seed=S]` | GNU Go at level 0-10 (Go only; host; needs the `gnugo` program) |
+| `network:DIR[,step=S][,greedy=false]` | a trained run's policy head alone (argmax, or sampled) |
+| `alphazero:DIR[,sims=N][,step=S][,policy=puct\\|gumbel][,greedy=false]` | a trained run's network + search (noise off and the search's choice, or noise on and sampled from its policy) |
+| `alphago:DIR,lambda=L[,sims=N][,step=S][,policy=...]` | the same with AlphaGo leaf mix L |
+
+DIR is a training run directory; S picks one of its checkpoints (newest by default).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from azjax.core.players import AgentParams, Player
+from azjax.evaluation.alphabeta import alphabeta_player, line_count_eval, zero_eval
+from azjax.evaluation.baselines import random_player, rollout_mcts_player, solver_player
+from azjax.go.gnugo import gnugo_player
+from azjax.run import checkpoint as ckpt
+from azjax.run.agent import Agent
+from azjax.run.specs import RUN_KINDS, PlayerSpec, parse_spec
+from envs import Env
+
+
+def _number(spec: PlayerSpec, value: str, cast, what: str):
+    try:
+        return cast(value)
+    except ValueError:
+        raise ValueError(f"player {spec.text!r}: {what} must be a number, got {value!r}") from None
+
+
+def _check_options(spec: PlayerSpec, allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(spec.options) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"player {spec.text!r}: unknown option(s) {unknown}; '{spec.kind}' takes "
+            f"{list(allowed) or 'none'}"
+        )
+
+
+def run_dir_of(text: str) -> Path | None:
+    """The run directory a spec refers to, if any."""
+    spec = parse_spec(text)
+    return Path(spec.arg) if spec.kind in RUN_KINDS else None
+
+
+def game_of(texts: list[str]) -> Env | None:
+    """The game of the first spec naming a run directory (None if none does)."""
+    for text in texts:
+        run_dir = run_dir_of(text)
+        if run_dir is not None:
+            return ckpt.load_config(run_dir).make_env()
+    return None
+
+
+def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
+    allowed = {"network": ("step", "greedy"), "alphazero": ("sims", "step", "policy", "greedy"),
+               "alphago": ("lambda", "sims", "step", "policy", "greedy")}[spec.kind]
+    _check_options(spec, allowed)
+    greedy = spec.options.get("greedy", "true").lower()
+    if greedy not in ("true", "false"):
+        raise ValueError(f"player {spec.text!r}: greedy must be true or false, got {greedy!r}")
+    greedy = greedy == "true"
+    step = spec.options.get("step")
+    step = None if step is None else _number(spec, step, int, "step")
+    agent = Agent.load(spec.arg, step=step)
+    if agent.env.name != env.name or agent.env.num_actions != env.num_actions:
+        raise ValueError(
+            f"player {spec.text!r} was trained on {agent.env.name!r}, not on {env.name!r}"
+        )
+    if spec.kind == "network":
+        return agent.player("network", name, greedy)
+    changes = {}
+    if "sims" in spec.options:
+        changes["num_simulations"] = _number(spec, spec.options["sims"], int, "sims")
+    if "policy" in spec.options:
+        changes["policy"] = spec.options["policy"]
+    if spec.kind == "alphago":
+        if "lambda" not in spec.options:
+            raise ValueError(f"player {spec.text!r}: alphago needs lambda=L")
+        changes["rollout_lambda"] = _number(spec, spec.options["lambda"], float, "lambda")
+    return agent.with_search(**changes).player("alphazero", name, greedy)
+
+
+def make_player(text: str, env: Env, name: str | None = None) -> Player:
+    """The player a spec string names, for `env` (ValueError with the reason otherwise)."""
+    spec = parse_spec(text)
+    name = name or spec.text
+    if spec.kind == "random":
+        _check_options(spec, ())
+        return random_player(name)
+    if spec.kind == "solver":
+        _check_options(spec, ())
+        return solver_player(env, name)
+    if spec.kind == "mcts":
+        _check_options(spec, ("c",))
+        sims = _number(spec, spec.arg, int, "the simulation count")
+        c = _number(spec, spec.options.get("c", "1.4142135623730951"), float, "c")
+        return rollout_mcts_player(env, sims, c, name)
+    if spec.kind == "alphabeta":
+        _check_options(spec, ("eval",))
+        depth = _number(spec, spec.arg, int, "the depth")
+        evals = {"lines": lambda: line_count_eval(env), "zero": lambda: zero_eval}
+        choice = spec.options.get("eval")
+        if choice is not None and choice not in evals:
+            raise ValueError(f"player {spec.text!r}: eval must be 'lines' or 'zero'")
+        eval_fn = evals[choice]() if choice else None
+        return alphabeta_player(env, depth, eval_fn=eval_fn, name=name)
+    if spec.kind == "gnugo":
+        _check_options(spec, ("seed",))
+        seed = _number(spec, spec.options.get("seed", "0"), int, "seed")
+        if not 0 <= seed < 2**31:
+            raise ValueError(f"player {spec.text!r}: seed must be from 0 to {2**31 - 1}")
+        return gnugo_player(env, int(spec.arg), seed, name)
+    return _run_player(spec, env, name)
+
+
+def search_simulations(spec: str | None, player: Player) -> int:
+    """Simulations per move of a searching player (network + search, or `mcts:N`), 0
+    for one that does not search; `spec` is the player's spec string, if it has one."""
+    if isinstance(player.params, AgentParams):
+        return int(player.params.search.num_simulations)
+    parsed = None if spec is None else parse_spec(spec)
+    return int(parsed.arg) if parsed is not None and parsed.kind == "mcts" else 0

@@ -1,0 +1,52 @@
+"""The words of GTP version 2 that engines and referees share: colours, scores, the
+package's name and version, and the failure a command answers with `? message`."""
+
+from __future__ import annotations
+
+import math
+from importlib import metadata
+
+from envs.go_board import BLACK, WHITE
+
+PROTOCOL_VERSION = "2"
+
+
+NAME = "azjax"
+
+
+def package_version() -> str:
+    try:
+        return metadata.version("azjax")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class GtpFailure(Exception):
+    """A command that fails: the engine answers `? <message>`."""
+
+
+def parse_colour(text: str) -> int:
+    """GTP colour ('b', 'w', 'black', 'white', any case) as BLACK or WHITE."""
+    colour = {"b": BLACK, "black": BLACK, "w": WHITE, "white": WHITE}.get(text.lower())
+    if colour is None:
+        raise GtpFailure(f"syntax error: invalid color {text!r}")
+    return colour
+
+
+def colour_name(colour: int) -> str:
+    return "black" if colour == BLACK else "white"
+
+
+def parse_score(text: str) -> float:
+    """GTP's `B+3.5`, `W+0.5`, `0` (also `B+R`: +inf) as a Black-minus-White margin
+    (ValueError for anything else)."""
+    t = text.strip().upper()
+    if t in ("0", "DRAW", "JIGO"):
+        return 0.0
+    if len(t) >= 3 and t[0] in "BW" and t[1] == "+":
+        rest = t[2:]
+        value = math.inf if rest in ("R", "RESIGN") else float(rest)
+        if not math.isfinite(value) and rest not in ("R", "RESIGN"):
+            raise ValueError(f"not a score: {text!r}")
+        return value if t[0] == "B" else -value
+    raise ValueError(f"not a score: {text!r}")

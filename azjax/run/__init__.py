@@ -1,0 +1,52 @@
+"""A run: what it is (its config and recipe), what it needs (memory, devices) and what
+it leaves behind (the run directory's checkpoints, lock and metrics, agent files, and the
+`Agent` loaded from either).
+
+Modules:
+
+* `config`: `TrainConfig` = `ProgramConfig` + `RunConfig` + seed, saved as `config.json`.
+* `recipes`: the measured training recipes of the experiment scripts (`recipe(name)`).
+* `specs`: the grammar of player specs (`random`, `mcts:100`, `alphazero:DIR`, ...).
+* `devices`: host devices on a CPU, `jax.distributed`, the data mesh.
+* `files`: atomic writes and outputs checked before the work.
+* `run_dir`: a run directory's paths, `config.json` and `metrics.jsonl`.
+* `checkpoint_files`, `checkpoint`: checked orbax checkpoints of the whole training state.
+* `lock`: one writer per run directory.
+* `metrics_log`: `metrics.jsonl` and TensorBoard.
+* `progress`: status lines with rate and ETA for long commands.
+* `compile_cache`: the persistent XLA compilation cache of the scripts.
+* `agent_file`, `agent`: one-file agents and the `Agent` (network + search) of a run.
+
+May import: `envs`, `azjax.core`.
+"""
+
+from azjax.run.agent import Agent, Analysis
+from azjax.run.agent_file import AgentFileError
+from azjax.run.checkpoint import (
+    DamagedCheckpointWarning,
+    RunDirError,
+    load_config,
+    read_metrics,
+)
+from azjax.run.config import RunConfig, TrainConfig
+from azjax.run.devices import arrange
+from azjax.run.progress import Progress
+from azjax.run.recipes import recipe
+from azjax.run.specs import PlayerSpec, parse_spec
+
+__all__ = [
+    "Agent",
+    "AgentFileError",
+    "Analysis",
+    "DamagedCheckpointWarning",
+    "PlayerSpec",
+    "Progress",
+    "RunConfig",
+    "RunDirError",
+    "TrainConfig",
+    "arrange",
+    "load_config",
+    "parse_spec",
+    "read_metrics",
+    "recipe",
+]

@@ -1,0 +1,147 @@
+"""A trained agent: network (+ search) loaded from a run directory or an exported file."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from pathlib import Path
+from typing import NamedTuple
+
+import chex
+import jax
+
+from azjax.core.networks import abstract_params, make_network
+from azjax.core.players import AgentParams, Player, compiled, network_player, search_player
+from azjax.core.program import ProgramConfig
+from azjax.core.search import (
+    SearchConfig,
+    deterministic,
+    greedy_action,
+    make_search_fn,
+    root_value,
+    visit_counts,
+)
+from azjax.run import checkpoint as ckpt
+from azjax.run.agent_file import AgentFileError, read_agent_file, write_agent_file
+from envs import Env, State
+
+
+class Analysis(NamedTuple):
+    """The agent's greedy search from a batch of positions [B]; values are from the point
+    of view of the player to move, in [-1, 1]."""
+
+    action: chex.Array  # int32 [B] the search's choice: the move the agent plays
+    visits: chex.Array  # [B, A] root visit counts
+    value: chex.Array  # [B] the search's value of the position
+    network_value: chex.Array  # [B] the network's value of the position
+
+
+class Agent:
+    """A policy-value network and the search that uses it.
+
+    `evaluate(obs)` runs the network alone; `act(states, key)` runs network + search.
+    `program` is the program config it was trained with; `search_config` the search `act`
+    uses (the training one unless overridden).
+    """
+
+    def __init__(self, env: Env, program: ProgramConfig, params: chex.ArrayTree,
+                 search: SearchConfig | None = None):
+        self.env = env
+        self.program = program
+        self.params = params
+        self.search_config = search or program.search
+        self.search_config.validate()
+        self.network = make_network(env, program.network, gradients=False)
+        self._templates: dict[tuple[str, bool], Player] = {}
+        self._apply = jax.jit(self.network.apply)
+        self._analysis = None
+
+    @classmethod
+    def load(cls, path: str | Path, step: int | None = None,
+             search: SearchConfig | None = None, env: Env | None = None) -> "Agent":
+        """The agent of a run directory's newest (or `step`) checkpoint, or of a file
+        written by `export`.
+
+        Only the network parameters are read, into shapes built from the network config
+        alone. The game is the one the config names (`envs.make`), or `env` when given
+        (a game that no import path reaches, e.g. one defined in a script's `__main__`).
+        Raises RunDirError when the directory is missing or holds no run or checkpoint,
+        and AgentFileError for a file that is not an exported agent.
+        """
+        path = Path(path)
+        games: dict[str, Env] = {}
+
+        def params_shapes(program: ProgramConfig) -> chex.ArrayTree:
+            games["env"] = env if env is not None else program.make_env()
+            return abstract_params(games["env"], program.network)
+
+        if path.is_file():
+            if step is not None:
+                raise AgentFileError(f"{str(path)!r} is an agent file: it has no steps")
+            program, params = read_agent_file(path, params_shapes)
+            return cls(games["env"], program, params, search)
+        program = ckpt.load_config(path).program
+        restored = ckpt.restore_params(path, params_shapes(program), step)
+        notice = restored.notice(path)
+        if notice:
+            warnings.warn(notice, ckpt.DamagedCheckpointWarning, stacklevel=2)
+        return cls(games["env"], program, restored.tree, search)
+
+    def export(self, path: str | Path) -> Path:
+        """Writes this agent (program config with its search settings, and weights) to one
+        file that `Agent.load(path)` reads back; returns the path."""
+        program = dataclasses.replace(self.program, search=self.search_config)
+        return write_agent_file(path, program, self.params)
+
+    def with_search(self, **changes) -> "Agent":
+        """The same network with its search config changed (e.g. `num_simulations=200`);
+        ValueError for a bad setting."""
+        search = dataclasses.replace(self.search_config, **changes)
+        return Agent(self.env, self.program, self.params, search)
+
+    def player(self, kind: str = "alphazero", name: str | None = None,
+               greedy: bool = True) -> Player:
+        """This agent as a `Player`: 'alphazero' (network + its search config) or
+        'network' (the policy head alone); greedy, or sampling with `greedy=False`."""
+        if kind not in ("alphazero", "network"):
+            raise ValueError(f"player kind must be 'alphazero' or 'network', got {kind!r}")
+        if (kind, greedy) not in self._templates:
+            apply_fn = self.network.apply
+            self._templates[kind, greedy] = (
+                network_player(apply_fn, None, kind, greedy) if kind == "network"
+                else search_player(self.env, apply_fn, None, self.search_config, kind, greedy)
+            )
+        template = self._templates[kind, greedy]
+        params = self.params
+        if kind == "alphazero":
+            params = AgentParams(self.params, template.params.search)
+        return template.with_params(params, name or kind)
+
+    def evaluate(self, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
+        """Network policy logits [B, A] and values [B] for observations [B, *obs_shape]."""
+        chex.assert_shape(obs, (None, *self.env.observation_shape))
+        return self._apply(self.params, obs)
+
+    def act(self, states: State, key: chex.PRNGKey, greedy: bool = True) -> chex.Array:
+        """Actions [B] for batched live states: the search's greedy choice (noise off) by
+        default, or a sample from its policy with `greedy=False`. The key is consumed."""
+        chex.assert_rank(states.legal_action_mask, 2)
+        player = self.player("alphazero", greedy=greedy)
+        return compiled(player.policy)(player.params, states, key)
+
+    def analyse(self, states: State, key: chex.PRNGKey) -> Analysis:
+        """The greedy search (root noise off, as `act`) from live states [B]: its move,
+        root visit counts, and the search's and the network's values."""
+        chex.assert_rank(states.legal_action_mask, 2)
+        if self._analysis is None:
+            config, apply_fn = self.search_config, self.network.apply
+            search_fn = make_search_fn(self.env, apply_fn, config)
+
+            def analysis(params, search, states, key):
+                output = search_fn(params, deterministic(search), key, states)
+                _, network_value = apply_fn(params, states.observation)
+                return Analysis(greedy_action(config, output), visit_counts(output),
+                                root_value(output), network_value)
+
+            self._analysis = jax.jit(analysis)
+        return self._analysis(self.params, self.search_config.as_arrays(), states, key)

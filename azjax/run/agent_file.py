@@ -1,0 +1,102 @@
+"""The agent file: a program config (game, network, search) and the network weights.
+
+The file is msgpack (flax.serialization): a header naming the format and its version,
+the config as JSON, and the parameters as nested dicts of arrays. `Agent.export` writes
+it, `Agent.load(FILE)` reads it back (`python -m azjax.export` from the shell); nothing
+else of the run (optimizer, replay) is kept. Version 1 files (whole training configs)
+are read too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import chex
+import jax
+import numpy as np
+from flax import serialization
+
+from azjax.core.program import ProgramConfig
+from azjax.run.config import TrainConfig
+from azjax.run.files import write_atomic
+
+FORMAT = "azjax-agent"
+VERSION = 2
+READS = (1, 2)
+SUFFIX = ".azjax"
+
+
+class AgentFileError(ValueError):
+    """A file that is missing or is not an exported azjax agent."""
+
+
+def write_agent_file(path: str | Path, config: ProgramConfig, params: chex.ArrayTree) -> Path:
+    """Writes `config` and `params` to `path`, creating its directory: whole or not at
+    all, and no temporary file is left on a failure (`azjax.run.files.write_atomic`; OSError
+    for a path that cannot be written). Returns `path` as a Path."""
+    path = Path(path)
+    payload = {
+        "format": FORMAT,
+        "version": VERSION,
+        "config": json.dumps(dataclasses.asdict(config)),
+        "params": serialization.to_state_dict(jax.device_get(params)),
+    }
+    data = serialization.msgpack_serialize(payload)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_atomic(path, data)
+
+
+def _check_params(abstract: Any, params: Any, path: Path) -> None:
+    want = jax.tree_util.tree_flatten_with_path(abstract)[0]
+    got = jax.tree_util.tree_flatten_with_path(params)[0]
+    if [p for p, _ in want] != [p for p, _ in got]:
+        raise AgentFileError(f"{path}: its weights do not fit the network its config describes")
+    for (where, a), (_, b) in zip(want, got):
+        if tuple(a.shape) != tuple(np.shape(b)):
+            raise AgentFileError(
+                f"{path}: weight {jax.tree_util.keystr(where)} has shape {np.shape(b)}, "
+                f"the network needs {tuple(a.shape)}"
+            )
+
+
+def read_agent_file(path: str | Path, abstract_params_of: Callable[[ProgramConfig], Any]
+                    ) -> tuple[ProgramConfig, chex.ArrayTree]:
+    """The program config and parameters stored in an agent file.
+
+    `abstract_params_of(config)` gives the parameter shapes the config's network has;
+    the stored weights must match them. Raises AgentFileError with a clear message.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise AgentFileError(f"agent file {str(path)!r} does not exist")
+    try:
+        payload = serialization.msgpack_restore(path.read_bytes())
+    except Exception:  # msgpack raises several unrelated types for foreign bytes
+        payload = None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise AgentFileError(f"{str(path)!r} is not an azjax agent file")
+    version = payload.get("version")
+    if version not in READS:
+        raise AgentFileError(
+            f"{str(path)!r} is agent file version {version}; "
+            f"this azjax reads versions {', '.join(map(str, READS))}"
+        )
+    try:
+        data = json.loads(payload["config"])
+        config = TrainConfig.from_dict(data if version == 1 else {"program": data}).program
+        config.validate()
+        abstract = abstract_params_of(config)  # builds the game: ValueError if unknown
+    except (ValueError, TypeError) as err:
+        raise AgentFileError(f"{str(path)!r} holds an invalid config: {err}") from None
+    try:
+        params = serialization.from_state_dict(abstract, payload["params"])
+    except (ValueError, KeyError, TypeError):
+        raise AgentFileError(
+            f"{path}: its weights do not fit the network its config describes"
+        ) from None
+    _check_params(abstract, params, path)
+    params = jax.tree.map(lambda a, x: np.asarray(x, dtype=a.dtype), abstract, params)
+    return config, params

@@ -1,0 +1,336 @@
+"""The training configuration, in two halves: what compiles, and how a run is run.
+
+* `ProgramConfig` (`azjax.core.program`): the game, network, search, self-play, learner,
+  replay, augmentation, gradient steps, value-target mix and regime, everything the
+  jitted training iteration is built from. A resumed run must keep it.
+* `RunConfig`: the budget, the cadences, the evaluation opponents, the gating arena and
+  logging, read by the host-side driver only. Any of it may change when a run resumes.
+
+`TrainConfig` holds both and the seed; it is saved as `config.json` in a run directory.
+A setting is named by its path without the half: `search.c_puct`, `iterations`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from pathlib import Path
+from typing import Annotated, Any
+
+import tyro
+
+import envs
+from azjax.core import memory
+from azjax.core.fields import check_setting, setting_types
+from azjax.core.program import ProgramConfig, check_int32, program_parts
+from azjax.core.search import search_changes
+from azjax.run.files import write_atomic
+from azjax.run.specs import parse_spec
+from envs import Env
+
+SEED_MAX = 2**32 - 1
+"""Seeds are 32-bit: `jax.random.key` keeps the low 32 bits, so larger or negative seeds
+would repeat smaller ones."""
+HALVES = ("program", "run")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """How a run is run: budget, cadences, evaluation, gating arena, logging (any of it
+    may change when a run resumes)."""
+
+    iterations: int = 200
+    """Training iterations to run (a resumed run continues up to this number)."""
+    max_minutes: float = 0.0
+    """Stop after this much training wall time, resumes included (0 = no limit)."""
+    stop_when_perfect: bool = True
+    """Stop once the network alone is perfect (where the game's evaluation can tell)."""
+    log_every: int = 1
+    """Iterations between progress lines and metrics.jsonl records."""
+    eval_every: int = 5
+    """Iterations between evaluations (0 = never)."""
+    eval_search_every: int = 4
+    """Evaluations between the (costlier) evaluations of network + search (0 = never)."""
+    eval_simulations: int = 0
+    """Search simulations per move when network + search is scored on the game's ground
+    truth (0 = the training budget; games against `eval_opponents` use that budget)."""
+    eval_search_with: tuple[str, ...] = ()
+    """Settings of the search scored on the ground truth that differ from the training
+    search, as NAME=VALUE (e.g. 'average_symmetries=true', 'gumbel_value_scale=1';
+    `azjax.core.search.search_changes`); self-play keeps its own."""
+    checkpoint_every: int = 20
+    """Iterations between checkpoints (the last iteration is always checkpointed)."""
+    keep_every: int = 0
+    """Keep every checkpoint whose iteration is a multiple of this, besides the newest
+    three (0 = only those), e.g. for a ratings league over training."""
+    eval_opponents: tuple[str, ...] = ()
+    """Baselines the agent (network + search, noise off) plays at every evaluation, as
+    player specs (e.g. 'random', 'mcts:100', 'alphabeta:2'); scores go to metrics.jsonl."""
+    eval_games: int = 64
+    """Games per baseline at each evaluation (half per seat)."""
+    eval_openings: int = 2
+    """Random opening plies of those games (paired across seats)."""
+    gate_every: int = 10
+    """Iterations between gating arenas (gating regime)."""
+    gate_games: int = 400
+    """Games of each gating arena, half per seat."""
+    gate_threshold: float = 0.55
+    """Score (wins + draws / 2) the latest network needs against the best to replace it."""
+    gate_simulations: int = 0
+    """Search simulations per move in the gating arena (0 = the training budget)."""
+    gate_openings: int = 2
+    """Random opening plies of the gating games (paired across seats)."""
+    tensorboard: bool = False
+    """Also write the metrics as TensorBoard event files into `run_dir/tensorboard`
+    (needs `pip install 'azjax[tensorboard]'`)."""
+    devices: int = 0
+    """Devices to split self-play, replay and learning over (0: all there are; a CPU is
+    one host device per core under the scripts). A run resumes on as many as it was
+    trained on; its config.json records the number."""
+
+    def validate(self) -> None:
+        """Raises ValueError, with a message naming the option, for bad values."""
+        for name in ("iterations", "log_every", "checkpoint_every", "eval_games", "gate_every",
+                     "gate_games"):
+            check_setting(name, getattr(self, name), int, 1)
+        for name in ("eval_every", "eval_search_every", "eval_simulations", "keep_every",
+                     "eval_openings", "gate_simulations", "gate_openings", "devices"):
+            check_setting(name, getattr(self, name), int, 0)
+        check_setting("max_minutes", self.max_minutes, float, 0)
+        check_setting("gate_threshold", self.gate_threshold, float, 0.5, 1)
+        for name in ("stop_when_perfect", "tensorboard"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if isinstance(self.eval_search_with, str):
+            raise ValueError("eval_search_with must be a list of NAME=VALUE settings, "
+                             "not one string")
+        try:
+            search_changes(self.eval_search_with)
+        except ValueError as error:
+            raise ValueError(f"eval_search_with: {error}") from None
+        if isinstance(self.eval_opponents, str):
+            raise ValueError("eval_opponents must be a list of player specs, not one string")
+        for spec in self.eval_opponents:
+            parse_spec(spec)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a training run: its program, how it is run, its seed."""
+
+    program: Annotated[ProgramConfig, tyro.conf.arg(name="")] = ProgramConfig()
+    run: Annotated[RunConfig, tyro.conf.arg(name="")] = RunConfig()
+    seed: int = 0
+    """Seed of the run's PRNG key."""
+
+    def validate(self) -> None:
+        """Raises ValueError, with a message naming the option, for bad values."""
+        check_setting("seed", self.seed, int, 0, SEED_MAX)
+        self.program.validate()
+        self.run.validate()
+        check_int32("positions in a run: iterations x selfplay.num_games x "
+                     "selfplay.steps_per_iteration",
+                     self.run.iterations * self.program.positions_per_iteration,
+                     "; lower iterations (max_minutes bounds a run's time)")
+
+    def check(self, env: envs.Env) -> None:
+        """`validate`, `ProgramConfig.check`, and whether the run's evaluation and gating
+        matches fit in memory beside the training program (ValueError)."""
+        self.validate()
+        self.program.check(env)
+        check_run_fits(self, env)
+
+    def make_env(self) -> envs.Env:
+        """The game of the program half."""
+        return self.program.make_env()
+
+    def replace(self, **changes: Any) -> "TrainConfig":
+        """A copy with `changes`: `program=`, `run=`, `seed=`, or any field of either
+        half by its name (`iterations=4`, `search=SearchConfig(...)`)."""
+        halves: dict[str, dict[str, Any]] = {half: {} for half in HALVES}
+        top = {}
+        for name, value in changes.items():
+            if name in HALVES or name == "seed":
+                top[name] = value
+            else:
+                halves[_half_of(name)][name] = value
+        config = dataclasses.replace(self, **top)
+        return dataclasses.replace(config, **{
+            half: dataclasses.replace(getattr(config, half), **fields)
+            for half, fields in halves.items() if fields
+        })
+
+    def get(self, path: str) -> Any:
+        """The setting at `path` ('search.c_puct', 'iterations', 'seed')."""
+        if path == "seed":
+            return self.seed
+        head, *rest = path.split(".")
+        value = getattr(getattr(self, _half_of(head)), head)
+        for part in rest:
+            if not dataclasses.is_dataclass(value) or part not in {
+                    f.name for f in dataclasses.fields(value)}:
+                raise ValueError(f"unknown setting {path!r}")
+            value = getattr(value, part)
+        return value
+
+    def with_value(self, path: str, value: Any) -> "TrainConfig":
+        """A copy with the setting at `path` replaced."""
+        head, _, rest = path.partition(".")
+        if not rest:
+            return self.replace(**{head: value})
+        if "." in rest:
+            raise ValueError(f"unknown setting {path!r}")
+        return self.replace(**{head: dataclasses.replace(self.get(head), **{rest: value})})
+
+    def program_differences(self, other: "TrainConfig") -> list[str]:
+        """What a resumed run may not change: the program half and the seed, as
+        'path: saved X, given Y' lines."""
+        a, b = _flatten(self.to_dict()["program"]), _flatten(other.to_dict()["program"])
+        out = [f"{path}: saved {a.get(path)!r}, given {b.get(path)!r}"
+               for path in sorted(set(a) | set(b)) if a.get(path) != b.get(path)]
+        if self.seed != other.seed:
+            out.append(f"seed: saved {self.seed}, given {other.seed}")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready apart from tuples)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        """Inverse of `to_dict`. A flat dict (config.json of azjax before the config had
+        two halves) is read too; unknown keys are a ValueError."""
+        data = dict(data)
+        if not set(HALVES) & set(data):
+            data = _from_flat(data)
+        unknown = sorted(set(data) - {"program", "run", "seed"})
+        if unknown:
+            raise ValueError(f"unknown config field(s) {unknown}")
+        program = dict(data.get("program", {}))
+        for key, kind in typing.get_type_hints(ProgramConfig).items():
+            if dataclasses.is_dataclass(kind) and key in program:
+                program[key] = _build(kind, program[key], key)
+        run = dict(data.get("run", {}))
+        for name in ("eval_opponents", "eval_search_with"):
+            if name in run:
+                run[name] = tuple(run[name])
+        return cls(program=_build(ProgramConfig, program, "program"),
+                   run=_build(RunConfig, run, "run"), seed=data.get("seed", 0))
+
+    def save(self, path: Path) -> None:
+        """Writes `config.json` (atomically: a crash leaves the old file or the new)."""
+        write_atomic(path, json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> "TrainConfig":
+        """Reads `config.json` (ValueError for one that is not a config)."""
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+def setting_paths() -> dict[str, Any]:
+    """Every scalar setting of a `TrainConfig` by path (without the half) -> its type."""
+    out = {"seed": int}
+    for half in (ProgramConfig, RunConfig):
+        out.update(setting_types(half))
+    return out
+
+
+_FIELDS = {half: {f.name for f in dataclasses.fields(kind)}
+           for half, kind in (("program", ProgramConfig), ("run", RunConfig))}
+
+
+def _half_of(name: str) -> str:
+    for half, names in _FIELDS.items():
+        if name in names:
+            return half
+    raise ValueError(f"unknown setting {name!r}")
+
+
+def _build(kind: type, values: dict[str, Any], where: str) -> Any:
+    names = {f.name for f in dataclasses.fields(kind)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ValueError(f"unknown config field(s) {unknown} in {where}")
+    return kind(**values)
+
+
+def _from_flat(data: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"program": {}, "run": {}}
+    for key, value in data.items():
+        if key == "seed":
+            out["seed"] = value
+            continue
+        try:
+            out[_half_of(key)][key] = value
+        except ValueError:
+            raise ValueError(f"unknown config field {key!r}") from None
+    return out
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key != "game_options":
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
+
+
+def game_settings(env: envs.Env) -> dict[str, Any]:
+    """`{"game": ..., "game_options": ...}` that make a config name `env` so that
+    `envs.make` builds it again (`envs.spec_of`).
+
+    Raises:
+      ValueError: where the recorded name would build another game (say, an env changed
+        after it was built).
+    """
+    game, options = envs.spec_of(env)
+    try:
+        rebuilt = envs.make(game, **options)
+    except ValueError:
+        rebuilt = None  # a game that only this process can build: load it with env=
+    if rebuilt is not None and (rebuilt.name, rebuilt.num_actions, rebuilt.observation_shape
+                                ) != (env.name, env.num_actions, env.observation_shape):
+        raise ValueError(
+            f"envs.make({game!r}, **{options}) builds another game than the env given "
+            f"({rebuilt.name}, {rebuilt.num_actions} actions, observations "
+            f"{rebuilt.observation_shape} instead of {env.name}, {env.num_actions}, "
+            f"{env.observation_shape}); build the env with envs.make")
+    return {"game": game, "game_options": options}
+
+
+def run_parts(config: TrainConfig, env: Env) -> dict[str, int]:
+    """`program_parts` and the largest match a run plays beside its training state: the
+    evaluation games (network + search) or the gating arena."""
+    program, run = config.program, config.run
+    parts = program_parts(program, env)
+    matches = {}
+    if run.eval_every and (run.eval_search_every or run.eval_opponents):
+        matches["evaluation games"] = memory.arena_bytes(
+            env, run.eval_games, program.search.num_simulations)
+    if program.regime == "gating":
+        matches["gating arena"] = memory.arena_bytes(
+            env, run.gate_games, run.gate_simulations or program.search.num_simulations)
+    if matches:
+        name = max(matches, key=matches.get)
+        parts[name] = matches[name]
+    return parts
+
+
+def check_run_fits(config: TrainConfig, env: Env, experiments: int = 1) -> None:
+    """`check_program_fits` with the run's evaluation and gating matches (`run_parts`)."""
+    memory.check_parts("this training run", run_parts(config, env), experiments)
+
+
+MAX_SEED = 2**63 - 1
+"""The largest seed a command takes: JAX keys take a signed 64-bit seed, NumPy's
+generators no negative one."""
+
+
+def check_seed(seed: int, what: str = "--seed") -> int:
+    """`seed`, or a ValueError when it is not an integer from 0 to 2**63 - 1."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"{what} must be an integer from 0 to {MAX_SEED}, got {seed!r}")
+    return seed

@@ -1,0 +1,155 @@
+"""The devices a run trains on: host devices on a CPU, jax.distributed, the data mesh.
+
+A run's self-play games, replay ring and learner batch are split over a one-axis mesh
+(`DATA_AXIS`) of N devices; parameters and optimizer state are replicated. On a CPU,
+JAX sees one device unless asked for more before it starts: `arrange(...)` does that
+(one host device per core by default) and, for several processes, starts
+`jax.distributed` with CPU collectives (gloo), so that every path runs on a laptop.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh
+
+from azjax.core.iteration import DATA_AXIS
+
+
+def cpu_cores() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def arrange(devices: int = 0, coordinator_address: str | None = None,
+            num_processes: int = 1, process_id: int = 0) -> None:
+    """Sets up JAX's devices before its backend starts (ValueError after that, or for
+    bad values): on a CPU, `devices // num_processes` host devices in this process (0:
+    one per core); with `num_processes` > 1, joins the run's other processes through
+    `jax.distributed` at `coordinator_address` (HOST:PORT) as process `process_id`.
+    With `devices` 0 a count set in the environment (`JAX_NUM_CPU_DEVICES`) wins over
+    one per core."""
+    for name, value, low in (("devices", devices, 0), ("num_processes", num_processes, 1),
+                             ("process_id", process_id, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"--{name.replace('_', '-')} must be an integer >= {low}, "
+                             f"got {value!r}")
+    if num_processes > 1:
+        if not coordinator_address or ":" not in coordinator_address:
+            raise ValueError("several processes need --coordinator-address HOST:PORT "
+                             f"(got {coordinator_address!r})")
+        if process_id >= num_processes:
+            raise ValueError(f"--process-id must be below --num-processes ({num_processes}), "
+                             f"got {process_id}")
+        if devices % num_processes:
+            raise ValueError(f"--devices {devices} cannot be split evenly over "
+                             f"{num_processes} processes")
+    elif coordinator_address:
+        raise ValueError("--coordinator-address needs --num-processes of 2 or more")
+    local = (devices // num_processes if devices
+             else int(os.environ.get("JAX_NUM_CPU_DEVICES") or cpu_cores()))
+    try:
+        jax.config.update("jax_num_cpu_devices", local)
+    except RuntimeError:  # JAX has started: too late to arrange anything
+        if devices or num_processes > 1:
+            raise ValueError("JAX has already started its devices; arrange them first "
+                             "(call azjax.run.devices.arrange before anything runs on JAX)") from None
+        return
+    if num_processes > 1:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(coordinator_address, num_processes=num_processes,
+                                   process_id=process_id)
+
+
+def is_primary() -> bool:
+    """Whether this process writes the run directory (process 0)."""
+    return jax.process_index() == 0
+
+
+def nearest_multiple(value: int, factor: int) -> int:
+    """The multiple of `factor` nearest `value` (the larger one on a tie, never 0)."""
+    low = value // factor * factor
+    high = low + factor
+    return high if low == 0 or high - value <= value - low else low
+
+
+def split_sizes(program: Any) -> dict[str, int]:
+    """The sizes of a program that are split over the devices, by option name."""
+    return {
+        "selfplay.num_games": program.selfplay.num_games,
+        "learner.batch_size": program.learner.batch_size,
+        "replay_capacity": program.replay_capacity,
+    }
+
+
+def misfits(program: Any, count: int) -> list[str]:
+    """What keeps `program` from splitting over `count` devices, one phrase each with
+    the nearest value that would split."""
+    return [f"{name} {size} is not a multiple of {count} (nearest that is: "
+            f"{nearest_multiple(size, count)})"
+            for name, size in split_sizes(program).items() if size % count]
+
+
+def device_count(requested: int, program: Any) -> tuple[int, str | None]:
+    """The number of devices to train `program` on and a notice (or None): `requested`
+    ones, or with 0 every device there is, fewer if the program's sizes do not split over
+    all (the largest count they split over, said in the notice). ValueError, naming the
+    nearest valid values, when `requested` devices are not there or do not fit."""
+    available = jax.device_count()
+    if requested > available:
+        raise ValueError(f"--devices {requested}: only {available} device"
+                         f"{'s' if available > 1 else ''} here"
+                         + ("" if jax.default_backend() != "cpu" else
+                            " (a CPU is split into host devices before JAX starts: "
+                            "azjax.run.devices.arrange, which the scripts call)"))
+    count = requested or available
+    if requested or jax.process_count() > 1:
+        wrong = misfits(program, count)
+        if wrong:
+            raise ValueError(f"cannot split the run over {count} devices: " + "; ".join(wrong))
+        return count, None
+    while misfits(program, count):
+        count -= 1
+    if count == available:
+        return count, None
+    return count, (f"training on {count} of the {available} devices: "
+                   + "; ".join(misfits(program, available)))
+
+
+def data_mesh(count: int) -> Mesh:
+    """A one-axis mesh of the first `count` devices (every process's devices, in order)."""
+    if jax.process_count() > 1 and count != jax.device_count():
+        raise ValueError(f"a run of several processes trains on all {jax.device_count()} "
+                         f"of their devices, not {count}")
+    return Mesh(np.array(jax.devices()[:count]), (DATA_AXIS,))
+
+
+def agree(value: Any) -> Any:
+    """Process 0's `value` in every process (host decisions such as a time limit must be
+    the same in all of them); `value` itself in a run of one process."""
+    if jax.process_count() == 1:
+        return value
+    return multihost_utils.broadcast_one_to_all(np.asarray(value)).item()
+
+
+def barrier(name: str) -> None:
+    """Waits until every process of the run gets here (nothing with one process)."""
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(name)
+
+
+def local(tree: Any) -> Any:
+    """A replicated pytree's copy on this process's first device (for host-side work
+    such as evaluation, which each process does on its own)."""
+    def one(x):
+        if isinstance(x, jax.Array) and len(x.sharding.device_set) > 1:
+            return x.addressable_data(0)
+        return x
+    return jax.tree.map(one, tree)

@@ -1,0 +1,122 @@
+"""Where a run's metrics go: metrics.jsonl, and optionally TensorBoard event files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from azjax.run import checkpoint as ckpt
+from azjax.run.files import write_atomic
+
+TENSORBOARD_DIR = "tensorboard"
+# Bookkeeping fields of a record that are not curves worth plotting.
+NOT_SCALARS = ("iteration",)
+
+
+def check_tensorboard() -> None:
+    """A ValueError saying how to install tensorboardX when it is missing."""
+    try:
+        import tensorboardX  # noqa: F401
+    except ImportError:
+        raise ValueError(
+            "--tensorboard needs the tensorboardX package: pip install 'azjax[tensorboard]'"
+        ) from None
+
+
+def tensorboard_writer(log_dir: Path, purge_step: int | None):
+    """A tensorboardX writer (ValueError when tensorboardX is missing)."""
+    check_tensorboard()
+    from tensorboardX import SummaryWriter
+
+    return SummaryWriter(logdir=str(log_dir), purge_step=purge_step)
+
+
+def resume_records(run_dir: Path, restored: ckpt.Restored | None
+                   ) -> tuple[list[dict[str, Any]], str | None]:
+    """The metrics records a run resumed from `restored` (None: a fresh run) continues
+    from, and a notice when metrics.jsonl must be rewritten to them (None: it holds
+    exactly them). Reads only.
+
+    A checkpoint holds a copy of the records up to it, so a truncated or damaged file is
+    repaired from the newest intact checkpoint, and records past it (they belong to a
+    damaged checkpoint) are dropped, saying so. Checkpoints written before they held
+    copies keep the file's records up to their step.
+    """
+    path = Path(run_dir) / ckpt.METRICS_FILE
+    text = path.read_text(errors="replace") if path.is_file() else ""
+    found = ckpt.read_metrics(run_dir)
+    if restored is None:
+        if found:
+            return [], (f"{path} held {len(found)} records but the run has no checkpoint; "
+                        "starting the run afresh")
+        return [], None if not text else f"cleared {path} (the run has no checkpoint)"
+    copy = ckpt.checkpoint_records(run_dir, restored)
+    if copy is None:
+        kept = [r for r in found if r["iteration"] <= restored.step]
+        if text == ckpt.metrics_text(kept):
+            return kept, None
+        dropped = len(found) - len(kept)
+        return kept, (f"dropped {dropped} records of metrics.jsonl after iteration "
+                      f"{restored.step} (those iterations run again)" if dropped else
+                      f"dropped the unreadable lines of {path}")
+    if text == ckpt.metrics_text(copy):
+        return copy, None
+    if ckpt.same_records(found, copy):
+        return copy, f"dropped the unreadable lines of {path}"
+    if ckpt.same_records(found[:len(copy)], copy):
+        return copy, (f"dropped {len(found) - len(copy)} records of metrics.jsonl after "
+                      f"iteration {restored.step} (they belong to damaged checkpoints)")
+    if text == ckpt.metrics_text(copy[:len(found)]):
+        return copy, (f"metrics.jsonl lacked the records after iteration "
+                      f"{found[-1]['iteration'] if found else 0} (the process stopped before "
+                      f"appending them); added them from checkpoint {restored.step}")
+    return copy, (f"metrics.jsonl was damaged ({len(found)} readable records, checkpoint "
+                  f"{restored.step} holds {len(copy)}); rewrote it from the checkpoint")
+
+
+class MetricsLog:
+    """The metrics records of a run (one per logged iteration) and where they go.
+
+    metrics.jsonl only ever holds records of checkpointed iterations: `append` keeps a
+    record until `flush(step)`, called once the checkpoint of `step` is complete, writes
+    it. TensorBoard gets every record at once (and drops the events of iterations a
+    resumed run redoes).
+    """
+
+    def __init__(self, run_dir: Path, tensorboard: bool = False):
+        self.run_dir = Path(run_dir)
+        self.tensorboard = tensorboard
+        self._writer = None
+        self._pending: list[dict[str, Any]] = []
+
+    def start(self, records: list[dict[str, Any]], rewrite: bool, step: int | None) -> None:
+        """Begins logging after the records of `step` (None: a fresh run); rewrites
+        metrics.jsonl to `records` first when `rewrite`."""
+        if rewrite:
+            write_atomic(self.run_dir / ckpt.METRICS_FILE, ckpt.metrics_text(records))
+        if self.tensorboard:
+            purge = (step or 0) + 1  # events of iterations that run again are dropped
+            self._writer = tensorboard_writer(self.run_dir / TENSORBOARD_DIR, purge)
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Takes one record (written to metrics.jsonl by `flush`; to TensorBoard now)."""
+        self._pending.append(record)
+        if self._writer is not None:
+            step = int(record["iteration"])
+            for key, value in record.items():
+                if key not in NOT_SCALARS and isinstance(value, (int, float)):
+                    self._writer.add_scalar(re.sub(r"[^\w./-]", "_", key), value, step)
+            self._writer.flush()
+
+    def flush(self, step: int) -> None:
+        """Appends the records up to `step` (checkpointed) to metrics.jsonl."""
+        done = [r for r in self._pending if r["iteration"] <= step]
+        ckpt.append_metrics(self.run_dir, done)
+        self._pending = self._pending[len(done):]
+
+    def close(self) -> None:
+        """Flushes and closes the TensorBoard writer, if any."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

@@ -1,0 +1,18 @@
+"""Ablation sweeps: a grid of training settings x seeds as few compiled programs as
+possible, every experiment a normal run directory, and a table and plots of the results.
+
+Modules:
+
+* `grid`: swept settings, the grid of experiments, its compile groups and shards.
+* `sweep`: running a sweep and merging its runs into tables (`run_sweep`, `merge`).
+* `table`: per-run rows and a table of means with 95% t-intervals.
+* `plots`: each metric against each swept setting.
+
+May import: everything below it (`envs`, `azjax.core`, `run`, `go`, `evaluation`,
+`driver`).
+"""
+
+from azjax.sweep.grid import parse_params, parse_shard
+from azjax.sweep.sweep import merge, run_sweep
+
+__all__ = ["merge", "parse_params", "parse_shard", "run_sweep"]

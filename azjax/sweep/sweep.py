@@ -1,0 +1,258 @@
+"""Ablation sweeps: a grid of training settings x seeds, as few compiled programs as possible.
+
+Every configuration of the grid (the product of the swept values) runs once per seed, and
+every such experiment is a normal run with a run directory of its own,
+`<out>/runs/<setting>=<value>/.../seed=<s>/`, that `Agent.load`, `python -m azjax.play`,
+`azjax.league` and `azjax.export` open like any other. Experiments whose programs differ
+only in traced settings (`azjax.core.fields`: c_puct, Dirichlet noise, the Gumbel scale,
+`rollout_lambda` among values > 0, the learning rate), seeds and run options form one
+*compile group* and train as ONE vmapped program (`azjax.driver.driver.train_group`); any other
+setting (simulations, PUCT or Gumbel, batch and replay sizes, network, ...) makes a group
+of its own.
+
+A sweep resumes as its runs do: a finished run is left alone, a group with unfinished
+runs resumes each from its newest checkpoint. `--shard I/N` runs a fixed, disjoint part
+of the groups. `merge` reads every run directory present into `seeds.csv` (one row per
+finished run), `results.csv` (per configuration: mean and 95% t-interval over seeds) and
+`sweep.png`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from azjax.driver.driver import train_group
+from azjax.driver.status import finished
+from azjax.evaluation.evaluators import make_evaluator
+from azjax.run import checkpoint as ckpt
+from azjax.run.config import TrainConfig
+from azjax.sweep.grid import (
+    Experiment,
+    Param,
+    config_label,
+    format_value,
+    group_experiments,
+    make_grid,
+    split_shards,
+)
+from azjax.sweep.plots import plot_sweep
+from azjax.sweep.table import (
+    REACHED,
+    TIME_METRICS,
+    markdown_table,
+    param_columns,
+    results_table,
+    write_csv,
+)
+
+SWEEP_FILE = "sweep.json"
+RUNS_DIR = "runs"
+SEEDS_FILE = "seeds.csv"
+RESULTS_FILE = "results.csv"
+PLOT_FILE = "sweep.png"
+
+
+# ----------------------------------------------------------------------------- names
+
+
+# ------------------------------------------------------------------------------ grid
+
+
+# ------------------------------------------------------------------------- runs on disk
+
+
+def _read_run(run_dir: Path) -> tuple[TrainConfig, list[dict[str, Any]]] | None:
+    """The config and records of a finished run: over by its own config (`finished`)
+    with its final state checkpointed; None for a missing or cut-off run."""
+    try:
+        config = ckpt.load_config(run_dir)
+    except ckpt.RunDirError:
+        return None
+    records = ckpt.read_metrics(run_dir)
+    if not records:
+        return None
+    last = records[-1]["iteration"]
+    if not (Path(run_dir) / ckpt.CHECKPOINT_DIR / str(last)).is_dir():
+        return None
+    return (config, records) if finished(config.run, records, last) else None
+
+
+def run_finished(run_dir: Path) -> bool:
+    """Whether the run in `run_dir` is over by its own config (iterations, time, perfect
+    play) with its final state checkpointed; False for a missing or cut-off run."""
+    return _read_run(run_dir) is not None
+
+
+def find_runs(root: Path) -> list[Path]:
+    """The run directories (holding a config.json) below `root`, sorted. It does not look
+    inside a run, where another process (a shard) may be writing a checkpoint."""
+    if (root / ckpt.CONFIG_FILE).is_file():
+        return [root]
+    try:
+        children = sorted(p for p in root.iterdir() if p.is_dir())
+    except FileNotFoundError:
+        return []
+    return [run for child in children for run in find_runs(child)]
+
+
+def run_row(run_dir: Path, paths: Sequence[str], can_be_perfect: bool,
+            name: str | None = None) -> dict[str, Any]:
+    """One finished run as a row: the swept settings, seed, budget used, the first point
+    of perfect play (censored at the end when never reached), the last evaluation and
+    `name` (default: the run directory)."""
+    return _row(ckpt.load_config(run_dir), ckpt.read_metrics(run_dir), paths,
+                can_be_perfect, name or str(run_dir))
+
+
+def _row(config: TrainConfig, records: Sequence[dict[str, Any]], paths: Sequence[str],
+         can_be_perfect: bool, name: str) -> dict[str, Any]:
+    last = records[-1]
+    assignment = [(path, config.get(path)) for path in paths]
+    row: dict[str, Any] = {"config": config_label(assignment)}
+    row.update({path: format_value(value) for path, value in assignment})
+    row.update(seed=config.seed, iterations=last["iteration"], games=last["games"],
+               positions=last["positions"])
+    if can_be_perfect:
+        first = next((r for r in records if r.get("perfect")), None)
+        reached = first or last
+        row[REACHED] = int(first is not None)
+        row["iterations_to_perfect"] = reached["iteration"]
+        row["games_to_perfect"] = reached["games"]
+        row["seconds_to_perfect"] = round(reached["wall_time"], 2)
+    evaluated = next((r for r in reversed(records) if "perfect" in r), {})
+    row.update({k: v for k, v in evaluated.items()
+                if k.startswith(("net_", "search_", "vs ")) and k != "perfect"})
+    row["run_dir"] = name
+    return row
+
+
+# ------------------------------------------------------------------------------ sweeps
+
+
+@dataclasses.dataclass
+class SweepResult:
+    """What `run_sweep` / `merge` did and produced."""
+
+    groups_run: list[str]
+    experiments_run: int
+    experiments_skipped: int
+    table: list[dict[str, Any]]
+    markdown: str
+
+
+def check_out_dir(out_dir: Path, base: TrainConfig, params: Sequence[Param]) -> None:
+    """Writes `sweep.json` (the base config and the swept settings), or checks that a
+    sweep already in `out_dir` has the same base program and swept settings (its values,
+    seeds and run options may grow: more seeds, more iterations)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / SWEEP_FILE
+    paths = [p.path for p in params]
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        saved_base = TrainConfig.from_dict(saved["base"])
+        different = [line.split(":")[0] for line in saved_base.program_differences(
+            base.replace(seed=saved_base.seed))]
+        if different:
+            raise ValueError(
+                f"{out_dir} holds a sweep with another base config (differs in "
+                f"{', '.join(different)}); use another --out or the same options"
+            )
+        if saved["params"] != paths:
+            raise ValueError(f"{out_dir} holds a sweep over {', '.join(saved['params'])}; "
+                             "use another --out to sweep other settings")
+    path.write_text(json.dumps({"base": base.to_dict(), "params": paths}, indent=1) + "\n")
+
+
+def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> SweepResult:
+    """Builds seeds.csv, results.csv and sweep.png from the finished runs in `out_dir`."""
+    out_dir = Path(out_dir)
+    path = out_dir / SWEEP_FILE
+    if not path.is_file():
+        raise ValueError(f"{out_dir} holds no sweep (no {SWEEP_FILE})")
+    saved = json.loads(path.read_text())
+    base, paths = TrainConfig.from_dict(saved["base"]), saved["params"]
+    evaluator = make_evaluator(base.make_env())
+    runs = out_dir / RUNS_DIR
+    read = [(d, _read_run(d)) for d in find_runs(runs)]
+    rows = [_row(*run, paths, evaluator.can_be_perfect, str(d.relative_to(runs)))
+            for d, run in read if run is not None]
+    if not rows:
+        return SweepResult([], 0, 0, [], "(no finished experiments yet)")
+    header = list(dict.fromkeys(k for r in rows for k in r))
+    write_csv(out_dir / SEEDS_FILE, [{k: r.get(k, "") for k in header} for r in rows])
+    params = param_columns(header)
+    metrics = [m for m in (*(TIME_METRICS if evaluator.can_be_perfect else ()),
+                           *evaluator.summary_metrics) if m in header]
+    text_rows = [{k: str(v) for k, v in r.items()} for r in rows]
+    table = results_table(text_rows, params, metrics)
+    write_csv(out_dir / RESULTS_FILE, table)
+    plot_sweep(text_rows, params, metrics, out_dir / PLOT_FILE,
+               title=f"{base.program.game}: {len(rows)} runs")
+    if write is not None:
+        write(f"wrote {out_dir / RESULTS_FILE} ({len(table)} configurations, {len(rows)} "
+              f"runs) and {out_dir / PLOT_FILE}")
+    return SweepResult([], 0, 0, table, markdown_table(table, params, metrics))
+
+
+def prepare_sweep(base: TrainConfig, params: Sequence[Param], seeds: Sequence[int]
+                  ) -> list[Experiment]:
+    """The grid, every config checked (ValueError naming the configuration otherwise)."""
+    if not seeds:
+        raise ValueError("need at least one seed")
+    env = base.make_env()
+    experiments = make_grid(base, params, seeds)
+    checked = set()
+    for e in experiments:
+        if e.label not in checked:
+            try:
+                e.config.validate()
+                e.config.program.check(env)
+            except ValueError as err:
+                raise ValueError(f"{e.label}: {err}") from None
+            checked.add(e.label)
+    return experiments
+
+
+def run_sweep(
+    base: TrainConfig,
+    params: Sequence[Param],
+    seeds: Sequence[int],
+    out_dir: Path | str,
+    shard: tuple[int, int] = (1, 1),
+    write: Callable[[str], None] | None = print,
+    on_iteration: Callable[[list[int]], None] | None = None,
+) -> SweepResult:
+    """Runs this shard's part of the grid (a group whose runs are all finished is
+    skipped), then builds the results from every finished run in `out_dir`.
+
+    `on_iteration(iterations)` is called after each iteration of a group (see
+    `azjax.driver.driver.train_group`).
+    """
+    out_dir = Path(out_dir)
+    say = write or (lambda _: None)
+    experiments = prepare_sweep(base, params, seeds)
+    check_out_dir(out_dir, base, params)
+    groups = group_experiments(experiments)
+    mine = split_shards(groups, shard[1])[shard[0] - 1]
+    runs = out_dir / RUNS_DIR
+    todo = [g for g in mine if not all(run_finished(runs / e.run_name) for e in g.experiments)]
+    skipped = sum(g.size for g in mine) - sum(g.size for g in todo)
+    say(f"sweep: {len(experiments)} experiments in {len(groups)} compile groups; "
+        f"shard {shard[0]}/{shard[1]}: {sum(g.size for g in mine)} experiments, "
+        f"{skipped} already done, {len(todo)} groups to run")
+    for number, group in enumerate(todo, 1):
+        shown = "; ".join(dict.fromkeys(e.label for e in group.experiments))
+        say(f"group {number}/{len(todo)} ({group.id}): {group.size} experiments as one "
+            f"vmapped program: {shown}; seeds {sorted({e.seed for e in group.experiments})}")
+        train_group([e.config for e in group.experiments],
+                    [runs / e.run_name for e in group.experiments], progress=say,
+                    on_iteration=on_iteration)
+    result = merge(out_dir, write=say)
+    result.groups_run = [g.id for g in todo]
+    result.experiments_run = sum(g.size for g in todo)
+    result.experiments_skipped = skipped
+    return result

@@ -1,0 +1,198 @@
+"""The host side of `envs.check_env`'s random games: from what the scan of
+`envs.conformance_games` recorded, the first rule the games break (in the order of
+`RULES`), shown by the shortest game that breaks it, and the replay of one game alone."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from envs.conformance import differing_leaves, host_leaves
+from envs.conformance_games import Games
+from envs.conformance_rules import EnvCheckError, format_moves
+
+
+def _first(flags: np.ndarray) -> tuple[int, int] | None:
+    """The (ply, game) of the earliest True entry of [T, n, ...] flags, fewest plies first."""
+    hits = np.argwhere(flags.reshape(flags.shape[0], flags.shape[1], -1).any(axis=2))
+    return None if len(hits) == 0 else (int(hits[0, 0]), int(hits[0, 1]))
+
+
+def _moves(g: Games, ply: int, game: int, extra: list[int] | None = None) -> list[int]:
+    return g.rec["move"][:ply, game].tolist() + (extra or [])
+
+
+def _fail(g: Games, prop: str, message: str, actions: list[int], game: int, ply: int):
+    raise EnvCheckError(prop, message, actions, env=g.env, seed=g.seed,
+                        num_games=g.num_games, game=game, ply=ply)
+
+
+def _move_text(g: Games, action: int) -> str:
+    text = format_moves(g.env, [action])[0]
+    return f"action {action}" if text == f"#{action}" or text == str(action) else (
+        f"{text} (action {action})")
+
+
+def _leaves_text(g: Games, flags: np.ndarray) -> str:
+    return ", ".join(n for n, f in zip(g.names, flags) if f) or "(none)"
+
+
+def check_games(g: Games) -> None:
+    """Raises EnvCheckError for the first rule the recorded games break (in the order of
+    `RULES`, deterministic last), showing the shortest game that breaks it."""
+    rec = g.rec
+    if rec["init_rewards"].any():
+        game = int(np.argmax(rec["init_rewards"]))
+        _fail(g, "rewards-only-at-end", "the initial state has non-zero rewards", [], game, 0)
+    if hit := _first(rec["player_bad"]):
+        t, i = hit
+        _fail(g, "types", f"current_player is {rec['player'][t, i]} after {t} plies; it is the "
+                          "id of the player to move, 0 or 1", _moves(g, t, i), i, t)
+    if hit := _first(rec["move_bad"]):
+        t, i = hit
+        what = ("a live state has no legal move" if rec["live"][t, i] else
+                f"a finished game has {rec['legal_count'][t, i]} legal moves")
+        _fail(g, "live-has-move", f"after {t} plies {what}", _moves(g, t, i), i, t)
+    for flag, prop, what in (
+        ("reward_mid", "rewards-only-at-end", "a step that does not end the game gives rewards"),
+        ("reward_values", "rewards-values", "the step that ends the game gives rewards"),
+        ("reward_sum", "rewards-zero-sum", "the step that ends the game gives rewards"),
+    ):
+        if hit := _first(rec[flag]):
+            t, i = hit
+            _fail(g, prop, f"{what} {rec['rewards'][t, i].tolist()} (ply {t + 1})",
+                  _moves(g, t + 1, i), i, t)
+    _check_after_end_and_forfeits(g)
+    live_at_limit = rec["live"][g.max_plies]
+    if live_at_limit.any():
+        i = int(np.argmax(live_at_limit))
+        _fail(g, "ends", f"the game is still live after max_plies = {g.max_plies} plies; raise "
+                         "max_plies or end the game (a move cap) within it",
+              _moves(g, g.max_plies, i), i, g.max_plies)
+    _check_symmetry_samples(g)
+    _check_perspective(g)
+
+
+def _check_after_end_and_forfeits(g: Games) -> None:
+    rec = g.rec
+    # The earliest failing step; on a tie, the move that was legal before the end.
+    frozen = [(hit, order, flag) for order, flag in enumerate(("frozen_move", "frozen_bad"))
+              if (hit := _first(rec[flag]))]
+    if frozen:
+        (t, i), _, flag = min(frozen)
+        action = int(rec["move" if flag == "frozen_move" else "bad"][t, i])
+        ended = int(rec["live"][:, i].sum())
+        _fail(g, "frozen", f"the game ended after {ended} plies, and a step after that with "
+                           f"{_move_text(g, action)} changed {_leaves_text(g, rec[flag][t, i])}",
+              _moves(g, t, i, [action]), i, t)
+    if hit := _first(rec["illegal"]):
+        t, i = hit
+        action = int(rec["bad"][t, i])
+        kind = "out-of-range" if not 0 <= action < g.env.num_actions else "illegal"
+        _fail(g, "illegal-move", f"after {t} plies, player {rec['player'][t, i]} played the "
+                                 f"{kind} {_move_text(g, action)}, and the result differs from "
+                                 f"the forfeit in {_leaves_text(g, rec['illegal'][t, i])}",
+              _moves(g, t, i, [action]), i, t)
+
+
+def _check_symmetry_samples(g: Games) -> None:
+    rec = g.rec
+    valid = rec["sample_live"][:, :, None]
+    for flag, prop in (("transform_obs", "symmetries-transform"),
+                       ("transform_mask", "symmetries-transform"),
+                       ("commute", "symmetries-commute")):
+        flags = rec[flag].reshape(rec[flag].shape[:3] + (-1,)).any(axis=3) & valid
+        hits = np.argwhere(flags)
+        if len(hits) == 0:
+            continue
+        t, s, sym = (int(x) for x in hits[0])
+        i = int(rec["sample"][t, s])
+        move = int(rec["move"][t, i])
+        if prop == "symmetries-commute":
+            mapped = int(rec["sample_move"][t, s, sym])
+            text = (f"for symmetry g = {sym}, the last move, {_move_text(g, move)}, mapped to "
+                    f"{_move_text(g, mapped)} and played on transform_state(s, g), gives a state "
+                    f"that differs from transform_state(step(s, {move}), g) in "
+                    f"{_leaves_text(g, rec['commute'][t, s, sym])}")
+            _fail(g, prop, text, _moves(g, t, i, [move]), i, t)
+        part = "observation" if flag == "transform_obs" else "legal mask"
+        helper = "observation" if flag == "transform_obs" else "policy"
+        _fail(g, prop, f"after {t} plies, transform_state(s, {sym}) moves the {part} otherwise "
+                       f"than symmetries.{helper}(..., {sym})", _moves(g, t, i), i, t)
+
+
+def _check_perspective(g: Games) -> None:
+    rec = g.rec
+    t_idx, i_idx = np.nonzero(rec["live"])
+    if len(t_idx) == 0:
+        return
+    keys = np.concatenate([rec["obs_hash"][t_idx, i_idx].astype(np.int64),
+                           rec["mask_hash"][t_idx, i_idx].astype(np.int64),
+                           rec["move"][t_idx, i_idx, None].astype(np.int64)], axis=1)
+    values = rec["mover_reward"][t_idx, i_idx].astype(np.float64)
+    _, group = np.unique(keys, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    low = np.full(group.max() + 1, np.inf)
+    high = np.full(group.max() + 1, -np.inf)
+    np.minimum.at(low, group, values)
+    np.maximum.at(high, group, values)
+    bad = np.flatnonzero(low[group] != high[group])
+    if len(bad) == 0:
+        return
+    # A conflict between the two players if there is one (the classic bug), else one of
+    # a player with itself (a result that the observation does not determine); the one
+    # whose longer game is shortest, with the shortest game on each side.
+    players = rec["player"][t_idx, i_idx]
+    best = None
+    order = np.lexsort((i_idx, t_idx))  # shortest games first
+    for k in np.unique(group[bad]):
+        members = order[group[order] == k]
+        # The shortest game of each (player, reward) class, then the best pair of classes.
+        classes = {}
+        for m in members:
+            classes.setdefault((int(players[m]), float(values[m])), m)
+        for a in classes.values():
+            for b in classes.values():
+                if values[a] != values[b] and t_idx[a] <= t_idx[b]:
+                    score = (players[a] == players[b], t_idx[b], t_idx[a])
+                    if best is None or score < best[0]:
+                        best = (score, (a, b))
+    first, second = best[1]
+
+    def side(m):
+        t, i = int(t_idx[m]), int(i_idx[m])
+        return t, i, int(rec["player"][t, i]), values[m], _moves(g, t + 1, i)
+
+    t1, i1, p1, v1, moves1 = side(first)
+    t2, i2, p2, v2, moves2 = side(second)
+    other = " ".join(format_moves(g.env, moves2))
+    why = ("the observation does not determine the result of the move (it depends on "
+           "something hidden, such as the ply count near a move cap)" if p1 == p2 else
+           "the rewards do not speak for the player who moves (rewards indexed by a fixed "
+           "or the wrong player id?)")
+    move = _move_text(g, int(moves1[-1]))
+    _fail(g, "perspective",
+          f"player {p1} playing {move} after {t1} plies gets reward {v1:+g}, but "
+          f"player {p2} making the same move from the same observation and legal mask after "
+          f"{t2} plies (game {i2}: {other}) gets {v2:+g}: {why}", moves1, i1, t1)
+
+
+def check_replay(g: Games, keys: jax.Array) -> None:
+    """Game 0 replayed alone (jit, unbatched, one step at a time) equals the batch."""
+    env = g.env
+    state = jax.jit(env.init)(keys[0])
+    diff = differing_leaves(g.names, g.first_state, host_leaves(state))
+    if diff:
+        _fail(g, "deterministic", f"jax.jit(env.init)(key) differs from the batched "
+                                  f"jax.vmap(env.init) in {', '.join(diff)}", [], 0, 0)
+    step = jax.jit(env.step)
+    live = g.rec["live"][:, 0]
+    for t in range(len(live)):
+        state = step(state, g.rec["move"][t, 0])
+        diff = differing_leaves(g.names, [x[t] for x in g.trace], host_leaves(state))
+        if diff:
+            _fail(g, "deterministic", f"ply {t + 1} stepped alone (jax.jit(env.step)) differs "
+                                      f"from the same ply stepped in the batch (jit + vmap) in "
+                                      f"{', '.join(diff)}", _moves(g, t + 1, 0), 0, t)
+        if not live[t]:
+            break
