@@ -1,11 +1,13 @@
-"""AlphaZero on 9x9 Go (Tromp-Taylor area scoring, komi 7.5, simple ko), scored against random play.
+"""AlphaZero on 9x9 Go (Tromp-Taylor area scoring, komi 7.5, positional superko), scored
+against random play and GNU Go level 1.
 
     python experiments/go9x9.py [--game-options.komi K] [--game-options.history T] [--help]
 
 There is no exact solver for Go here, so every evaluation plays the network alone
 (and, every few evaluations, network + search) against a uniformly random player,
-half the games from each seat, and reports the score (wins + draws / 2). The defaults
-fit a 2-core CPU: 4 positions of history (AlphaGo Zero used 8), a small residual
+half the games from each seat, and reports the score (wins + draws / 2); network +
+search also plays GNU Go level 1 (`gnugo:1`), whose score and points margin are logged.
+The defaults fit a 2-core CPU: 4 positions of history (AlphaGo Zero used 8), a small residual
 network, Gumbel search with 16 simulations, 20 minutes of training.
 """
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -217,3 +219,13 @@ def test_the_public_api_is_listed_and_documented(package):
     for name in module.__all__:
         obj = getattr(module, name)
         assert obj.__doc__ or isinstance(obj, (str, int)), f"{package}.{name}"
+
+
+def test_importing_azjax_leaves_matplotlib_for_later():
+    """`import azjax` (every command and script starts with it) does not import matplotlib:
+    the driver imports it while a run's first step compiles, the league when it plots."""
+    out = subprocess.run([sys.executable, "-c", "import sys, azjax, azjax.evaluation, "
+                          "azjax.go, azjax.driver; print('matplotlib' in sys.modules)"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

@@ -22,9 +22,7 @@ from pathlib import Path
 
 import chex
 import jax
-import matplotlib
 import numpy as np
-from matplotlib.figure import Figure
 
 from azjax.core.memory import check_match_fits
 from azjax.core.players import Player
@@ -166,6 +164,10 @@ def plot_league(league: League, path: Path | None = None) -> bytes:
     """Checkpoint Elo with 95% error bars against training wall time (minutes); baselines
     as labelled horizontal dashed lines. Returns the PNG (also written to `path` if
     given)."""
+    # Imported here, not with the module: `import azjax` stays free of matplotlib.
+    import matplotlib
+    from matplotlib.figure import Figure
+
     bounds = league.ratings.interval(0.95)
     elo = league.ratings.elo
     fig = Figure(figsize=(7, 4.5))
