@@ -39,8 +39,9 @@ from azjax.run.config import (
     TrainConfig,  # noqa: E402
     check_seed,
 )
-from azjax.run.devices import arrange  # noqa: E402
+from azjax.run.devices import arrange
 from azjax.run.files import check_output_dir  # noqa: E402
+from azjax.run.stop_signals import EXIT_STOPPED, Stopped, signal_name  # noqa: E402
 from azjax.sweep import merge, parse_params, parse_shard, run_sweep  # noqa: E402
 
 
@@ -83,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
             arrange(args.config.run.devices)
             compile_cache.enable()
             result = run_sweep(args.config, params, seeds, out, shard=shard)
+    except Stopped as stopped:  # every experiment saved: the same command goes on
+        print(f"stopped by {signal_name(stopped.signum)}, with a checkpoint of every run in "
+              "training; rerun the same command to continue the sweep", file=sys.stderr)
+        return EXIT_STOPPED
     except KeyboardInterrupt:
         print("\ninterrupted; rerun the same command to continue the sweep", file=sys.stderr)
         return 130

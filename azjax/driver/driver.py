@@ -43,10 +43,11 @@ from azjax.driver.program_players import ProgramPlayers
 from azjax.evaluation.evaluators import Evaluator, PositionEvaluator
 from azjax.run import checkpoint as ckpt
 from azjax.run.config import TrainConfig, check_run_fits, game_settings, run_parts
-from azjax.run.devices import data_mesh, device_count, is_primary
+from azjax.run.devices import agreed_max, data_mesh, device_count, is_primary
 from azjax.run.lock import RunLock, lock_run_dir
 from azjax.run.metrics_log import check_tensorboard
 from azjax.run.progress import Progress
+from azjax.run.stop_signals import Stopped, StopSignals
 from envs import Env
 
 STATUS_EVERY_S = 2.0
@@ -131,6 +132,43 @@ def _writing(run_dir: Path | None, write: Callable, *args: Any) -> Any:
         raise ckpt.cannot_write(run_dir, err) from None
 
 
+def _loop(runs: list[HostRun], state: TrainState, step: Callable, evaluator: Evaluator,
+          players: ProgramPlayers, on_iteration: Callable[[list[int]], None] | None,
+          signals: StopSignals, say: Say) -> TrainState:
+    """Steps the group until every run is done: each iteration advances the runs that
+    lag (a resumed group first catches up), then their host sides run; a signal (any
+    process's, agreed by all) stops every run after the iteration."""
+    num = len(runs)
+    status = Progress(sum(r.run.iterations for r in runs), "it", "group", write=say,
+                      initial=sum(r.iteration for r in runs), every=STATUS_EVERY_S)
+    while not all(run.done for run in runs):
+        lag = min(run.iteration for run in runs if not run.done)
+        active = [not run.done and run.iteration == lag for run in runs]
+        state, metrics = step(state, np.asarray(active))
+        signum = agreed_max(signals.received)  # the same iteration in every process
+        fetched: dict[str, np.ndarray] = {}
+
+        def host_metrics() -> dict[str, np.ndarray]:
+            if not fetched:
+                fetched.update(jax.device_get(metrics))
+            return fetched
+
+        for i, run in enumerate(runs):
+            if active[i]:
+                state = run.after_iteration(i, state, host_metrics, evaluator, players,
+                                            lines=num == 1, stopping=bool(signum))
+        if signum:
+            for run in runs:
+                run.stopped, run.done = signum, True
+        if num > 1:
+            done = sum(r.run.iterations if r.done else r.iteration for r in runs)
+            perfect = sum(r.perfect_at is not None for r in runs)
+            status.update(done, f"it {lag + 1} | perfect {perfect}/{num}")
+        if on_iteration is not None:
+            on_iteration([run.iteration for run in runs])
+    return state
+
+
 def train_group(
     configs: Sequence[TrainConfig],
     run_dirs: Sequence[Path | str | None] | None = None,
@@ -156,7 +194,10 @@ def train_group(
         game the configs name.
 
     Raises ValueError (RunDirError for a run directory holding another run) with a clear
-    message before anything is compiled.
+    message before anything is compiled. SIGTERM or SIGINT (Ctrl-C) while it trains
+    stops every experiment after the iteration, with a checkpoint, and raises
+    `azjax.run.stop_signals.Stopped` (a KeyboardInterrupt); a second signal ends the
+    process at once.
     """
     clock_start = time.perf_counter()
     configs = list(configs)
@@ -181,6 +222,8 @@ def train_group(
         prefix = "" if num == 1 else f"[{name}] "
         runs.append(HostRun(config, run_dir, name, lambda x, p=prefix: say(p + x), num == 1))
     locks: list[RunLock] = []
+    signals = StopSignals("finishing this iteration and saving a checkpoint (a second "
+                          "signal stops at once)" if is_primary() else None)
     step = group_step(env, program, num, mesh)
     ahead = compile_ahead(step, env, program, num, mesh)  # while the runs set up
     try:
@@ -195,33 +238,15 @@ def train_group(
         if isinstance(evaluator := evaluator or players.evaluator, PositionEvaluator):
             evaluator.prepare()  # while the step compiles
         preload()  # matplotlib's import too
-        ahead.join()
-        status = Progress(sum(r.run.iterations for r in runs), "it", "group", write=say,
-                          initial=sum(r.iteration for r in runs), every=STATUS_EVERY_S)
-        while not all(run.done for run in runs):
-            lag = min(run.iteration for run in runs if not run.done)
-            active = [not run.done and run.iteration == lag for run in runs]
-            state, metrics = step(state, np.asarray(active))
-            fetched: dict[str, np.ndarray] = {}
-
-            def host_metrics() -> dict[str, np.ndarray]:
-                if not fetched:
-                    fetched.update(jax.device_get(metrics))
-                return fetched
-
+        with signals:  # until the last checkpoint is written
+            ahead.join()
+            state = _loop(runs, state, step, evaluator, players, on_iteration, signals, say)
             for i, run in enumerate(runs):
-                if active[i]:
-                    state = run.after_iteration(i, state, host_metrics, evaluator, players,
-                                                lines=num == 1)
-            if num > 1:
-                done = sum(r.run.iterations if r.done else r.iteration for r in runs)
-                perfect = sum(r.perfect_at is not None for r in runs)
-                status.update(done, f"it {lag + 1} | perfect {perfect}/{num}")
-            if on_iteration is not None:
-                on_iteration([run.iteration for run in runs])
-        for i, run in enumerate(runs):
-            if run.run_dir is not None and run.saved_at != run.iteration and not run.diverged:
-                run.save(i, state)
+                if (run.run_dir is not None and run.saved_at != run.iteration
+                        and not run.diverged):
+                    run.save(i, state)
+        if any(run.stopped for run in runs):
+            raise Stopped(runs[0].stopped, [run.iteration for run in runs], run_dirs)
     finally:
         with contextlib.ExitStack() as stack_:
             stack_.callback(ahead.join)  # exiting while XLA compiles in a thread can crash

@@ -53,6 +53,7 @@ class HostRun:
         self.config, self.run = config, config.run
         self.run_dir, self.name, self.say, self.alone = run_dir, name, say, alone
         self.diverged = False
+        self.stopped = 0  # the signal that stopped the run, if one did
         self.records: list[dict[str, Any]] = []
         self.manager = self.log = None
         self.eval_key = jax.random.key(config.seed + 1)
@@ -120,9 +121,12 @@ class HostRun:
         return self.time_offset + time.perf_counter() - self.clock_start
 
     def after_iteration(self, index: int, state: TrainState, metrics: Callable[[], dict],
-                        evaluator: Evaluator, players: ProgramPlayers, lines: bool) -> TrainState:
+                        evaluator: Evaluator, players: ProgramPlayers, lines: bool,
+                        stopping: bool = False) -> TrainState:
         """Logs, evaluates, gates and checkpoints after the experiment's iteration; returns
-        the stacked state (changed where a gate promoted its network)."""
+        the stacked state (changed where a gate promoted its network). `stopping`: the
+        run stops here at a signal: a record and a checkpoint, and only the evaluations
+        and gates due at this iteration anyway."""
         run = self.run
         self.iteration += 1
         iteration = self.iteration
@@ -130,8 +134,10 @@ class HostRun:
         last = iteration >= run.iterations or out_of_time
         do_eval = run.eval_every > 0 and (iteration % run.eval_every == 0 or last)
         do_gate = self.config.program.regime == "gating" and iteration % run.gate_every == 0
-        do_save = self.run_dir is not None and iteration % run.checkpoint_every == 0
-        if not (do_eval or do_gate or do_save or last or iteration % run.log_every == 0):
+        do_save = self.run_dir is not None and (iteration % run.checkpoint_every == 0
+                                                or stopping)
+        if not (do_eval or do_gate or do_save or last or stopping
+                or iteration % run.log_every == 0):
             return state
 
         record: dict[str, Any] = {"iteration": iteration}
@@ -165,7 +171,7 @@ class HostRun:
         if perfect and self.perfect_at is None:
             self.perfect_at = record
         stop = perfect and run.stop_when_perfect
-        self.done = last or stop
+        self.done = last or stop or stopping
         if self.run_dir is not None:
             if self.log is not None:
                 self.log.append(record)

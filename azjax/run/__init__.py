@@ -7,7 +7,9 @@ Modules:
 * `config`: `TrainConfig` = `ProgramConfig` + `RunConfig` + seed, saved as `config.json`.
 * `recipes`: the measured training recipes of the experiment scripts (`recipe(name)`).
 * `specs`: the grammar of player specs (`random`, `mcts:100`, `alphazero:DIR`, ...).
-* `devices`: host devices on a CPU, `jax.distributed`, the data mesh.
+* `devices`: host devices on a CPU, `jax.distributed`, the data mesh, agreement.
+* `peers`, `guard`: a run of several processes that loses one stops in one line.
+* `stop_signals`: SIGTERM and Ctrl-C stop a run after its iteration, with a checkpoint.
 * `files`: atomic writes and outputs checked before the work.
 * `run_dir`: a run directory's paths, `config.json` and `metrics.jsonl`.
 * `checkpoint_files`, `checkpoint`: checked orbax checkpoints of the whole training state.
@@ -33,16 +35,19 @@ from azjax.run.devices import arrange
 from azjax.run.progress import Progress
 from azjax.run.recipes import recipe
 from azjax.run.specs import PlayerSpec, parse_spec
+from azjax.run.stop_signals import EXIT_STOPPED, Stopped
 
 __all__ = [
     "Agent",
     "AgentFileError",
     "Analysis",
     "DamagedCheckpointWarning",
+    "EXIT_STOPPED",
     "PlayerSpec",
     "Progress",
     "RunConfig",
     "RunDirError",
+    "Stopped",
     "TrainConfig",
     "arrange",
     "load_config",

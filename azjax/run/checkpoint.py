@@ -43,7 +43,7 @@ from azjax.run.checkpoint_files import (  # noqa: F401 - re-exported: the run di
     write_manifest,
 )
 from azjax.run.config import TrainConfig
-from azjax.run.devices import barrier, is_primary
+from azjax.run.devices import agreed_max, barrier, first_text, is_primary, spans_processes
 from azjax.run.files import error_line, write_atomic
 from azjax.run.run_dir import (  # noqa: F401 - re-exported: the run directory's API
     CONFIG_FILE,
@@ -154,19 +154,30 @@ def save(manager: ocp.CheckpointManager, step: int, train_state: Any,
                    None if records is None else len(records))
 
 
+def _local_parts(x: Any) -> list[Any]:
+    """The parts of a leaf this process holds: one copy of a replicated array, each
+    shard of a split one, the value itself off device."""
+    if not isinstance(x, jax.Array):
+        return [x]
+    if x.is_fully_replicated:
+        return [x.addressable_data(0)]
+    return [shard.data for shard in x.addressable_shards]
+
+
 def all_finite(tree: Any) -> bool:
-    """Whether every float leaf of `tree` is finite."""
-    return all(bool(np.isfinite(np.asarray(x)).all()) for x in jax.tree.leaves(tree)
-               if jax.dtypes.issubdtype(x.dtype, np.inexact))
+    """Whether every float leaf of `tree` is finite, of the parts this process holds (a
+    run of several processes agrees on the verdict: `_first_intact`)."""
+    return all(bool(np.isfinite(np.asarray(part)).all()) for x in jax.tree.leaves(tree)
+               if jax.dtypes.issubdtype(x.dtype, np.inexact) for part in _local_parts(x))
 
 
 def _restore_error(err: BaseException) -> str:
     if "tree structures do not match" in str(err):
-        return ("it cannot be read: its saved state is laid out otherwise than this version "
+        return ("cannot be read: its saved state is laid out otherwise than this version "
                 "of azjax lays it out (a game's or the training state's fields changed since "
                 "it was written, e.g. Go's states gained positional-superko hashes); its "
                 "network still loads (Agent.load, alphazero:DIR), but the run cannot resume")
-    return f"it cannot be read ({error_line(err, 160)})"
+    return f"cannot be read ({error_line(err, 160)})"
 
 
 def _restore_tree(directory: Path, abstract: Any) -> Any:
@@ -206,28 +217,44 @@ class Restored:
 
 
 def _first_intact(run_dir: Path, steps: Sequence[int], load: Callable[[Path], Any],
-                  only: Callable[[dict], Callable[[str], bool]] | None = None) -> Restored:
+                  only: Callable[[dict], Callable[[str], bool]] | None = None,
+                  together: bool = False) -> Restored:
+    """The newest of `steps` that is intact and loads. `together`: the processes of a run
+    load their own parts of one state; each checks its share of the files and its own
+    arrays, and they agree on every verdict (one process seeing damage means all fall
+    back together)."""
+    share = (jax.process_index(), jax.process_count()) if together else (0, 1)
+    agreed = first_text if together else (lambda text: text)
     damaged: list[tuple[int, str]] = []
     for step in steps:
         directory = step_dir(run_dir, step)
         manifest = read_manifest(directory)
-        why = verify(run_dir, step, manifest,
-                     only(manifest) if only is not None and manifest else None)
+        why = agreed(verify(run_dir, step, manifest,
+                            only(manifest) if only is not None and manifest else None,
+                            share) or "") or None
         if why is None:
+            tree, kind, failed = None, 0, ""  # kind: 0 loaded, 1 unreadable, 2 refused
             try:
                 with _orbax_silenced():  # a failure is told once, below
                     tree = load(directory)
-            except RunDirError:
-                raise
+            except RunDirError as err:
+                kind, failed = 2, str(err)
             except Exception as err:  # noqa: BLE001 - any failure to read
-                if manifest is not None:  # its files are as saved: not damage, a failure
-                    raise RunDirError(f"checkpoint {step} of {str(run_dir)!r} passed its "
-                                      f"checksums but {_restore_error(err)[3:]}") from None
-                why = _restore_error(err)
+                kind, failed = 1, _restore_error(err)
+            if together:
+                kind, failed = agreed_max(kind), first_text(failed)
+            if kind == 2:
+                raise RunDirError(failed)
+            if kind == 1 and manifest is not None:  # its files are as saved: not damage
+                raise RunDirError(f"checkpoint {step} of {str(run_dir)!r} passed its "
+                                  f"checksums but {failed}")
+            if kind == 1:
+                why = f"it {failed}"
             else:
-                if all_finite(tree):
+                finite = "" if all_finite(tree) else "it holds non-finite numbers"
+                why = agreed(finite) or None
+                if why is None:
                     return Restored(step, tree, manifest, damaged)
-                why = "it holds non-finite numbers"
         damaged.append((step, why))
     described = "; ".join(f"checkpoint {s}: {why}" for s, why in damaged)
     if len(steps) == 1 and len(damaged) == 1:
@@ -250,7 +277,8 @@ def restore_newest(run_dir: Path, abstract_state: Any) -> Restored | None:
     passed = [(s, UNFINISHED) for s in unfinished]
     if not candidates:
         return Restored(None, None, None, passed) if passed else None
-    restored = _first_intact(run_dir, candidates, lambda d: _restore_tree(d, abstract_state))
+    restored = _first_intact(run_dir, candidates, lambda d: _restore_tree(d, abstract_state),
+                             together=spans_processes(abstract_state))
     restored.damaged = sorted(restored.damaged + passed, reverse=True)
     return restored
 

@@ -81,10 +81,12 @@ def is_unfinished(directory: Path) -> bool:
 
 
 def verify(run_dir: Path, step: int, manifest: dict[str, Any] | None = None,
-           only: Callable[[str], bool] | None = None) -> str | None:
+           only: Callable[[str], bool] | None = None,
+           share: tuple[int, int] = (0, 1)) -> str | None:
     """Why checkpoint `step` is damaged, or None when it is intact: its files against
-    its manifest (those `only` selects, when given). A checkpoint written before
-    manifests (`is_legacy`) passes unchecked."""
+    its manifest (those `only` selects, when given; with `share` = (i, n), the i-th of
+    every n, the share of process i of n). A checkpoint written before manifests
+    (`is_legacy`) passes unchecked."""
     directory = step_dir(run_dir, step)
     manifest = manifest or read_manifest(directory)
     if manifest is None:
@@ -96,7 +98,8 @@ def verify(run_dir: Path, step: int, manifest: dict[str, Any] | None = None,
     expected = manifest["files"]
     if only is not None:
         expected = {k: v for k, v in expected.items() if only(k)}
-    for name, digest in expected.items():
+    index, count = share
+    for name, digest in sorted(expected.items())[index::count]:
         path = directory / name
         if not path.is_file():
             return f"{name} is missing"

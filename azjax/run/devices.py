@@ -18,6 +18,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
 from azjax.core.iteration import DATA_AXIS
+from azjax.run import peers
 
 
 def cpu_cores() -> int:
@@ -29,13 +30,16 @@ def cpu_cores() -> int:
 
 
 def arrange(devices: int = 0, coordinator_address: str | None = None,
-            num_processes: int = 1, process_id: int = 0) -> None:
+            num_processes: int = 1, process_id: int = 0,
+            heartbeat_timeout: float = peers.HEARTBEAT_TIMEOUT_S) -> None:
     """Sets up JAX's devices before its backend starts (ValueError after that, or for
     bad values): on a CPU, `devices // num_processes` host devices in this process (0:
     one per core); with `num_processes` > 1, joins the run's other processes through
-    `jax.distributed` at `coordinator_address` (HOST:PORT) as process `process_id`.
-    With `devices` 0 a count set in the environment (`JAX_NUM_CPU_DEVICES`) wins over
-    one per core."""
+    `jax.distributed` at `coordinator_address` (HOST:PORT) as process `process_id`, and
+    watches them (`azjax.run.peers`): a process lost for `heartbeat_timeout` seconds
+    ends this one in one line (0: no watch; JAX's coordination service then aborts
+    after its own 100 s, with its stack trace). With `devices` 0 a count set in the
+    environment (`JAX_NUM_CPU_DEVICES`) wins over one per core."""
     for name, value, low in (("devices", devices, 0), ("num_processes", num_processes, 1),
                              ("process_id", process_id, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -53,6 +57,10 @@ def arrange(devices: int = 0, coordinator_address: str | None = None,
                              f"{num_processes} processes")
     elif coordinator_address:
         raise ValueError("--coordinator-address needs --num-processes of 2 or more")
+    if isinstance(heartbeat_timeout, bool) or not isinstance(heartbeat_timeout, (int, float)) \
+            or not 0 <= heartbeat_timeout < 1e6:
+        raise ValueError("--heartbeat-timeout must be a number of seconds >= 0 (0: no watch "
+                         f"on the other processes), got {heartbeat_timeout!r}")
     local = (devices // num_processes if devices
              else int(os.environ.get("JAX_NUM_CPU_DEVICES") or cpu_cores()))
     try:
@@ -64,8 +72,10 @@ def arrange(devices: int = 0, coordinator_address: str | None = None,
         return
     if num_processes > 1:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
-        jax.distributed.initialize(coordinator_address, num_processes=num_processes,
-                                   process_id=process_id)
+        # SIGTERM stays Python's: the driver stops at it with a checkpoint, agreed by
+        # every process (`agreed_max`), instead of JAX's notifier swallowing it.
+        jax.config.update("jax_enable_preemption_service", False)
+        peers.initialize(coordinator_address, num_processes, process_id, heartbeat_timeout)
 
 
 def is_primary() -> bool:
@@ -137,6 +147,39 @@ def agree(value: Any) -> Any:
     if jax.process_count() == 1:
         return value
     return multihost_utils.broadcast_one_to_all(np.asarray(value)).item()
+
+
+def agreed_max(value: int) -> int:
+    """The largest of every process's `value` (each process calls it at the same point):
+    a stop one process decided, made the decision of all."""
+    if jax.process_count() == 1:
+        return int(value)
+    return int(multihost_utils.process_allgather(np.asarray(value, np.int64)).max())
+
+
+TEXT_BYTES = 1024
+
+
+def first_text(text: str) -> str:
+    """The first non-empty `text` of the processes in order ("" when every one's is
+    empty), followed by the process that said it, the same in every process; `text`
+    itself in one process."""
+    if jax.process_count() == 1:
+        return text
+    data = np.zeros(TEXT_BYTES, np.uint8)
+    raw = text.encode()[:TEXT_BYTES]
+    data[:len(raw)] = np.frombuffer(raw, np.uint8)
+    for process, row in enumerate(multihost_utils.process_allgather(data)):
+        said = bytes(row).rstrip(b"\0").decode(errors="replace")
+        if said:
+            return f"{said} (process {process})"
+    return ""
+
+
+def spans_processes(tree: Any) -> bool:
+    """Whether some array of `tree` lies partly on another process's devices."""
+    return any(isinstance(x, jax.Array) and not x.is_fully_addressable
+               for x in jax.tree.leaves(tree))
 
 
 def barrier(name: str) -> None:

@@ -1,0 +1,222 @@
+"""A watch on the other processes of a run: a lost peer ends this process in one line.
+
+A run of several processes steps in lockstep: when one dies (killed, crashed, its machine
+gone), the others wait in a collective or fail inside one, and JAX's own coordination
+service only notices after its heartbeat timeout, then aborts with a C++ stack trace.
+`PeerWatch` keeps a heartbeat of its own through the coordination service's key-value
+store: every process bumps a counter each `timeout / 10` seconds (at most 1 s), writes it
+with its state and the counters it has read from the others, and reads theirs, all in one
+write and one read. A peer whose counter has not moved for `timeout` seconds, or that said it
+failed, is lost; so is the coordinator (process 0) when it cannot be reached for
+`timeout` seconds. This process then prints one line that names the lost process and
+how to resume, and exits at once with `EXIT_PEER_LOST` (its checkpoints are complete or
+set aside by their manifests, so nothing checkpointed is lost). JAX's own heartbeat
+timeout is set longer (`jax_heartbeat_timeout`), so that its abort never comes first.
+
+When the coordinator itself dies, JAX's client in every other process learns it at once
+and aborts the process; `azjax.run.guard` turns that abort into the same one line.
+
+A process that finished (or stopped at a signal) says so, and is not waited for.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+import jax
+from jax._src import distributed
+
+HEARTBEAT_TIMEOUT_S = 30.0
+"""Default seconds without a peer's heartbeat before the run is stopped."""
+
+EXIT_PEER_LOST = 76
+"""Exit status of a process whose run lost another process (EX_PROTOCOL: a remote
+failure); every process's command, rerun, resumes from the newest checkpoint."""
+
+_PREFIX = "azjax/peers"
+_RUNNING, _FINISHED, _FAILED = "running", "finished", "failed"
+
+
+def jax_heartbeat_timeout(timeout: float) -> int:
+    """The heartbeat timeout to give JAX's coordination service: long enough that the
+    watch always speaks first."""
+    return int(2 * timeout + 30)
+
+
+class PeerWatch:
+    """Watches the other processes of a run through `client` (JAX's distributed
+    runtime client); see the module's docstring."""
+
+    def __init__(self, client: Any, process_id: int, num_processes: int, timeout: float,
+                 coordinator: str = ""):
+        if timeout <= 0:
+            raise ValueError(f"--heartbeat-timeout must be > 0 seconds, got {timeout}")
+        self.client, self.process_id, self.num = client, process_id, num_processes
+        self.timeout, self.coordinator = float(timeout), coordinator
+        self.interval = min(1.0, self.timeout / 10)
+        self.resume_hint = "rerun every process's command to resume from the newest checkpoint"
+        self._lock = threading.Lock()
+        self._beats = 0
+        self._seen: dict[int, tuple[int, float]] = {}  # peer -> (its counter, when it moved)
+        self._said: dict[int, str] = {}  # peer -> its state
+        self._echo: dict[int, int] = {}  # peer -> the newest of our counters it has read
+        self._contact = time.monotonic()
+        self._state = _RUNNING
+        self._settling = False
+        self._stop = threading.Event()
+        self._lost = threading.Event()
+        self._ending = threading.Lock()
+        self.peers = [p for p in range(num_processes) if p != process_id]
+
+    def start(self) -> PeerWatch:
+        """Starts the heartbeat and the check (daemon threads)."""
+        now = time.monotonic()
+        self._seen = {p: (0, now) for p in self.peers}
+        self._contact = now
+        for target, name in ((self._beat, "azjax-heartbeat"), (self._check, "azjax-peer-watch")):
+            threading.Thread(target=target, name=name, daemon=True).start()
+        return self
+
+    def _record(self) -> str:
+        """What this process says each round: its counter, its state, and the newest
+        counter it has read from every process (its echo: proof that it read them)."""
+        with self._lock:
+            seen = [self._beats if p == self.process_id else self._seen.get(p, (0, 0.0))[0]
+                    for p in range(self.num)]
+            return f"{self._beats}|{self._state}|{','.join(map(str, seen))}"
+
+    def _write(self) -> None:
+        self.client.key_value_set(f"{_PREFIX}/{self.process_id}", self._record(),
+                                  allow_overwrite=True)
+
+    def _beat(self) -> None:
+        """Each round: bumps this process's counter, writes its record, and reads every
+        record in one call (the RPCs: they may block, so the verdict is `_check`'s)."""
+        while not self._stop.is_set():
+            try:
+                with self._lock:
+                    self._beats += 1
+                self._write()
+                now = time.monotonic()
+                records = self.client.key_value_dir_get(_PREFIX + "/")
+                with self._lock:
+                    self._contact = now
+                    for key, value in records:
+                        peer = int(key.rsplit("/", 1)[-1])
+                        if peer == self.process_id or peer not in self._seen:
+                            continue
+                        beat, state, seen = value.split("|")
+                        if int(beat) != self._seen[peer][0]:
+                            self._seen[peer] = (int(beat), now)
+                        self._said[peer] = state
+                        self._echo[peer] = int(seen.split(",")[self.process_id])
+            except Exception:  # noqa: BLE001 - no contact this round; `_check` counts it
+                pass
+            self._stop.wait(self.interval)
+
+    def verdict(self) -> str | None:
+        """Why the run lost a process (None while every peer is alive or finished)."""
+        now = time.monotonic()
+        with self._lock:
+            if self._state != _RUNNING:
+                return None
+            if self.process_id != 0 and now - self._contact > self.timeout:
+                where = f" at {self.coordinator}" if self.coordinator else ""
+                return (f"lost process 0 of {self.num}, the coordinator{where}: not reachable "
+                        f"for {self.timeout:g} s (killed, crashed or cut off)")
+            for peer in self.peers:
+                state = self._said.get(peer)
+                if state == _FINISHED:
+                    continue
+                if state == _FAILED:
+                    if self._settling:
+                        continue
+                    return f"lost process {peer} of {self.num}: it failed (see its output)"
+                if now - self._seen[peer][1] > self.timeout:
+                    return (f"lost process {peer} of {self.num}: no heartbeat for "
+                            f"{self.timeout:g} s (killed, crashed or cut off)")
+        return None
+
+    def _check(self) -> None:
+        while not self._stop.wait(self.interval):
+            why = self.verdict()
+            if why is not None:
+                self._end(why)
+
+    def _end(self, why: str) -> None:
+        """Says why, with how to resume, and exits at once (no atexit: JAX's shutdown
+        would wait for the lost process)."""
+        if not self._ending.acquire(blocking=False):  # the other thread is ending it
+            threading.Event().wait()
+        self._lost.set()
+        try:
+            sys.stdout.flush()
+            print(f"error: {why}; {self.resume_hint}", file=sys.stderr, flush=True)
+        finally:
+            os._exit(EXIT_PEER_LOST)
+
+    def settle(self) -> None:
+        """After this process failed (inside a collective, perhaps): waits until every
+        peer has read a counter this process wrote since (so it was alive after the
+        failure), and returns, so that the failure is reported as it is; or until the
+        check finds a peer lost, which ends the process with that instead. A peer that
+        failed too is no reason to end: each tells its own."""
+        with self._lock:
+            self._settling = True
+            sent = self._beats  # a peer that echoes a later counter read it after now
+        while not self._lost.is_set():
+            why = self.verdict()
+            if why is not None:
+                self._end(why)
+            with self._lock:
+                alive = all(self._said.get(p) in (_FINISHED, _FAILED)
+                            or self._echo.get(p, 0) > sent for p in self.peers)
+            if alive:
+                return
+            time.sleep(self.interval / 2)
+
+    def leave(self, ok: bool) -> None:
+        """Says this process finished (`ok`) or failed, and stops watching."""
+        with self._lock:
+            self._state = _FINISHED if ok else _FAILED
+        self._stop.set()
+        try:
+            self._write()
+        except Exception:  # noqa: BLE001 - the coordinator may be gone; nothing to tell
+            pass
+
+
+_WATCH: PeerWatch | None = None
+
+
+def initialize(coordinator_address: str, num_processes: int, process_id: int,
+               timeout: float) -> None:
+    """`jax.distributed.initialize`, and (`timeout` > 0) a watch on the other processes:
+    one line and `EXIT_PEER_LOST` when one is lost, before JAX's own abort."""
+    if not timeout:
+        jax.distributed.initialize(coordinator_address, num_processes=num_processes,
+                                   process_id=process_id)
+        return
+    jax.distributed.initialize(coordinator_address, num_processes=num_processes,
+                               process_id=process_id,
+                               heartbeat_timeout_seconds=jax_heartbeat_timeout(timeout))
+    watch(distributed.global_state.client, process_id, num_processes, timeout,
+          coordinator_address)
+
+
+def watch(client: Any, process_id: int, num_processes: int, timeout: float,
+          coordinator: str = "") -> PeerWatch:
+    """Starts this process's watch on its peers (once)."""
+    global _WATCH
+    if _WATCH is None:
+        _WATCH = PeerWatch(client, process_id, num_processes, timeout, coordinator).start()
+    return _WATCH
+
+
+def current() -> PeerWatch | None:
+    """This process's watch, or None (one process, or a watch turned off)."""
+    return _WATCH
