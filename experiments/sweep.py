@@ -39,7 +39,7 @@ from azjax.run.config import (
     TrainConfig,  # noqa: E402
     check_seed,
 )
-from azjax.run.devices import arrange
+from azjax.run.devices import arrange  # noqa: E402
 from azjax.run.files import check_output_dir  # noqa: E402
 from azjax.run.stop_signals import EXIT_STOPPED, Stopped, signal_name  # noqa: E402
 from azjax.sweep import merge, parse_params, parse_shard, run_sweep  # noqa: E402

@@ -18,6 +18,7 @@ from test_devices import same_leaves
 from test_training import ROOT, SMALL
 
 from azjax import train
+from azjax.driver import train_group
 from azjax.run import EXIT_STOPPED, Stopped
 from azjax.run.checkpoint import checkpoint_steps, read_metrics
 from azjax.run.checkpoint_files import step_dir, verify
@@ -45,7 +46,6 @@ def test_a_signal_stops_after_the_iteration_with_a_checkpoint_that_resumes_exact
         if iterations == [3]:
             os.kill(os.getpid(), signum)
 
-    from azjax.driver import train_group
     with pytest.raises(Stopped) as stopped:
         train_group([STOPPABLE], [run_dir], progress=None, on_iteration=signal_at_three)
     assert isinstance(stopped.value, KeyboardInterrupt)

@@ -134,13 +134,15 @@ def _writing(run_dir: Path | None, write: Callable, *args: Any) -> Any:
 
 def _loop(runs: list[HostRun], state: TrainState, step: Callable, evaluator: Evaluator,
           players: ProgramPlayers, on_iteration: Callable[[list[int]], None] | None,
-          signals: StopSignals, say: Say) -> TrainState:
+          signals: StopSignals, say: Say) -> tuple[TrainState, int]:
     """Steps the group until every run is done: each iteration advances the runs that
-    lag (a resumed group first catches up), then their host sides run; a signal (any
-    process's, agreed by all) stops every run after the iteration."""
+    lag (a resumed group first catches up), then their host sides run. Returns the state
+    and the signal that stopped every run after its iteration (any process's, agreed by
+    all), or 0."""
     num = len(runs)
     status = Progress(sum(r.run.iterations for r in runs), "it", "group", write=say,
                       initial=sum(r.iteration for r in runs), every=STATUS_EVERY_S)
+    signum = 0
     while not all(run.done for run in runs):
         lag = min(run.iteration for run in runs if not run.done)
         active = [not run.done and run.iteration == lag for run in runs]
@@ -157,16 +159,16 @@ def _loop(runs: list[HostRun], state: TrainState, step: Callable, evaluator: Eva
             if active[i]:
                 state = run.after_iteration(i, state, host_metrics, evaluator, players,
                                             lines=num == 1, stopping=bool(signum))
-        if signum:
+        if signum:  # `train_group` saves the runs that did not step where they stand
             for run in runs:
-                run.stopped, run.done = signum, True
+                run.done = True
         if num > 1:
             done = sum(r.run.iterations if r.done else r.iteration for r in runs)
             perfect = sum(r.perfect_at is not None for r in runs)
             status.update(done, f"it {lag + 1} | perfect {perfect}/{num}")
         if on_iteration is not None:
             on_iteration([run.iteration for run in runs])
-    return state
+    return state, signum
 
 
 def train_group(
@@ -240,13 +242,14 @@ def train_group(
         preload()  # matplotlib's import too
         with signals:  # until the last checkpoint is written
             ahead.join()
-            state = _loop(runs, state, step, evaluator, players, on_iteration, signals, say)
+            state, signum = _loop(runs, state, step, evaluator, players, on_iteration,
+                                  signals, say)
             for i, run in enumerate(runs):
                 if (run.run_dir is not None and run.saved_at != run.iteration
                         and not run.diverged):
                     run.save(i, state)
-        if any(run.stopped for run in runs):
-            raise Stopped(runs[0].stopped, [run.iteration for run in runs], run_dirs)
+        if signum:
+            raise Stopped(signum, [run.iteration for run in runs], run_dirs)
     finally:
         with contextlib.ExitStack() as stack_:
             stack_.callback(ahead.join)  # exiting while XLA compiles in a thread can crash

@@ -53,7 +53,6 @@ class HostRun:
         self.config, self.run = config, config.run
         self.run_dir, self.name, self.say, self.alone = run_dir, name, say, alone
         self.diverged = False
-        self.stopped = 0  # the signal that stopped the run, if one did
         self.records: list[dict[str, Any]] = []
         self.manager = self.log = None
         self.eval_key = jax.random.key(config.seed + 1)

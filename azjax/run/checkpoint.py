@@ -225,6 +225,7 @@ def _first_intact(run_dir: Path, steps: Sequence[int], load: Callable[[Path], An
     back together)."""
     share = (jax.process_index(), jax.process_count()) if together else (0, 1)
     agreed = first_text if together else (lambda text: text)
+    agreed_kind = agreed_max if together else int
     damaged: list[tuple[int, str]] = []
     for step in steps:
         directory = step_dir(run_dir, step)
@@ -241,8 +242,7 @@ def _first_intact(run_dir: Path, steps: Sequence[int], load: Callable[[Path], An
                 kind, failed = 2, str(err)
             except Exception as err:  # noqa: BLE001 - any failure to read
                 kind, failed = 1, _restore_error(err)
-            if together:
-                kind, failed = agreed_max(kind), first_text(failed)
+            kind, failed = agreed_kind(kind), agreed(failed)
             if kind == 2:
                 raise RunDirError(failed)
             if kind == 1 and manifest is not None:  # its files are as saved: not damage

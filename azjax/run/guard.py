@@ -18,7 +18,8 @@ import os
 import re
 import signal
 import sys
-from typing import NoReturn
+from collections.abc import Iterator
+from typing import BinaryIO, NoReturn
 
 from azjax.run.peers import EXIT_PEER_LOST
 
@@ -87,7 +88,7 @@ def _watch_child(child: int, read: int, num_processes: int, coordinator: str,
     os._exit(code if code >= 0 else 128 - code)
 
 
-def _lines(pipe) -> list[bytes]:
+def _lines(pipe: BinaryIO) -> Iterator[bytes]:
     """The pipe's lines as they come (the last one maybe without a newline)."""
     buffer = b""
     while True:

@@ -68,7 +68,6 @@ class PeerWatch:
         self._state = _RUNNING
         self._settling = False
         self._stop = threading.Event()
-        self._lost = threading.Event()
         self._ending = threading.Lock()
         self.peers = [p for p in range(num_processes) if p != process_id]
 
@@ -152,7 +151,6 @@ class PeerWatch:
         would wait for the lost process)."""
         if not self._ending.acquire(blocking=False):  # the other thread is ending it
             threading.Event().wait()
-        self._lost.set()
         try:
             sys.stdout.flush()
             print(f"error: {why}; {self.resume_hint}", file=sys.stderr, flush=True)
@@ -168,7 +166,7 @@ class PeerWatch:
         with self._lock:
             self._settling = True
             sent = self._beats  # a peer that echoes a later counter read it after now
-        while not self._lost.is_set():
+        while True:
             why = self.verdict()
             if why is not None:
                 self._end(why)
@@ -197,15 +195,12 @@ def initialize(coordinator_address: str, num_processes: int, process_id: int,
                timeout: float) -> None:
     """`jax.distributed.initialize`, and (`timeout` > 0) a watch on the other processes:
     one line and `EXIT_PEER_LOST` when one is lost, before JAX's own abort."""
-    if not timeout:
-        jax.distributed.initialize(coordinator_address, num_processes=num_processes,
-                                   process_id=process_id)
-        return
+    longer = {"heartbeat_timeout_seconds": jax_heartbeat_timeout(timeout)} if timeout else {}
     jax.distributed.initialize(coordinator_address, num_processes=num_processes,
-                               process_id=process_id,
-                               heartbeat_timeout_seconds=jax_heartbeat_timeout(timeout))
-    watch(distributed.global_state.client, process_id, num_processes, timeout,
-          coordinator_address)
+                               process_id=process_id, **longer)
+    if timeout:
+        watch(distributed.global_state.client, process_id, num_processes, timeout,
+              coordinator_address)
 
 
 def watch(client: Any, process_id: int, num_processes: int, timeout: float,
