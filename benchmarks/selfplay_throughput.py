@@ -24,9 +24,7 @@ import jax.numpy as jnp
 from flax import struct
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "experiments"))
-
-from tictactoe import DEFAULTS  # noqa: E402
+sys.path.insert(0, str(ROOT))
 
 import envs  # noqa: E402
 from azjax.core.iteration import init_train_state, make_iteration_fn  # noqa: E402
@@ -34,6 +32,7 @@ from azjax.core.networks import make_network  # noqa: E402
 from azjax.core.search import make_search_fn  # noqa: E402
 from azjax.core.selfplay import init_games, make_play_fn  # noqa: E402
 from azjax.driver.driver import group_step, stack  # noqa: E402
+from azjax.run.recipes import recipe  # noqa: E402
 
 
 def timed(fn, args, repeats):
@@ -114,7 +113,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    config = DEFAULTS.program
+    config = recipe("tictactoe", "cpu").program
     env = envs.make("tictactoe")
     print(f"backend {jax.default_backend()}, devices {jax.devices()}")
     print(

@@ -8,7 +8,8 @@ turn (as `train` runs it). Vmapped: a stack of E, all at once (as a sweep group 
 It also prints the first call's time each way (compilation + one iteration), and the
 ratio when each experiment would run in a process of its own (E compilations).
 
-    python benchmarks/sweep_speedup.py --experiments 4 --iterations 10 [experiment options]
+    python benchmarks/sweep_speedup.py --experiments 4 --iterations 10 [--preset cpu|gpu]
+        [experiment options]
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ def main() -> int:
     parser.add_argument("--experiments", type=int, default=4, help="E (seeds 0..E-1)")
     parser.add_argument("--iterations", type=int, default=10, help="timed iterations")
     parser.add_argument("--game", default="tictactoe", help="experiment defaults to use")
+    parser.add_argument("--preset", choices=("cpu", "gpu"), default=None,
+                        help="the recipe's variant (default: the backend's)")
     args, overrides = parser.parse_known_args()
 
     import jax
@@ -39,8 +42,8 @@ def main() -> int:
     from azjax.driver.driver import group_step, stack
     from azjax.run.recipes import defaults_for
 
-    base = tyro.cli(Experiment, default=Experiment(config=defaults_for(args.game)),
-                    args=overrides).config
+    defaults = defaults_for(args.game, args.preset)
+    base = tyro.cli(Experiment, default=Experiment(config=defaults), args=overrides).config
     seeds = range(args.experiments)
     program, env = base.program, base.make_env()
 

@@ -16,9 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cli import main  # noqa: E402
 
 from azjax.cli import run_script  # noqa: E402
-from azjax.run.recipes import recipe  # noqa: E402
 
-DEFAULTS = recipe("coin_split")
+RECIPE = "coin_split"  # its cpu or gpu variant: azjax.run.recipes.recipe("coin_split", preset)
 
 if __name__ == "__main__":
-    run_script(main, DEFAULTS, run_dir="runs/coin_split")
+    run_script(main, RECIPE, run_dir="runs/coin_split")

@@ -6,7 +6,8 @@ There is no exact solver for Gomoku here, so every evaluation plays the network 
 (and, every few evaluations, network + search) against a uniformly random player,
 half the games from each seat, and reports the score (wins + draws / 2).
 The defaults fit a 2-core CPU: 15x15, five in a row, a small residual network and
-Gumbel search with 16 simulations, 20 minutes of training.
+Gumbel search with 16 simulations, 20 minutes of training. On a GPU (or with --preset
+gpu) its gpu variant: 1,024 games, a 64x4 network, 10 minutes.
 """
 
 import sys
@@ -17,9 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cli import main  # noqa: E402
 
 from azjax.cli import run_script  # noqa: E402
-from azjax.run.recipes import recipe  # noqa: E402
 
-DEFAULTS = recipe("gomoku")
+RECIPE = "gomoku"  # its cpu or gpu variant: azjax.run.recipes.recipe("gomoku", preset)
 
 if __name__ == "__main__":
-    run_script(main, DEFAULTS, run_dir="runs/gomoku")
+    run_script(main, RECIPE, run_dir="runs/gomoku")

@@ -24,14 +24,14 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import tyro
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from _cli import game_and_defaults  # noqa: E402
+from _cli import game_and_defaults, parse_with_preset  # noqa: E402
 
 from azjax.cli import one_line_errors, run_script
 from azjax.run import compile_cache  # noqa: E402
@@ -50,6 +50,9 @@ class Sweep:
     """Ablation sweep: a grid of settings x seeds; seeds and traced settings vmapped."""
 
     config: Annotated[TrainConfig, tyro.conf.arg(name="")]
+    preset: Literal["auto", "cpu", "gpu"] = "auto"
+    """The recipe's variant: 'cpu' (sized for a 2-core CPU), 'gpu' (one accelerator),
+    'auto' (the one for the backend JAX runs on)."""
     param: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
     """NAME=V1,V2,... a swept setting and its values (repeat for a grid)."""
     seeds: int = 3
@@ -67,12 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     """Runs (or with --merge only tabulates) the sweep; exit status 2 with one `error:`
     line for a bad option, an out directory that cannot be written or a failed write."""
     game, defaults, argv = game_and_defaults(sys.argv[1:] if argv is None else argv)
-    args = tyro.cli(
-        Sweep,
-        default=Sweep(config=defaults, out=f"runs/sweep_{game.replace(':', '_')}"),
-        args=argv,
-        description=__doc__,
-    )
+    args = parse_with_preset(
+        Sweep, defaults, lambda config: Sweep(config=config,
+                                              out=f"runs/sweep_{game.replace(':', '_')}"),
+        argv, lambda args: None if args.merge else arrange(args.config.run.devices),
+        description=__doc__)
     try:
         if args.merge:
             result = merge(check_output_dir(args.out, "--out"))
@@ -81,7 +83,6 @@ def main(argv: list[str] | None = None) -> int:
             shard = parse_shard(args.shard)
             seeds = sweep_seeds(args.config.seed, args.seeds)
             out = check_output_dir(args.out, "--out")  # before any training
-            arrange(args.config.run.devices)
             compile_cache.enable()
             result = run_sweep(args.config, params, seeds, out, shard=shard)
     except Stopped as stopped:  # every experiment saved: the same command goes on

@@ -2,7 +2,8 @@
 
     python experiments/tictactoe.py [--run-dir DIR] [--seed N] [--help for every option]
 
-The defaults are the measured recipe `azjax.run.recipes.recipe("tictactoe")` (see the README):
+The defaults are the measured recipe `azjax.run.recipes.recipe("tictactoe")` (see the README;
+on a GPU, or with --preset gpu, its gpu variant: 512 games and 128 steps of 512 each):
 random openings and a few random moves for coverage, a network wide enough for perfect
 play, half the search value in the value target, a replay of the last 8 iterations and
 256 gradient steps each.
@@ -16,9 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cli import main  # noqa: E402
 
 from azjax.cli import run_script  # noqa: E402
-from azjax.run.recipes import recipe  # noqa: E402
 
-DEFAULTS = recipe("tictactoe")
+RECIPE = "tictactoe"  # its cpu or gpu variant: azjax.run.recipes.recipe("tictactoe", preset)
 
 if __name__ == "__main__":
-    run_script(main, DEFAULTS, run_dir="runs/tictactoe")
+    run_script(main, RECIPE, run_dir="runs/tictactoe")

@@ -22,6 +22,7 @@ from test_resume import final_state, without_timing
 from test_training import ROOT, SMALL, leaves_equal
 
 from azjax import Agent, train
+from azjax.core import counters
 from azjax.core.iteration import init_train_state
 from azjax.core.networks import NetworkConfig
 from azjax.driver.status import TrainingDiverged
@@ -431,7 +432,7 @@ def poison(monkeypatch, experiment: int, after: int, what: str):
 
         def run(state, active):
             state, metrics = step(state, active)
-            hit = (np.arange(num) == experiment) & (np.asarray(state.iteration) > after)
+            hit = (np.arange(num) == experiment) & (counters.array(state.iteration) > after)
             if what == "loss":
                 metrics = {**metrics, "loss": np.where(hit, np.nan, metrics["loss"])}
             else:

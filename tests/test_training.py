@@ -376,7 +376,12 @@ def test_a_run_written_before_the_two_halves_loads_and_resumes(tmp_path):
     result = train(config.replace(iterations=3), run_dir, progress=messages.append)
     assert any(f"resumed {run_dir} at iteration 2" in m for m in messages)
     assert int(result.train_state.iteration) == 3
-    assert [r["iteration"] for r in read_metrics(run_dir)] == [1, 2, 3]
+    records = read_metrics(run_dir)
+    assert [r["iteration"] for r in records] == [1, 2, 3]
+    # Its counters were one int32 each; they restore into two words and count on.
+    assert records[2]["positions"] == (records[1]["positions"]
+                                       + config.program.positions_per_iteration)
+    assert records[2]["games"] >= records[1]["games"]
     assert "program" in json.loads((run_dir / "config.json").read_text())
     with pytest.raises(ValueError, match="unknown config field 'colour'"):
         TrainConfig.from_dict({**flat, "colour": "red"})

@@ -10,6 +10,7 @@ Modules, in the order they build on each other:
 * `learner`: the AlphaZero loss and its Optax settings (`LearnerConfig`).
 * `memory`: bytes a game, a search or a match needs, estimated from shapes alone.
 * `program`: `ProgramConfig`, everything the iteration is built from.
+* `counters`: iterations, games and positions in two 32-bit words (`Count`): no ceiling.
 * `iteration`: one training iteration as one pure function (`TrainState`).
 * `stacked`: E experiments of one program as one vmapped, sharded step.
 * `players`: the `Player` type and the trained agent's players (network, network + search).

@@ -24,6 +24,7 @@ import optax
 from flax import struct
 from jax.flatten_util import ravel_pytree
 
+from azjax.core import counters
 from azjax.core import replay as replay_lib
 from azjax.core.learner import alphazero_loss
 from azjax.core.networks import init_params, make_network, observation_dtype
@@ -46,12 +47,12 @@ class TrainState:
     replay: replay_lib.ReplayState
     selfplay: Games  # [B] live self-play games
     key: chex.PRNGKey
-    iteration: chex.Array  # [] int32 iterations done
-    games: chex.Array  # [] int32 self-play games finished
-    positions: chex.Array  # [] int32 self-play positions played
+    iteration: counters.Count  # iterations done
+    games: counters.Count  # self-play games finished
+    positions: counters.Count  # self-play positions played
     # Gating regime only (None otherwise): the network self-play uses, and its iteration.
     best_params: chex.ArrayTree | None = None
-    best_iteration: chex.Array | None = None
+    best_iteration: counters.Count | None = None
 
 
 def init_train_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainState:
@@ -98,11 +99,11 @@ def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainSta
         ),
         selfplay=init_games(env, games_key, config.selfplay),
         key=run_key,
-        iteration=jnp.int32(0),
-        games=jnp.int32(0),
-        positions=jnp.int32(0),
+        iteration=counters.zero(),
+        games=counters.zero(),
+        positions=counters.zero(),
         best_params=jax.tree.map(jnp.copy, params) if config.regime == "gating" else None,
-        best_iteration=jnp.int32(0) if config.regime == "gating" else None,
+        best_iteration=counters.zero() if config.regime == "gating" else None,
     )
 
 
@@ -225,9 +226,9 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
             replay=replay,
             selfplay=games,
             key=next_key,
-            iteration=state.iteration + 1,
-            games=state.games + num_ended.astype(jnp.int32),
-            positions=state.positions + jnp.int32(positions_per_iteration),
+            iteration=counters.add(state.iteration, 1),
+            games=counters.add(state.games, num_ended),
+            positions=counters.add(state.positions, positions_per_iteration),
         )
         return new_state, metrics
 

@@ -124,10 +124,10 @@ def _check_game_options(options: Any) -> None:
 
 
 def check_int32(what: str, value: int, hint: str = "") -> None:
-    """ValueError when `value` (`what`) does not fit the int32 counters of the program."""
+    """ValueError when `value` (`what`) does not fit the program's int32 indices."""
     if value > INT32_MAX:
-        raise ValueError(f"{what} = {value:,}, more than the int32 counters of the compiled "
-                         f"program hold (2**31 - 1){hint}")
+        raise ValueError(f"{what} = {value:,}, more than an int32 index of the compiled "
+                         f"program holds (2**31 - 1){hint}")
 
 
 def program_parts(program: ProgramConfig, env: Env) -> dict[str, int]:

@@ -13,6 +13,7 @@ from typing import Any
 import jax
 from jax.sharding import Mesh
 
+from azjax.core import counters
 from azjax.core.iteration import TrainState, init_train_state
 from azjax.core.players import AgentParams
 from azjax.core.stacked import (
@@ -32,7 +33,7 @@ from azjax.evaluation.evaluators import Evaluator, versus
 from azjax.evaluation.gating import Gate
 from azjax.run import checkpoint as ckpt
 from azjax.run.config import TrainConfig
-from azjax.run.devices import agree, barrier, is_primary, local
+from azjax.run.devices import agree, barrier, is_primary, local, peak_device_bytes
 from azjax.run.files import error_line
 from azjax.run.metrics_log import MetricsLog, resume_records
 from azjax.run.progress import Progress
@@ -105,6 +106,9 @@ class HostRun:
         self.time_offset = self.records[-1]["wall_time"] if self.records else 0.0
         self.last_log_time, self.last_log_positions = time.perf_counter(), int(state.positions)
         self.evals_done = sum(1 for r in self.records if "perfect" in r)
+        self.eval_wall = max((r["wall_time"] for r in self.records if "perfect" in r),
+                             default=self.time_offset)
+        self.save_wall = self.time_offset
         self.perfect_at = next((r for r in self.records if r.get("perfect")), None)
         self.eta = Progress(self.run.iterations, initial=self.iteration, write=None)
         reason = finished(self.run, self.records, self.iteration)
@@ -129,12 +133,19 @@ class HostRun:
         run = self.run
         self.iteration += 1
         iteration = self.iteration
-        out_of_time = agree(run.max_minutes > 0 and self.wall_time() >= 60 * run.max_minutes)
+        clock = agree(self.wall_time())  # process 0's clock decides for every process
+        out_of_time = run.max_minutes > 0 and clock >= 60 * run.max_minutes
         last = iteration >= run.iterations or out_of_time
-        do_eval = run.eval_every > 0 and (iteration % run.eval_every == 0 or last)
+        do_eval = run.evaluates and (_due(iteration, run.eval_every, clock - self.eval_wall,
+                                          run.eval_every_minutes) or last)
         do_gate = self.config.program.regime == "gating" and iteration % run.gate_every == 0
-        do_save = self.run_dir is not None and (iteration % run.checkpoint_every == 0
-                                                or stopping)
+        do_save = self.run_dir is not None and (
+            _due(iteration, run.checkpoint_every, clock - self.save_wall,
+                 run.checkpoint_every_minutes) or stopping)
+        if do_eval:  # the next one is due by the same agreed clock in every process
+            self.eval_wall = clock
+        if do_save:
+            self.save_wall = clock
         if not (do_eval or do_gate or do_save or last or stopping
                 or iteration % run.log_every == 0):
             return state
@@ -142,11 +153,14 @@ class HostRun:
         record: dict[str, Any] = {"iteration": iteration}
         record.update({k: float(v[index]) for k, v in metrics().items()})
         now = time.perf_counter()
-        positions = int(state.positions[index])
-        record["games"] = int(state.games[index])
+        positions = counters.value(state.positions, index)
+        record["games"] = counters.value(state.games, index)
         record["positions"] = positions
         record["positions_per_s"] = ((positions - self.last_log_positions)
                                      / max(now - self.last_log_time, 1e-9))
+        peak = peak_device_bytes()
+        if peak is not None:
+            record["device_peak_bytes"] = peak
         if do_eval or do_gate:  # each process evaluates on a device of its own
             params = local(unstack(state.params, index))
             bound = AgentParams(params, local(unstack(state.search_params, index)))
@@ -193,10 +207,10 @@ class HostRun:
         out = evaluator.network_metrics(players.network.with_params(params))
         if with_search or (searching and out["perfect"] and run.stop_when_perfect):
             agent = players.scored(run.eval_simulations, run.eval_search_with, bound)
-            out.update(evaluator.search_metrics(agent, jax.random.fold_in(self.eval_key,
+            out.update(evaluator.search_metrics(agent, counters.fold_in(self.eval_key,
                                                                           iteration)))
         if run.eval_opponents:
-            key = jax.random.fold_in(jax.random.fold_in(self.arena_key, 0), iteration)
+            key = counters.fold_in(jax.random.fold_in(self.arena_key, 0), iteration)
             out.update(versus(players.env, players.searcher(0).with_params(bound),
                               players.opponents(run.eval_opponents), key, run.eval_games,
                               run.eval_openings))
@@ -209,16 +223,17 @@ class HostRun:
         best = AgentParams(local(unstack(state.best_params, index)), latest.search)
         gate = Gate(players.env, template.with_params(None, "latest"),
                     template.with_params(None, "best"), run)
-        key = jax.random.fold_in(jax.random.fold_in(self.arena_key, 1), self.iteration)
+        key = counters.fold_in(jax.random.fold_in(self.arena_key, 1), self.iteration)
         record["gate_score"], promoted = gate(latest, best, key)
         if promoted:
             state = state.replace(
                 best_params=jax.tree.map(lambda b, p: b.at[index].set(p[index]),
                                          state.best_params, state.params),
-                best_iteration=state.best_iteration.at[index].set(self.iteration),
+                best_iteration=jax.tree.map(lambda b, n: b.at[index].set(n),
+                                            state.best_iteration, counters.of(self.iteration)),
             )
         record["promoted"] = float(promoted)
-        record["best_iteration"] = int(state.best_iteration[index])
+        record["best_iteration"] = counters.value(state.best_iteration, index)
         return state
 
     def stop_diverged(self, what: str) -> None:
@@ -258,3 +273,9 @@ class HostRun:
             self.manager.close()
         if self.log is not None:
             self.log.close()
+
+
+def _due(iteration: int, every: int, seconds_since: float, every_minutes: float) -> bool:
+    """Whether a cadence of `every` iterations or `every_minutes` minutes (0: off) is due."""
+    return ((every > 0 and iteration % every == 0)
+            or (every_minutes > 0 and seconds_since >= 60 * every_minutes))

@@ -25,6 +25,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from azjax.core import counters
 from azjax.run.checkpoint_files import (  # noqa: F401 - re-exported: the run directory's API
     CHECKPOINT_DIR,
     DAMAGED_DIR,
@@ -182,8 +183,32 @@ def _restore_error(err: BaseException) -> str:
 
 def _restore_tree(directory: Path, abstract: Any) -> Any:
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract)
+    old = _int32_counters(directory, abstract)
+    if old:
+        abstract = abstract.replace(**{name: jax.ShapeDtypeStruct(
+            getattr(abstract, name).low.shape, np.int32,
+            sharding=getattr(abstract, name).low.sharding) for name in old})
     with ocp.StandardCheckpointer() as checkpointer:
-        return checkpointer.restore(directory / ITEM_DIR, abstract)
+        tree = checkpointer.restore(directory / ITEM_DIR, abstract)
+    if old:
+        tree = tree.replace(**{name: counters.from_int32(getattr(tree, name)) for name in old})
+    return tree
+
+
+def _int32_counters(directory: Path, abstract: Any) -> list[str]:
+    """The counters of `abstract` (`azjax.core.counters.Count`) that the checkpoint in
+    `directory` holds as one int32 each, as azjax wrote them before counts had two words."""
+    names = [f.name for f in dataclasses.fields(abstract) if counters.is_count(
+        getattr(abstract, f.name))] if dataclasses.is_dataclass(abstract) else []
+    if not names:
+        return []
+    try:
+        with ocp.StandardCheckpointer() as checkpointer:
+            meta = checkpointer.metadata(directory / ITEM_DIR)
+        tree = getattr(meta, "item_metadata", None) or getattr(meta, "tree", None) or meta
+        return [name for name in names if getattr(tree.get(name), "shape", None) is not None]
+    except Exception:  # noqa: BLE001 - no readable metadata: restore as laid out now
+        return []
 
 
 def _restore_params_tree(directory: Path, abstract_params: Any) -> Any:

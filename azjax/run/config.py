@@ -21,9 +21,9 @@ from typing import Annotated, Any
 import tyro
 
 import envs
-from azjax.core import memory
+from azjax.core import counters, memory
 from azjax.core.fields import check_setting, setting_types
-from azjax.core.program import ProgramConfig, check_int32, program_parts
+from azjax.core.program import ProgramConfig, program_parts
 from azjax.core.search import search_changes
 from azjax.run.files import write_atomic
 from azjax.run.specs import parse_spec
@@ -49,7 +49,10 @@ class RunConfig:
     log_every: int = 1
     """Iterations between progress lines and metrics.jsonl records."""
     eval_every: int = 5
-    """Iterations between evaluations (0 = never)."""
+    """Iterations between evaluations (0 = none counted in iterations)."""
+    eval_every_minutes: float = 0.0
+    """Also evaluate once this many minutes of training passed since the last evaluation
+    (0 = off): a cadence that means the same at 0.2 s and at 5 s an iteration."""
     eval_search_every: int = 4
     """Evaluations between the (costlier) evaluations of network + search (0 = never)."""
     eval_simulations: int = 0
@@ -60,7 +63,11 @@ class RunConfig:
     search, as NAME=VALUE (e.g. 'average_symmetries=true', 'gumbel_value_scale=1';
     `azjax.core.search.search_changes`); self-play keeps its own."""
     checkpoint_every: int = 20
-    """Iterations between checkpoints (the last iteration is always checkpointed)."""
+    """Iterations between checkpoints (0 = none counted in iterations; the last iteration
+    is always checkpointed)."""
+    checkpoint_every_minutes: float = 0.0
+    """Also checkpoint once this many minutes of training passed since the last
+    checkpoint (0 = off)."""
     keep_every: int = 0
     """Keep every checkpoint whose iteration is a multiple of this, besides the newest
     three (0 = only those), e.g. for a ratings league over training."""
@@ -84,20 +91,31 @@ class RunConfig:
     tensorboard: bool = False
     """Also write the metrics as TensorBoard event files into `run_dir/tensorboard`
     (needs `pip install 'azjax[tensorboard]'`)."""
+    preset: Annotated[str, tyro.conf.Suppress] = ""
+    """The variant of the script's recipe this config started from ('cpu' or 'gpu',
+    `azjax.run.recipes`; '' for a config of no recipe), recorded in config.json."""
     devices: int = 0
     """Devices to split self-play, replay and learning over (0: all there are; a CPU is
     one host device per core under the scripts). A run resumes on as many as it was
     trained on; its config.json records the number."""
 
+    @property
+    def evaluates(self) -> bool:
+        """Whether the run evaluates at all (by iterations or by minutes)."""
+        return self.eval_every > 0 or self.eval_every_minutes > 0
+
     def validate(self) -> None:
         """Raises ValueError, with a message naming the option, for bad values."""
-        for name in ("iterations", "log_every", "checkpoint_every", "eval_games", "gate_every",
-                     "gate_games"):
+        check_setting("iterations", self.iterations, int, 1, counters.MAX_VALUE)
+        for name in ("log_every", "eval_games", "gate_every", "gate_games"):
             check_setting(name, getattr(self, name), int, 1)
-        for name in ("eval_every", "eval_search_every", "eval_simulations", "keep_every",
+        for name in ("eval_every", "checkpoint_every", "eval_search_every", "eval_simulations", "keep_every",
                      "eval_openings", "gate_simulations", "gate_openings", "devices"):
             check_setting(name, getattr(self, name), int, 0)
-        check_setting("max_minutes", self.max_minutes, float, 0)
+        for name in ("max_minutes", "eval_every_minutes", "checkpoint_every_minutes"):
+            check_setting(name, getattr(self, name), float, 0)
+        if self.preset not in ("", "cpu", "gpu"):
+            raise ValueError(f"preset must be 'cpu', 'gpu' or '' (none), got {self.preset!r}")
         check_setting("gate_threshold", self.gate_threshold, float, 0.5, 1)
         for name in ("stop_when_perfect", "tensorboard"):
             if not isinstance(getattr(self, name), bool):
@@ -129,10 +147,6 @@ class TrainConfig:
         check_setting("seed", self.seed, int, 0, SEED_MAX)
         self.program.validate()
         self.run.validate()
-        check_int32("positions in a run: iterations x selfplay.num_games x "
-                     "selfplay.steps_per_iteration",
-                     self.run.iterations * self.program.positions_per_iteration,
-                     "; lower iterations (max_minutes bounds a run's time)")
 
     def check(self, env: envs.Env) -> None:
         """`validate`, `ProgramConfig.check`, and whether the run's evaluation and gating
@@ -307,7 +321,7 @@ def run_parts(config: TrainConfig, env: Env) -> dict[str, int]:
     program, run = config.program, config.run
     parts = program_parts(program, env)
     matches = {}
-    if run.eval_every and (run.eval_search_every or run.eval_opponents):
+    if run.evaluates and (run.eval_search_every or run.eval_opponents):
         matches["evaluation games"] = memory.arena_bytes(
             env, run.eval_games, program.search.num_simulations)
     if program.regime == "gating":

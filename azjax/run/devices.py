@@ -196,3 +196,12 @@ def local(tree: Any) -> Any:
             return x.addressable_data(0)
         return x
     return jax.tree.map(one, tree)
+
+
+def peak_device_bytes() -> int | None:
+    """The most memory any of this process's devices has held (`peak_bytes_in_use` of
+    an accelerator's `memory_stats`); None where devices do not say (a CPU)."""
+    peaks = [(device.memory_stats() or {}).get("peak_bytes_in_use")
+             for device in jax.local_devices()]
+    peaks = [int(p) for p in peaks if p is not None]
+    return max(peaks) if peaks else None

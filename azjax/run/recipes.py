@@ -3,11 +3,20 @@
 `recipe("tictactoe")` is what `python experiments/tictactoe.py` trains with; notebooks and
 sweeps start from the same configs (`.replace(...)` them to change a setting: any field of
 either half by its name, e.g. `recipe("tictactoe").replace(seed=3, iterations=50)`).
+
+Each recipe has two variants, its presets: 'cpu', sized for a 2-core CPU (where every
+figure of the README's CPU tables was measured), and 'gpu', sized to keep one GPU busy
+(thousands of games per iteration, a wider network, more gradient steps, cadences in
+minutes of wall time). `recipe(name)` picks the one for the backend JAX runs on (any
+accelerator, a TPU too, takes 'gpu'); `recipe(name, "cpu")` names one. The scripts take
+`--preset cpu|gpu`, and a run's config.json records which it used (`run.preset`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+
+import jax
 
 from azjax.core.learner import LearnerConfig
 from azjax.core.networks import NetworkConfig
@@ -49,7 +58,7 @@ _GOMOKU = TrainConfig(
     ),
 )
 
-RECIPES: dict[str, TrainConfig] = {
+CPU_RECIPES: dict[str, TrainConfig] = {
     # Random openings and a few random moves for coverage, a 3x128 MLP (the board is too
     # small for convolutions to pay), half the search value in the value target, a replay
     # of the last 8 iterations and 256 gradient steps each at learning rate 2e-3; the
@@ -160,16 +169,83 @@ RECIPES: dict[str, TrainConfig] = {
 }
 
 
-def recipe(name: str) -> TrainConfig:
-    """The training config of `experiments/<name>.py` (ValueError for an unknown name)."""
-    if name not in RECIPES:
-        raise ValueError(f"no recipe {name!r}; recipes: {', '.join(sorted(RECIPES))}")
-    return RECIPES[name]
 
 
-def defaults_for(game: str) -> TrainConfig:
-    """The recipe called `game` (`go9x9` included), else plain defaults for the game
-    `game` names (any name or import path `envs.make` takes)."""
-    if game in RECIPES:
-        return RECIPES[game]
+def _variant(base: TrainConfig, **paths: object) -> TrainConfig:
+    """`base` with settings changed by path: `_variant(c, selfplay__num_games=4096)`."""
+    for path, value in paths.items():
+        base = base.with_value(path.replace("__", "."), value)
+    return base
+
+
+# One GPU: self-play and the learner batch wide enough to fill it (an iteration is bound
+# by the search's sequential simulations, so more games cost little time), cadences in
+# minutes of wall time, minutes of training rather than an hour.
+GPU_RECIPES: dict[str, TrainConfig] = {
+    # Twice the games, twice the batch, half the gradient steps: perfect play in 21.3 s
+    # whole process (median of seeds 0-3, cold compilation cache, one H200), as the CPU
+    # recipe there (21.8 s); 4x the games with 256 steps took 25.4 s. An iteration is
+    # bound by sequential steps (simulations, gradient steps), not by the batch.
+    "tictactoe": _variant(
+        CPU_RECIPES["tictactoe"], selfplay__num_games=512, learner__batch_size=512,
+        gradient_steps=128, replay_capacity=8 * 512 * 9),
+    # The settings measured on an H200 (41,400 positions/s; 95.3% strict optimal moves
+    # with search at 2.5 minutes): 4,096 games, a 64x5 residual network, 128 steps of
+    # batch 1,024 per iteration, a replay of 32 iterations; 10 minutes.
+    "connect_four": _variant(
+        CPU_RECIPES["connect_four"], selfplay__num_games=4096, learner__batch_size=1024,
+        gradient_steps=128, replay_capacity=1_048_576, network__channels=64,
+        network__num_blocks=5, iterations=10_000_000, max_minutes=10.0, eval_every=0,
+        eval_every_minutes=1.0, eval_search_every=1, checkpoint_every=0,
+        checkpoint_every_minutes=2.0),
+    # Sized as tic-tac-toe's (another small game bound by sequential steps).
+    "coin_split": _variant(
+        CPU_RECIPES["coin_split"], selfplay__num_games=512, learner__batch_size=512,
+        replay_capacity=16 * 512 * 8),
+    "gomoku": _variant(
+        CPU_RECIPES["gomoku"], selfplay__num_games=1024, learner__batch_size=512,
+        gradient_steps=64, replay_capacity=32 * 1024 * 8, network__channels=64,
+        network__num_blocks=4, iterations=10_000_000, max_minutes=10.0, eval_every=0,
+        eval_every_minutes=1.0, checkpoint_every=0, checkpoint_every_minutes=2.0),
+}
+GPU_RECIPES["go9x9"] = _variant(
+    GPU_RECIPES["gomoku"], game="go", game_options={"size": 9, "komi": 7.5, "history": 4},
+    selfplay__temperature_moves=8, replay_capacity=64 * 1024 * 8, eval_every_minutes=2.0,
+    eval_search_every=2, eval_opponents=("gnugo:1",), eval_games=16)
+
+PRESETS = ("cpu", "gpu")
+"""The variants of every recipe: 'cpu' (a 2-core CPU) and 'gpu' (one accelerator)."""
+_BY_PRESET = {"cpu": CPU_RECIPES, "gpu": GPU_RECIPES}
+RECIPES = CPU_RECIPES
+"""The recipes' names, each with its CPU variant (`recipe(name, preset)` for either)."""
+
+
+def backend_preset() -> str:
+    """The preset for the backend JAX runs on: 'cpu' on a CPU, else 'gpu' (this starts
+    JAX's backend: arrange devices first, `azjax.run.devices.arrange`)."""
+    return "cpu" if jax.default_backend() == "cpu" else "gpu"
+
+
+def check_preset(preset: str) -> str:
+    """`preset` if it is one of `PRESETS` (ValueError naming them otherwise)."""
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {', '.join(PRESETS)}, got {preset!r}")
+    return preset
+
+
+def recipe(name: str, preset: str | None = None) -> TrainConfig:
+    """The training config of `experiments/<name>.py` in `preset`'s variant ('cpu' or
+    'gpu'; None: `backend_preset()`), its `run.preset` set to it (ValueError for an
+    unknown name or preset)."""
+    if name not in CPU_RECIPES:
+        raise ValueError(f"no recipe {name!r}; recipes: {', '.join(sorted(CPU_RECIPES))}")
+    preset = backend_preset() if preset is None else check_preset(preset)
+    return _BY_PRESET[preset][name].replace(preset=preset)
+
+
+def defaults_for(game: str, preset: str | None = None) -> TrainConfig:
+    """The recipe called `game` (`go9x9` included) in `preset`'s variant, else plain
+    defaults for the game `game` names (any name or import path `envs.make` takes)."""
+    if game in CPU_RECIPES:
+        return recipe(game, preset)
     return TrainConfig(program=ProgramConfig(game=game))

@@ -1,0 +1,99 @@
+"""Recipes in two variants (cpu, gpu), picked by the backend, `--preset`, or the run being
+resumed; cadences in minutes of wall time."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from test_training import SMALL
+
+from azjax import train
+from azjax.core.program import program_bytes
+from azjax.run import checkpoint as ckpt
+from azjax.run.checkpoint import read_metrics
+from azjax.run.recipes import CPU_RECIPES, GPU_RECIPES, PRESETS, defaults_for, recipe
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "experiments"))
+
+from _cli import main  # noqa: E402
+
+GB = 10**9
+# A short run of the tic-tac-toe recipe, whichever variant: the sizes shrunk, the rest kept.
+SHORT = ["--iterations", "1", "--selfplay.num-games", "16", "--learner.batch-size", "16",
+         "--gradient-steps", "1", "--eval-every", "0", "--search.num-simulations", "4",
+         "--search.max-num-considered-actions", "4"]
+
+
+def test_the_cpu_backend_picks_the_cpu_variant_and_records_it():
+    for name in CPU_RECIPES:
+        assert recipe(name) == recipe(name, "cpu") == CPU_RECIPES[name].replace(preset="cpu")
+        assert recipe(name, "gpu").run.preset == "gpu"
+        assert defaults_for(name, "gpu") == recipe(name, "gpu")
+    assert defaults_for("pgx:hex", "gpu").run.preset == ""
+    with pytest.raises(ValueError, match="preset must be one of cpu, gpu"):
+        recipe("tictactoe", "tpu")
+    with pytest.raises(ValueError, match="no recipe 'chess'"):
+        recipe("chess", "gpu")
+
+
+@pytest.mark.parametrize("name", sorted(GPU_RECIPES))
+def test_each_gpu_variant_plays_more_games_of_the_same_game_and_fits_a_16_gb_card(name):
+    cpu, gpu = recipe(name, "cpu"), recipe(name, "gpu")
+    env = gpu.make_env()
+    gpu.check(env)
+    assert gpu.program.game == cpu.program.game
+    assert gpu.program.game_options == cpu.program.game_options
+    assert gpu.program.search == cpu.program.search
+    assert gpu.program.selfplay.num_games >= 2 * cpu.program.selfplay.num_games
+    assert gpu.program.learner.batch_size > cpu.program.learner.batch_size
+    assert program_bytes(gpu.program, env) <= 16 * GB
+    assert gpu.run.max_minutes <= 10  # minutes, not an hour
+    if not gpu.run.stop_when_perfect:  # runs of a fixed time: cadences in minutes
+        assert gpu.run.eval_every == gpu.run.checkpoint_every == 0
+        assert gpu.run.eval_every_minutes > 0 and gpu.run.checkpoint_every_minutes > 0
+
+
+def test_preset_gpu_trains_that_variant_and_a_resumed_run_keeps_it(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert main("tictactoe", str(run_dir), ["--preset", "gpu", *SHORT]) == 0
+    saved = json.loads((run_dir / "config.json").read_text())
+    assert saved["run"]["preset"] == "gpu"
+    assert saved["program"]["replay_capacity"] == GPU_RECIPES["tictactoe"].program.replay_capacity
+    capsys.readouterr()
+
+    short = SHORT[:]
+    short[1] = "2"
+    assert main("tictactoe", str(run_dir), short) == 0  # no --preset: the run's own
+    err = capsys.readouterr().err
+    assert "trained with the gpu preset: resuming with it" in err
+    assert [r["iteration"] for r in read_metrics(run_dir)] == [1, 2]
+    assert json.loads((run_dir / "config.json").read_text())["run"]["preset"] == "gpu"
+
+    assert main("tictactoe", str(run_dir), ["--preset", "cpu", *short]) == 2
+    assert "replay_capacity: saved" in capsys.readouterr().err
+
+
+def test_a_game_of_no_recipe_has_no_preset_to_pick(tmp_path, capsys):
+    from _cli import game_and_defaults
+    _, defaults, argv = game_and_defaults(["--game", "pgx:tic_tac_toe", "--preset", "gpu"])
+    assert main(defaults, str(tmp_path / "run"), argv) == 2
+    assert "error: --preset picks a variant of a recipe" in capsys.readouterr().err
+    assert set(PRESETS) == {"cpu", "gpu"}
+
+
+def test_evaluations_and_checkpoints_by_minutes(tmp_path):
+    every_time = SMALL.replace(iterations=3, eval_every=0, eval_every_minutes=1e-7,
+                               checkpoint_every=0, checkpoint_every_minutes=1e-7)
+    train(every_time, tmp_path / "often", progress=None)
+    assert [r["iteration"] for r in read_metrics(tmp_path / "often") if "perfect" in r] == [
+        1, 2, 3]
+    assert ckpt.checkpoint_steps(tmp_path / "often") == [3, 2, 1]
+
+    seldom = every_time.replace(eval_every_minutes=1000.0, checkpoint_every_minutes=1000.0)
+    train(seldom, tmp_path / "seldom", progress=None)
+    assert [r["iteration"] for r in read_metrics(tmp_path / "seldom") if "perfect" in r] == [3]
+    assert ckpt.checkpoint_steps(tmp_path / "seldom") == [3]
