@@ -428,12 +428,11 @@ def child_header(o: dict) -> None:
     import jax
 
     from azjax.core.program import program_bytes
-    from azjax.run.recipes import RECIPES, recipe
+    from azjax.run.recipes import RECIPES, backend_preset, recipe
     from envs.limits import available_bytes
 
     device = jax.devices()[0]
-    preset = o["preset"] if o["preset"] != "auto" else (
-        "cpu" if device.platform == "cpu" else "gpu")
+    preset = o["preset"] if o["preset"] != "auto" else backend_preset()
     config, available = recipe("connect_four", preset), available_bytes()
     env, games, capacity = config.make_env(), 4194304, 67108864
     while True:

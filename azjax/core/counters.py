@@ -22,8 +22,6 @@ from flax import struct
 LOW_BITS = 31
 LOW_MASK = (1 << LOW_BITS) - 1
 MAX_VALUE = (1 << (32 + LOW_BITS)) - 1
-MAX_STEP = LOW_MASK
-"""The most one `add` may add: the low word plus it must fit 32 bits."""
 
 
 @struct.dataclass

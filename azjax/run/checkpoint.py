@@ -200,15 +200,10 @@ def _int32_counters(directory: Path, abstract: Any) -> list[str]:
     `directory` holds as one int32 each, as azjax wrote them before counts had two words."""
     names = [f.name for f in dataclasses.fields(abstract) if counters.is_count(
         getattr(abstract, f.name))] if dataclasses.is_dataclass(abstract) else []
-    if not names:
+    tree = _stored_tree(directory) if names else None
+    if tree is None:  # no counters, or no readable metadata: restore as laid out now
         return []
-    try:
-        with ocp.StandardCheckpointer() as checkpointer:
-            meta = checkpointer.metadata(directory / ITEM_DIR)
-        tree = getattr(meta, "item_metadata", None) or getattr(meta, "tree", None) or meta
-        return [name for name in names if getattr(tree.get(name), "shape", None) is not None]
-    except Exception:  # noqa: BLE001 - no readable metadata: restore as laid out now
-        return []
+    return [name for name in names if getattr(tree.get(name), "shape", None) is not None]
 
 
 def _restore_params_tree(directory: Path, abstract_params: Any) -> Any:
@@ -358,12 +353,20 @@ def _shapes(tree: Any) -> dict[str, tuple[int, ...]]:
             for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]}
 
 
-def _stored_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
-    """The shapes of the parameters a checkpoint's metadata records ({} if unreadable)."""
+def _stored_tree(directory: Path) -> Any:
+    """The tree of array metadata a checkpoint records (None if unreadable)."""
     try:
         with ocp.PyTreeCheckpointer() as checkpointer:
             meta = checkpointer.metadata(directory / ITEM_DIR)
-        tree = getattr(meta, "item_metadata", None) or getattr(meta, "tree", None) or meta
+        return getattr(meta, "item_metadata", None) or getattr(meta, "tree", None) or meta
+    except Exception:  # noqa: BLE001 - no readable metadata
+        return None
+
+
+def _stored_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
+    """The shapes of the parameters a checkpoint's metadata records ({} if unreadable)."""
+    tree = _stored_tree(directory)
+    try:
         return _shapes({"params": tree["params"]})
     except Exception:  # noqa: BLE001 - no readable metadata: nothing to compare
         return {}
