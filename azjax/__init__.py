@@ -13,8 +13,9 @@ The package is built in layers; each imports only from the layers before it:
 * `azjax.driver`: the one training driver (`train`, `train_group`), its status lines
   and plots.
 * `azjax.sweep`: ablation sweeps over a grid of settings and seeds.
-* The commands, at the top: `python -m azjax.arena`, `.league`, `.play`, `.export`,
-  `.gtp`, `.gtp_referee`, and the command-line helpers they share (`azjax.cli`).
+* The commands, at the top: `python -m azjax.arena`, `.league`, `.play`, `.serve` (play
+  in the browser), `.export`, `.gtp`, `.gtp_referee`, and the command-line helpers they
+  share (`azjax.cli`).
 
 The public API is `__all__` below and each subpackage's `__all__`.
 """
@@ -30,6 +31,7 @@ from azjax.evaluation.evaluators import make_evaluator
 from azjax.evaluation.match import MatchResult, play_match
 from azjax.evaluation.player_specs import make_player
 from azjax.run.agent import Agent
+from azjax.run.analysis_board import analysis_board
 from azjax.run.config import RunConfig, TrainConfig
 from azjax.run.recipes import recipe
 
@@ -49,6 +51,7 @@ __all__ = [
     "SelfPlayConfig",
     "TrainConfig",
     "TrainResult",
+    "analysis_board",
     "evaluate",
     "make_evaluator",
     "make_player",

@@ -54,9 +54,9 @@ def search_root(agent: Agent, state: State, key: chex.PRNGKey) -> RootSearch:
     """The agent's greedy search (root noise off, as `agent.act`) on one unbatched live
     state: its move, the root visit counts and the search and network values."""
     batched = jax.tree.map(lambda x: x[None], state)
-    action, visits, value, network_value = jax.device_get(agent.analyse(batched, key))
-    return RootSearch(int(action[0]), np.asarray(visits[0]).astype(np.int64), float(value[0]),
-                      float(network_value[0]))
+    found = jax.device_get(agent.analyse(batched, key))
+    return RootSearch(int(found.action[0]), np.asarray(found.visits[0]).astype(np.int64),
+                      float(found.value[0]), float(found.network_value[0]))
 
 
 def _describe(env: Env, root: RootSearch, top: int = 5) -> str:
@@ -200,12 +200,13 @@ def session(agent: Agent, side: str | None = None, seed: int = 0, show_eval: boo
         return results
 
 
-def load_agent(game: str, path: str, simulations: int | None = None) -> Agent:
-    """The agent of a run directory or exported file, checked to play `game`, with its
-    search budget set to `simulations` if given (ValueError or OSError otherwise; a
-    search that would not fit in memory is refused before anything is allocated)."""
-    wanted = envs.make(game).name
+def load_agent(game: str | None, path: str, simulations: int | None = None) -> Agent:
+    """The agent of a run directory or exported file, checked to play `game` (None: any
+    game), with its search budget set to `simulations` if given (ValueError or OSError
+    otherwise; a search that would not fit in memory is refused before anything is
+    allocated)."""
     agent = Agent.load(path)
+    wanted = agent.env.name if game is None else envs.make(game).name
     if agent.env.name != wanted:
         raise ValueError(f"{path!r} holds a {agent.env.name} agent, not {wanted}")
     if simulations is not None:

@@ -25,7 +25,7 @@ from envs.conformance import (
 )
 from envs.conformance_games import play_games
 from envs.conformance_rules import PROPERTIES, RULES, EnvCheckError
-from envs.conformance_verdicts import check_games, check_replay
+from envs.conformance_verdicts import check_games, check_pictures, check_replay
 from envs.core import Env
 
 __all__ = ["PROPERTIES", "RULES", "CheckReport", "EnvCheckError", "check_env", "init_keys"]
@@ -87,7 +87,8 @@ def check_env(env: Env, num_games: int = 64, seed: int = 0,
 
     Plays `num_games` games of uniformly random legal moves in one jitted, vmapped scan of
     `max_plies + 1` plies (`max_plies` defaults to `env.max_plies`), stepping every state
-    also with a bad action and every sampled live state under every symmetry. Game i
+    also with a bad action and every sampled live state under every symmetry, and draws
+    three states of game 0 with `env.picture` (no compiling: on the host). Game i
     starts from `env.init(init_keys(seed, num_games)[i])`; a failure gives the actions
     of the shortest game found that shows it (`EnvCheckError.actions`).
     """
@@ -103,6 +104,7 @@ def check_env(env: Env, num_games: int = 64, seed: int = 0,
     check_init_deterministic(env, keys[0])
     games = play_games(env, num_games, seed, limit)
     check_games(games)
+    check_pictures(games)
     check_replay(games, keys)
     rec = games.rec
     live = rec["live"]

@@ -25,6 +25,7 @@ count is `piles - 1` and the player to move is its parity (see `state_from_count
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import deque
 from typing import NamedTuple
@@ -38,6 +39,7 @@ from flax import struct
 from envs.core import Env
 from envs.ground_truth import GroundTruth, GroundTruthSource
 from envs.limits import check_option
+from envs.picture import HEADER_CHAR, Picture, disc, line, rect, status, text
 from envs.state import State
 
 MAX_COINS_LIMIT = 64
@@ -299,6 +301,42 @@ class CoinSplit(Env):
             over = "has no move" if not counts[3:].any() else "lost"
             status = f"player {player} to move {over}: game over"
         return f"piles: {' '.join(map(str, piles))}  ({status})"
+
+    def picture(self, state: CoinSplitState, last_move: int | None = None) -> Picture:
+        """The piles as rows of coins, largest first, each with its size below; the
+        last move is named in the header. The spot of the split "s=a+b" is the gap
+        between coins a and a + 1 of the first pile of s coins (ticked faintly)."""
+        state = jax.device_get(state)
+        counts = np.asarray(state.counts)
+        piles = [size for size in range(len(counts) - 1, 0, -1) for _ in range(counts[size])]
+        header = status(state, ("player 0", "player 1"))
+        if last_move is not None:
+            header += f", last move {action_name(last_move)}"
+        slots = max(self.coins, 8)  # coins per row; piles wrap like words
+        p = min(26.0, 520.0 / slots)
+        place, row, col = [], 0, 0
+        for size in piles:
+            if col and col + size > slots:
+                row, col = row + 1, 0
+            place.append((row, col))
+            col += size + 1
+        width = max(24 + slots * p, 20 + HEADER_CHAR * len(header))
+        height = 34 + (row + 1) * (p + 18) + 4
+        out = Picture(width, height, spot_size=p).add(
+            rect(0, 0, width, height, "#ffffff"), text(12, 21, header, 14, anchor="start"))
+        spots, ticks, seen = {}, [], set()
+        for size, (r, c) in zip(piles, place):
+            x0, y = 12 + c * p, 34 + r * (p + 18) + p / 2
+            out = out.add(*(disc(x0 + (i + 0.5) * p, y, p * 0.42, "#e8b923", "#9a7209",
+                                 cls="piece coin") for i in range(size)),
+                          text(x0 + size * p / 2, y + p / 2 + 13, str(size), 11, "#555"))
+            if size >= 3 and size not in seen:
+                seen.add(size)
+                for a in range(1, (size - 1) // 2 + 1):
+                    spots[split_to_action(size, a)] = (x0 + a * p, y)
+                    ticks.append(line(x0 + a * p, y - p * 0.6, x0 + a * p, y + p * 0.6,
+                                      "#9a9a9a", 1))
+        return dataclasses.replace(out.add(*ticks), spots=spots)
 
     def ground_truth(self) -> GroundTruthSource:
         """Every position reachable from the start, solved by Grundy values."""

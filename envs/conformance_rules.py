@@ -60,6 +60,11 @@ RULES: dict[str, str] = {
         "fixed player id, indexes rewards by the wrong player, or hides from the "
         "observation something that the result of a move depends on)"
     ),
+    "picture": (
+        "env.picture(state, last_move) returns an envs.picture.Picture whose svg() is "
+        "well-formed XML and whose spots map int actions in [0, num_actions) to points "
+        "inside the picture (0 <= x <= width, 0 <= y <= height)"
+    ),
 }
 """Each property `check_env` checks, by name, with what a correct game does, in the order
 in which they are checked (but for the replay of one game alone, for "deterministic",

@@ -19,6 +19,7 @@ in `envs/data/connect4`); alpha-beta evaluates with the open-line heuristic.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,11 +34,14 @@ from flax import struct
 from envs.core import Env
 from envs.ground_truth import GroundTruth, GroundTruthSource
 from envs.lines import line_count_eval
+from envs.picture import Grid, Picture, disc, piece_class, status
 from envs.state import State
 from envs.symmetries import Symmetries
 
 ROWS = 6
 COLS = 7
+DISC_COLOURS = ("#d62d20", "#ffd300")
+"""Player 0's (X, red) and player 1's (O, yellow) discs in `ConnectFour.picture`."""
 TOP_BIT = 1 << (ROWS - 1)
 # Shift that brings observation row i (0 = top) to bit 0 of a column mask.
 _ROW_SHIFTS = np.arange(ROWS - 1, -1, -1, dtype=np.int32)
@@ -247,6 +251,31 @@ class ConnectFour(Env):
         marks = {-1: ".", 0: "X", 1: "O"}
         rows = [" ".join(marks[int(v)] for v in row) for row in board]
         return "\n".join(rows + [" ".join(str(c + 1) for c in range(COLS))])
+
+    def picture(self, state: ConnectFourState, last_move: int | None = None) -> Picture:
+        """The upright board: X's red and O's yellow discs fallen to the bottom, columns
+        1-7 as `format_move` writes them. The spot of a column is the cell where a disc
+        dropped there lands (its top cell when the column is full); the last move is
+        marked on the top disc of its column."""
+        state = jax.device_get(state)
+        board = board_array(state)
+        grid = Grid(ROWS, COLS, cell=48.0)
+        out = grid.picture(status(state, ("X (red)", "O (yellow)")), board_fill="#1d5fbf",
+                           column_labels=[str(c + 1) for c in range(COLS)], lines=False)
+        for r in range(ROWS):
+            for c in range(COLS):
+                player = int(board[r, c])
+                fill = "#ffffff" if player < 0 else DISC_COLOURS[player]
+                out = out.add(disc(*grid.centre(r, c), grid.cell * 0.4, fill, stroke="#153f80",
+                                   width=1.5, cls=None if player < 0 else piece_class(player)))
+        empty = board < 0
+        tops = {c: grid.centre(int(np.argmin(empty[:, c])), c) for c in range(COLS)
+                if not empty[:, c].all()}
+        out = dataclasses.replace(out, spots=tops).mark_last_move(last_move)
+        lowest = [ROWS - 1 - int(np.argmax(empty[::-1, c])) if empty[:, c].any() else 0
+                  for c in range(COLS)]
+        return dataclasses.replace(out, spots={c: grid.centre(lowest[c], c)
+                                               for c in range(COLS)})
 
     def ground_truth(self) -> GroundTruthSource:
         """Solver positions: the move accuracy on 1,000 of them, the value sign on 6,000."""

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.ground_truth import GroundTruthSource
+from envs.picture import Picture, default_picture
 from envs.state import State, tree_where
 from envs.symmetries import Symmetries, identity_symmetries
 
@@ -42,6 +43,8 @@ class Env(abc.ABC):
     * `parse_move`, `format_move`, `move_notation`, `player_marks`: how humans type and
       read moves (default: action ids) and name the sides;
     * `render`, `result_text`: text pictures of a state and of a finished game;
+    * `picture` (and `render_svg`, its text): an SVG picture of a state, with the spot
+      where each move is drawn (default: a grid from the observation, `envs.picture`);
     * `score_margin`: the points by which a finished game was won (default: none);
     * `symmetries`, `transform_state`: the symmetry group used for augmentation
       (default: the identity alone);
@@ -183,6 +186,21 @@ class Env(abc.ABC):
                      for c in range(obs.shape[1])]
             rows.append(" ".join(cells))
         return "\n".join([header, *rows])
+
+    def picture(self, state: State, last_move: int | None = None) -> Picture:
+        """An SVG picture of one (unbatched) state: the pieces, coordinates, the last move
+        marked when it is given, and the spot where each move is drawn (the analysis board
+        writes on spots; the browser page clicks them). A notebook shows the returned
+        `envs.picture.Picture` inline.
+
+        The default draws [H, W, C] observations as a grid: planes 0 and 1 are the pieces
+        of the player to move and of the other (`envs.picture.default_picture`).
+        """
+        return default_picture(self, state, last_move)
+
+    def render_svg(self, state: State, last_move: int | None = None) -> str:
+        """The text of a standalone SVG file of `picture(state, last_move)`."""
+        return self.picture(state, last_move).svg()
 
     def result_text(self, state: State) -> str | None:
         """A line on how a finished game was decided beyond who won (Go: the area count),

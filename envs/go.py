@@ -36,7 +36,8 @@ cell permutation). `transform_state` composes `frame` with the symmetry and leav
 `hashes` alone, so a transformed state forbids exactly the transformed moves.
 
 The board's constants, notation, neighbours, area count and state size are in
-`envs.go_board` (its public names are importable from here), the hashes in `envs.go_superko`.
+`envs.go_board` (its public names are importable from here), the hashes in `envs.go_superko`,
+the picture in `envs.go_picture`.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from envs.go_board import (
     shifted,
     tromp_taylor_area,
 )
+from envs.go_picture import go_picture
 from envs.go_superko import frame_tables, repeated_positions, stone_keys, zobrist_keys
 from envs.limits import INT32_MAX, check_option
 from envs.state import State
@@ -380,6 +382,10 @@ class Go(Env):
             who = "Black (X)" if int(state.current_player) == BLACK else "White (O)"
             rows.append(f"{who} to move")
         return "\n".join(rows)
+
+    def picture(self, state: GoState, last_move: int | None = None):
+        """The board with its star points, and a pass button (`envs.go_picture`)."""
+        return go_picture(self, state, last_move)
 
     def score_margin(self):
         """Black's area minus White's, komi included."""

@@ -25,6 +25,7 @@ from flax import struct
 from envs.core import Env
 from envs.limits import INT32_MAX, check_fits, check_option
 from envs.lines import line_count_eval
+from envs.picture import Picture, status, stone_board
 from envs.state import State
 from envs.symmetries import Symmetries, dihedral_symmetries
 
@@ -211,6 +212,18 @@ class Gomoku(Env):
             lines.append(f"{self.size - r:>{num_width}} {cells}")
         lines.append(" " * num_width + " " + " ".join(s.rjust(width) for s in labels))
         return "\n".join(lines)
+
+    def picture(self, state: GomokuState, last_move: int | None = None) -> Picture:
+        """Black's (X's) and White's stones on the points of a wooden board, columns
+        a, b, ... and rows 1..size from the bottom as `format_move` writes them; a spot
+        on every point."""
+        state = jax.device_get(state)
+        header = status(state, ("Black (X)", "White (O)"))
+        if self.k != 5:
+            header += f", {self.k} in a row wins"
+        out, _ = stone_board(header, np.asarray(state.board), self.size,
+                             [column_label(c) for c in range(self.size)])
+        return out.mark_last_move(last_move)
 
     def __repr__(self) -> str:
         return f"Gomoku(size={self.size}, k={self.k})"

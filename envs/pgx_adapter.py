@@ -26,6 +26,7 @@ imperfect-information games kuhn_poker and leduc_holdem are accepted (their chan
 from __future__ import annotations
 
 from typing import Any
+from xml.etree import ElementTree
 
 import chex
 import jax
@@ -34,6 +35,7 @@ import numpy as np
 from flax import struct
 
 from envs.core import Env
+from envs.picture import HEADER_CHAR, Picture, place, rect, status, text
 from envs.state import State
 
 _STOCHASTIC = ("2048", "backgammon")
@@ -88,6 +90,26 @@ class PgxEnv(Env):
 
     def _step(self, state: PgxState, action: chex.Array) -> PgxState:
         return self.wrap(self.pgx_env.step(state.pgx_state, action))
+
+    def picture(self, state: PgxState, last_move: int | None = None) -> Picture:
+        """pgx's own drawing of the wrapped state (`State.to_svg`) below a header line,
+        with no spots (pgx's geometry is its own); the default picture where pgx cannot
+        draw the state."""
+        state = jax.device_get(state)
+        try:
+            svg = state.pgx_state.to_svg()
+            root = ElementTree.fromstring(svg)
+            w, h = float(root.get("width")), float(root.get("height"))
+        except Exception:  # noqa: BLE001 - pgx could not draw it: the default picture
+            return super().picture(state, last_move)
+        header = status(state, ("player 0", "player 1"))
+        if last_move is not None:
+            header += f", last move {self.format_move(last_move)}"
+        width = max(w, HEADER_CHAR * len(header) + 20)
+        drawn = Picture(w, h, (svg[svg.index("<svg"):],))
+        return Picture(width, h + 30).add(rect(0, 0, width, h + 30, "#ffffff"),
+                                          text(10, 21, header, 14, anchor="start"),
+                                          place(drawn, 0, 30))
 
     @property
     def move_notation(self) -> str:

@@ -16,6 +16,8 @@ these rules): training scores the network on every reachable live position
 
 from __future__ import annotations
 
+import dataclasses
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -25,10 +27,12 @@ from flax import struct
 from envs import tictactoe_minimax as minimax
 from envs.core import Env
 from envs.ground_truth import GroundTruth, GroundTruthSource
+from envs.picture import Grid, Picture, group, line, piece_class, ring, status
 from envs.state import State
 from envs.symmetries import Symmetries, dihedral_symmetries
 
 EMPTY = -1
+X_COLOUR, O_COLOUR = "#c0392b", "#1f5fbf"
 LINES = np.array(
     [[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]],
     dtype=np.int32,
@@ -204,6 +208,25 @@ class TicTacToe(Env):
         marks = {EMPTY: ".", 0: "X", 1: "O"}
         rows = [f"{3 - r} " + " ".join(marks[int(v)] for v in board[r]) for r in range(3)]
         return "\n".join(rows + ["  a b c"])
+
+    def picture(self, state: TicTacToeState, last_move: int | None = None) -> Picture:
+        """The 3x3 board: X (player 0) as a cross, O as a ring, columns a-c and rows 3-1
+        as `format_move` writes them; a spot on every cell."""
+        state = jax.device_get(state)
+        grid = Grid(3, 3, cell=64.0)
+        out = grid.picture(status(state, self.player_marks), column_labels=list("abc"),
+                           row_labels=["3", "2", "1"])
+        arm = grid.cell * 0.28
+        for cell, player in enumerate(np.asarray(state.board).tolist()):
+            x, y = grid.centre(*divmod(cell, 3))
+            if player == 0:
+                out = out.add(group([line(x - arm, y - arm, x + arm, y + arm, X_COLOUR, 6),
+                                     line(x - arm, y + arm, x + arm, y - arm, X_COLOUR, 6)],
+                                    piece_class(0)))
+            elif player == 1:
+                out = out.add(ring(x, y, arm * 1.1, O_COLOUR, 6, cls=piece_class(1)))
+        spots = {cell: grid.centre(*divmod(cell, 3)) for cell in range(9)}
+        return dataclasses.replace(out, spots=spots).mark_last_move(last_move)
 
     def ground_truth(self) -> GroundTruthSource:
         """Every reachable live position with its optimal moves; perfect play is a right

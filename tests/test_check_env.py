@@ -410,7 +410,7 @@ def test_cli_passes_a_shipped_game():
     # subprocess may find in the session's compilation cache (tests/conftest.py).
     out = run_cli("tictactoe", "--games", str(NUM_GAMES), "--seed", "3")
     assert out.returncode == 0, out.stderr
-    assert "tictactoe: all 15 properties hold" in out.stdout and "seed 3" in out.stdout
+    assert f"tictactoe: all {len(PROPERTIES)} properties hold" in out.stdout and "seed 3" in out.stdout
     assert "Warning" not in out.stderr and "Traceback" not in out.stderr
 
 

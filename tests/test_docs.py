@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = sorted(p for p in [ROOT / "README.md", *DOCS.rglob("*.md")])
 MAX_README_LINES = 250
-COMMANDS = ("arena", "export", "gtp", "gtp_referee", "league", "play")
+COMMANDS = ("arena", "export", "gtp", "gtp_referee", "league", "play", "serve")
 # What the scratch directory holds before a page runs: run directories trained by the
 # scripts at the smoke size, and agent files exported from them.
 RUNS = {

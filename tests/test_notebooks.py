@@ -5,8 +5,9 @@ a cell injected after its `parameters` cell (papermill-style) that sets `SMOKE =
 the run directory and the moves typed into the play cell. The tests then read the
 executed notebook's outputs and the run directory it wrote.
 
-Slow (a kernel and a training run per notebook, about four minutes in all on 2 cores):
-`.ci/run` runs them in its second step (`pytest -m slow`).
+Slow (a kernel and a training run per notebook, about six minutes in all on 2 cores):
+`.ci/run` runs them in its second step (`pytest -m slow`). The Go notebook plays GNU Go
+(`gnugo`, as CI installs it).
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from __future__ import annotations
 import json
 import re
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import jax
 import nbformat
+import numpy as np
 import pytest
 from nbclient import NotebookClient
 
+import envs
 from azjax.run.checkpoint import read_metrics
 
 pytestmark = pytest.mark.slow
@@ -31,21 +36,31 @@ SMOKE_GAMES = 4
 BASELINES = {
     "tictactoe": ("random", "solver", "mcts:100"),
     "connect_four": ("random", "mcts:100", "alphabeta:2"),
+    "go": ("random", "mcts:100", "gnugo:1"),
     "your_own_game": ("random", "mcts:100", "mcts:400"),
 }
 # Ground-truth metric each game's evaluation logs.
 ACCURACY_KEY = {"tictactoe": "net_optimal_share", "connect_four": "net_move_accuracy",
-                "your_own_game": "net_vs_random"}
-FOOTER = {"tictactoe": "  a b c", "connect_four": "1 2 3 4 5 6 7",
-          "your_own_game": "         a b c d e"}  # of env.render (Hex: the lower letters)
+                "go": "net_vs_random", "your_own_game": "net_vs_random"}
+# A line of env.render, and how often it is in one board (Hex: the lower letters; Go:
+# the letters above and below the board).
+FOOTER = {"tictactoe": ("  a b c", 1), "connect_four": ("1 2 3 4 5 6 7", 1),
+          "go": ("   A B C D E F G", 2), "your_own_game": ("         a b c d e", 1)}
+# How the notebook names the players in its sample game.
+MARKS = {"tictactoe": ("X", "O"), "connect_four": ("X", "O"), "go": ("Black", "White"),
+         "your_own_game": ("X", "O")}
 # Typed into the play cell: a word that is not a move, then every square / column in
 # turn (squares taken and full columns are refused too), so the game ends whatever the
 # agent plays.
 SCRIPTED_MOVES = {
     "tictactoe": ["e5"] + [col + row for row in "123" for col in "abc"],
     "connect_four": ["8"] + [str(col) for col in range(1, 8) for _ in range(6)],
+    # Go: passes, as many as the agent's moves can be (a game ends after two passes in a
+    # row or at max_moves plies, at most 2 * 7 * 7).
+    "go": ["z99"] + ["pass"] * 60,
     "your_own_game": ["z9"] + [col + row for row in "12345" for col in "abcde"],
 }
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _cell(nb, tag: str):
@@ -53,18 +68,49 @@ def _cell(nb, tag: str):
 
 
 def _text(cell) -> str:
-    """What a code cell printed to stdout or returned, as text (warnings on stderr left out)."""
+    """What a code cell printed to stdout or returned, as text (warnings on stderr and the
+    text stand-ins of pictures left out)."""
     parts = []
     for out in cell.get("outputs", []):
+        data = out.get("data", {})
         if out.output_type == "stream" and out.name == "stdout":
             parts.append(out.text)
-        elif "text/plain" in out.get("data", {}):
-            parts.append(out.data["text/plain"])
+        elif "text/plain" in data and not {"image/png", "image/svg+xml"} & set(data):
+            parts.append(data["text/plain"])
     return "".join(parts)
 
 
 def _images(cell) -> int:
     return sum("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
+
+
+def _svgs(cell) -> list[ET.Element]:
+    """The SVG pictures a code cell showed, parsed (a malformed one fails the test)."""
+    return [ET.fromstring(out.data["image/svg+xml"]) for out in cell.get("outputs", [])
+            if "image/svg+xml" in out.get("data", {})]
+
+
+def _texts(svg: ET.Element) -> list[str]:
+    return [el.text or "" for el in svg.iter(f"{SVG}text")]
+
+
+def _pieces(svg: ET.Element) -> tuple[int, int]:
+    """The pieces drawn of player 0 and of player 1 (`class="piece p0"` / `"piece p1"`)."""
+    counts = [0, 0]
+    for el in svg.iter():
+        classes = el.get("class", "").split()
+        if "piece" in classes:
+            counts[0] += "p0" in classes
+            counts[1] += "p1" in classes
+    return counts[0], counts[1]
+
+
+def _tiles(grid: ET.Element) -> list[tuple[ET.Element, str]]:
+    """The pictures `envs.picture.tile` laid out (a `g` each) with their captions."""
+    pictures = [el for el in grid if el.tag == f"{SVG}g"]
+    captions = [el.text for el in grid if el.tag == f"{SVG}text"]
+    assert len(pictures) == len(captions)
+    return list(zip(pictures, captions))
 
 
 @pytest.fixture(scope="module")
@@ -153,20 +199,98 @@ def test_evaluation_reports_each_baseline_consistently(executed):
             assert wins == 0  # perfect play never loses
 
 
-def test_sample_game_is_rendered_to_the_end(executed):
-    game, nb, _ = executed
-    out = _text(_cell(nb, "sample-game"))
-    moves = re.findall(r"^(\S+) \(([XO])\) plays ", out, re.MULTILINE)
+def _stones_after_each_ply(run_dir: Path, moves: list[str]
+                           ) -> tuple[list[tuple[int, int]], envs.State]:
+    """Go: the stones of Black and White after each of `moves`, replayed under the rules of
+    the run's game (`config.json`), and the final state."""
+    program = json.loads((run_dir / "config.json").read_text())["program"]
+    env = envs.make(program["game"], **program["game_options"])
+    state, step = env.init(jax.random.key(0)), jax.jit(env.step)
+    stones = []
+    for move in moves:
+        assert not bool(state.terminated)
+        state = step(state, env.parse_move(move))
+        board = np.asarray(state.board)
+        stones.append((int((board == 0).sum()), int((board == 1).sum())))
+    assert bool(state.terminated)
+    return stones, state
+
+
+def test_sample_game_is_drawn_to_the_end(executed):
+    game, nb, run_dir = executed
+    cell = _cell(nb, "sample-game")
+    out = _text(cell)
+    first, second = MARKS[game]
+    moves = re.findall(rf"^(\S+) \(({first}|{second})\) plays (\S+)$", out, re.MULTILINE)
     assert moves, out
-    assert [mark for _, mark in moves] == ["XO"[i % 2] for i in range(len(moves))]
-    final_board = out.split(" plays ")[-1].split("\n\n")[0]
-    assert final_board.count("X") + final_board.count("O") == len(moves)
-    result = re.search(r"^result: (draw|.+ \(([XO])\) wins)$", out, re.MULTILINE)
+    assert [mark for _, mark, _ in moves] == [MARKS[game][i % 2] for i in range(len(moves))]
+    result = re.search(rf"^result: (draw|.+ \(({first}|{second})\) wins)$", out, re.MULTILINE)
     assert result, out
-    if result[1] == "draw":
+
+    # The pieces on each picture: one more per ply, the mover's (nothing is ever taken off
+    # in these games); in Go, the stones of the game replayed, captures and passes included.
+    if game == "go":
+        stones, final = _stones_after_each_ply(run_dir, [move for _, _, move in moves])
+    else:
+        stones = [((ply + 1) // 2, ply // 2) for ply in range(1, len(moves) + 1)]
+    grid, final_picture = _svgs(cell)  # the positions along the game, the final one alone
+    tiles = _tiles(grid)
+    assert tiles and tiles[-1][1].startswith(f"{len(moves)}. ")  # the last ply is there
+    for picture, caption in tiles:
+        ply, mark, move = re.fullmatch(r"(\d+)\. (\S+) (\S+)", caption).groups()
+        ply = int(ply)
+        assert (mark, move) == moves[ply - 1][1:], caption
+        assert _pieces(picture) == stones[ply - 1], caption
+    assert _pieces(final_picture) == stones[-1]
+    if game == "go":
+        assert sum(stones[-1]) <= sum(move != "pass" for _, _, move in moves)
+        black, white, komi = map(float, re.search(
+            r"^Area: Black (\S+), White (\S+) \+ komi (\S+)$", out, re.MULTILINE).groups())
+        margin = black - white - komi  # Tromp-Taylor: Black's area minus White's and komi
+        assert np.sign(margin) == np.sign(float(final.rewards[0]))
+        assert (result[1] == "draw") == (margin == 0)
+        if margin:
+            assert result[2] == ("Black" if margin > 0 else "White")
+    elif result[1] == "draw":
         assert len(moves) == (9 if game == "tictactoe" else 42)
     else:
         assert result[2] == moves[-1][1]  # the last mover won
+
+
+@pytest.mark.parametrize("executed", ["connect_four", "go", "tictactoe"], indirect=True)
+def test_analysis_board_shows_the_search(executed):
+    game, nb, _ = executed
+    cell = _cell(nb, "analysis")
+    out = _text(cell)
+    said = re.findall(r"^(\S+) to move: the agent plays (\S+) \(search value ([-+][\d.]+)\)"
+                      r"(: (a right move|NOT a right move) \(right moves from the (.+?): (.*)\)"
+                      r"|; the right moves are not known here)$", out, re.MULTILINE)
+    boards = _svgs(cell)
+    assert said and len(boards) == len(said), out
+    for svg, (mark, move, value, _, verdict, source, right) in zip(boards, said):
+        assert mark in MARKS[game]
+        texts = _texts(svg)
+        assert any(t.startswith(f"search value {value}, network ") for t in texts), texts
+        assert any(t.startswith(f"plays {move} (") for t in texts), texts
+        line = next(t for t in texts if t.startswith("line: ")).split()[1:]
+        assert line[0] == move  # the principal variation starts with the move played
+        assert "move   visits     Q    prior" in texts
+        rows = [re.fullmatch(r" *(\S+) +([\d.]+)% +[-+][\d.]+ +([\d.]+)%( right)?", t)
+                for t in texts[texts.index("move   visits     Q    prior") + 1:]]
+        rows = [r for r in rows if r]
+        assert rows and sum(float(r[2]) for r in rows) <= 100 + 0.05 * len(rows)  # rounded
+        shown = [t for t in texts if t.startswith("right moves (")]
+        if game == "go":  # no solver, no ground truth
+            assert not shown and not verdict
+            continue
+        source_wanted = {"tictactoe": "solver", "connect_four": "ground truth"}[game]
+        assert source == source_wanted
+        assert shown == [f"right moves ({source}): {right}"]
+        right = right.split()
+        assert right and (verdict == "a right move") == (move in right)
+        assert {r[1] for r in rows if r[4]} <= set(right)  # rows marked right are right
+    if game == "go":
+        assert re.search(r"^in the sample game it played \S+ after ply \d+$", out, re.MULTILINE)
 
 
 def test_play_cell_refuses_a_bad_move_and_finishes(executed):
@@ -175,12 +299,13 @@ def test_play_cell_refuses_a_bad_move_and_finishes(executed):
     bad = SCRIPTED_MOVES[game][0]
     after_bad = out.split(f"Your move: {bad}\n", 1)[1]
     assert after_bad.startswith("unreadable move:"), out
-    assert "game over" not in out  # not abandoned: the moves were enough
+    assert "game over:" not in out  # not abandoned: the moves were enough
     results = re.findall(r"^(You win!|Draw\.|The agent wins\.)$", out, re.MULTILINE)
     assert len(results) == 1, out
     yours, agents = out.count("You play "), out.count("The agent plays ")
     assert yours in (agents, agents + 1)  # HUMAN = 0: you moved first, then in turn
-    assert out.count(FOOTER[game]) == yours + agents + 1  # the board after every move
+    footer, per_board = FOOTER[game]
+    assert out.count(footer) == per_board * (yours + agents + 1)  # the board after every move
 
 
 @pytest.mark.parametrize("executed", ["your_own_game"], indirect=True)

@@ -33,7 +33,7 @@ LAYERS = (
     "azjax",
 )
 SUBPACKAGES = [layer for layer in LAYERS if layer.startswith("azjax.")]
-COMMANDS = ("arena", "export", "gtp", "gtp_referee", "league", "play")
+COMMANDS = ("arena", "export", "gtp", "gtp_referee", "league", "play", "serve")
 MAX_LINES = 400
 MAX_TOP_MODULES = 10
 # Imported only where used (inside a function), by module name prefix, per package:

@@ -284,6 +284,34 @@ def visit_counts(output: mctx.PolicyOutput) -> chex.Array:
     return output.search_tree.summary().visit_counts
 
 
+def root_q(output: mctx.PolicyOutput) -> chex.Array:
+    """The search's value of each root move [B, A], from the mover's point of view (0
+    where a move was not visited)."""
+    summary = output.search_tree.summary()
+    return jnp.where(summary.visit_counts > 0, summary.qvalues, 0.0)
+
+
+def principal_variation(output: mctx.PolicyOutput, first: chex.Array,
+                        length: int) -> chex.Array:
+    """The search's expected line of play [B, length]: `first` [B], then at each node the
+    most visited child; -1 past the end of what the search explored."""
+    tree = output.search_tree
+
+    def line(children_index, children_visits, first):
+        def follow(node, ply):
+            here = jnp.maximum(node, 0)
+            visits = children_visits[here]
+            move = jnp.where(ply == 0, first, jnp.argmax(visits)).astype(jnp.int32)
+            explored = (node >= 0) & (visits[move] > 0)
+            return (jnp.where(explored, children_index[here, move], -1),
+                    jnp.where(explored, move, -1))
+
+        _, moves = jax.lax.scan(follow, jnp.int32(tree.ROOT_INDEX), jnp.arange(length))
+        return moves
+
+    return jax.vmap(line)(tree.children_index, tree.children_visits, first)
+
+
 def greedy_action(config: SearchConfig, output: mctx.PolicyOutput) -> chex.Array:
     """The search's deterministic choice [B]: most visits (PUCT) or the Gumbel winner.
 

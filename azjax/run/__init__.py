@@ -18,12 +18,20 @@ Modules:
 * `progress`: status lines with rate and ETA for long commands.
 * `compile_cache`: the persistent XLA compilation cache of the scripts.
 * `agent_file`, `agent`: one-file agents and the `Agent` (network + search) of a run.
+* `analysis_board`: a position drawn with the agent's search on it (SVG).
+* `web_games`: the games the browser page plays against an agent (`azjax.serve`).
 
 May import: `envs`, `azjax.core`.
 """
 
 from azjax.run.agent import Agent, Analysis
 from azjax.run.agent_file import AgentFileError
+from azjax.run.analysis_board import (
+    PositionAnalysis,
+    analyse_position,
+    analysis_board,
+    analysis_picture,
+)
 from azjax.run.checkpoint import (
     DamagedCheckpointWarning,
     RunDirError,
@@ -44,11 +52,15 @@ __all__ = [
     "DamagedCheckpointWarning",
     "EXIT_STOPPED",
     "PlayerSpec",
+    "PositionAnalysis",
     "Progress",
     "RunConfig",
     "RunDirError",
     "Stopped",
     "TrainConfig",
+    "analyse_position",
+    "analysis_board",
+    "analysis_picture",
     "arrange",
     "load_config",
     "parse_spec",

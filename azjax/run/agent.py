@@ -18,6 +18,9 @@ from azjax.core.search import (
     deterministic,
     greedy_action,
     make_search_fn,
+    masked_logits,
+    principal_variation,
+    root_q,
     root_value,
     visit_counts,
 )
@@ -34,6 +37,9 @@ class Analysis(NamedTuple):
     visits: chex.Array  # [B, A] root visit counts
     value: chex.Array  # [B] the search's value of the position
     network_value: chex.Array  # [B] the network's value of the position
+    q: chex.Array  # [B, A] the search's value of each move (0 where not visited)
+    prior: chex.Array  # [B, A] the network's policy over the legal moves
+    principal_variation: chex.Array  # int32 [B, L] the expected line, -1 past its end
 
 
 class Agent:
@@ -131,17 +137,22 @@ class Agent:
 
     def analyse(self, states: State, key: chex.PRNGKey) -> Analysis:
         """The greedy search (root noise off, as `act`) from live states [B]: its move,
-        root visit counts, and the search's and the network's values."""
+        root visit counts, the search's value of the position and of each move, the
+        network's value and policy, and the principal variation (up to 8 plies)."""
         chex.assert_rank(states.legal_action_mask, 2)
         if self._analysis is None:
             config, apply_fn = self.search_config, self.network.apply
             search_fn = make_search_fn(self.env, apply_fn, config)
+            length = min(8, config.num_simulations)
 
             def analysis(params, search, states, key):
                 output = search_fn(params, deterministic(search), key, states)
-                _, network_value = apply_fn(params, states.observation)
-                return Analysis(greedy_action(config, output), visit_counts(output),
-                                root_value(output), network_value)
+                logits, network_value = apply_fn(params, states.observation)
+                prior = jax.nn.softmax(masked_logits(logits, states.legal_action_mask))
+                action = greedy_action(config, output)
+                return Analysis(action, visit_counts(output), root_value(output),
+                                network_value, root_q(output), prior,
+                                principal_variation(output, action, length))
 
             self._analysis = jax.jit(analysis)
         return self._analysis(self.params, self.search_config.as_arrays(), states, key)

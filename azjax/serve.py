@@ -1,0 +1,176 @@
+"""Play a trained agent in the browser: `python -m azjax.serve --run-dir DIR` (or
+`--agent FILE`) serves a page on http://127.0.0.1:8765/ where a person clicks moves
+against the agent, sees its reply and its analysis board, takes moves back and starts
+new games on either side.
+
+The page is one static HTML file (`azjax/static/play.html`) with no build step; it talks
+to a small JSON API on the standard library's HTTP server:
+
+    POST /api/new   {"side": "first" | "second" | "random"}
+    POST /api/move  {"id": ID, "ply": N, "action": A}  (or "move": "b2")
+    POST /api/undo  {"id": ID, "ply": N}
+    POST /api/hint  {"id": ID, "ply": N}
+    POST /api/game  {"id": ID}
+
+Each answers with the game as `azjax.run.web_games.GameTable` describes it, or with
+status 4xx and `{"error": "..."}` for a request it refuses (unknown game, stale page,
+illegal move, malformed JSON, a body over 16 KiB). The server listens on 127.0.0.1
+unless `--host` says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import socket
+import sys
+import traceback
+from importlib import resources
+from typing import Any
+
+from azjax.cli import one_line_errors, run_script
+from azjax.play import check_source, load_agent
+from azjax.run.config import check_seed
+from azjax.run.web_games import GameError, GameTable
+
+MAX_BODY = 16 * 1024
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def page(game: str) -> bytes:
+    """The play page for `game` (its name in the title)."""
+    html = resources.files("azjax").joinpath("static/play.html").read_text()
+    return html.replace("__GAME__", game.replace("<", "").replace("&", "")).encode()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    """Requests of one connection; the table and the page are the server's."""
+
+    server: "Server"
+    timeout = 10  # seconds a connection may stay silent
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out as two writes: without this, the second waits for the
+        # client's delayed ACK of the first (40 ms a request on Linux).
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+        if self.path.split("?")[0] in ("/", "/index.html"):
+            self._send(200, self.server.page, "text/html; charset=utf-8")
+        else:
+            self._error(404, f"no page at {self.path[:60]}")
+
+    def do_POST(self) -> None:  # noqa: N802
+        actions = {"/api/new": self.server.table.new, "/api/move": self.server.table.move,
+                   "/api/undo": self.server.table.undo, "/api/hint": self.server.table.hint,
+                   "/api/game": self.server.table.show}
+        action = actions.get(self.path)
+        if action is None:
+            self._error(404, f"no API at {self.path[:60]}")
+            return
+        try:
+            request = self._json_body()
+            reply = action(request)
+        except GameError as err:
+            self._error(409 if "out of date" in str(err) else 400, str(err))
+            return
+        except Exception:  # a bug: the server says so and keeps serving
+            traceback.print_exc(file=sys.stderr)
+            self._error(500, "internal error: the server could not answer this request")
+            return
+        self._send(200, json.dumps(reply).encode(), "application/json")
+
+    def _json_body(self) -> dict[str, Any]:
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            self.close_connection = True
+            raise GameError("a request needs a Content-Length")
+        if int(length) > MAX_BODY:
+            self.close_connection = True
+            raise GameError(f"a request may hold at most {MAX_BODY} bytes, not {length}")
+        body = self.rfile.read(int(length))
+        try:
+            request = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            raise GameError("the request is not JSON") from None
+        if not isinstance(request, dict):
+            raise GameError("the request must be a JSON object")
+        return request
+
+    def _error(self, status: int, message: str) -> None:
+        self._send(status, json.dumps({"error": message}).encode(), "application/json")
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        if not self.server.quiet:
+            super().log_message(format, *args)
+
+
+class Server(http.server.ThreadingHTTPServer):
+    """The HTTP server of one `GameTable`; `url` is where the page is."""
+
+    daemon_threads = True
+
+    def __init__(self, table: GameTable, host: str = "127.0.0.1", port: int = 8000,
+                 quiet: bool = False):
+        self.table = table
+        self.page = page(table.env.name)
+        self.quiet = quiet
+        super().__init__((host, port), Handler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}/"
+
+
+@one_line_errors
+def main(argv: list[str] | None = None) -> int:
+    """`python -m azjax.serve (--run-dir DIR | --agent FILE) [--host H] [--port P]
+    [--simulations N] [--seed S]`; serves until Ctrl-C; exit status 2 with one `error:`
+    line for a bad argument, run or file, or a port in use."""
+    parser = argparse.ArgumentParser(
+        prog="python -m azjax.serve",
+        description="Play a trained agent in the browser: a page on localhost where you "
+                    "click your moves and see the agent's replies and analysis.")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run-dir", help="a training run directory (newest checkpoint)")
+    source.add_argument("--agent", metavar="FILE", help="an agent exported with agent.export")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="the address to listen on (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8765, help="0: any free port (default 8765)")
+    parser.add_argument("--simulations", type=int, help="search simulations per agent move")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quiet", action="store_true", help="no line per request")
+    args = parser.parse_args(argv)
+    check_seed(args.seed)
+    check_source(args.run_dir, args.agent)
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port must be 0-65535, got {args.port}")
+    agent = load_agent(None, args.run_dir or args.agent, args.simulations)
+    server = Server(GameTable(agent, args.seed), args.host, args.port, args.quiet)
+    if args.host not in LOCAL_HOSTS:
+        print(f"warning: listening on {args.host}: other machines can reach this page",
+              file=sys.stderr)
+    print(f"Playing {agent.env.name} at {server.url} (Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("\nstopped")
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    run_script(main)

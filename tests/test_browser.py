@@ -1,0 +1,138 @@
+"""The play page in a real browser: Debian's chromium, driven by Playwright, plays whole
+tic-tac-toe games against the agent by clicking the board, and the page shows the result
+the rules give (checked against plain-Python tic-tac-toe, `ttt_reference`). Screenshots
+of the finished game and of the analysis board go to `artifacts/` (or
+`$AZJAX_ARTIFACTS`), which CI keeps.
+
+Without Playwright or a chromium the tests skip and say so, except where
+`AZJAX_REQUIRE_BROWSER=1` (CI sets it): there they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+import ttt_reference as ref
+from test_serve import agent, board_of
+
+from azjax.run.web_games import GameTable
+from azjax.serve import Server
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(os.environ.get("AZJAX_ARTIFACTS", ROOT / "artifacts"))
+CHROMIUM = os.environ.get("AZJAX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+RESULTS = ("You won.", "You lost.", "A draw.")
+
+
+def _browser_missing() -> str | None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright is not installed (pip install -e '.[test]')"
+    if not Path(CHROMIUM).is_file():
+        return f"no chromium at {CHROMIUM} (apt-get install -y chromium)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    missing = _browser_missing()
+    if missing:
+        if os.environ.get("AZJAX_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"AZJAX_REQUIRE_BROWSER=1 but {missing}")
+        pytest.skip(missing)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                              args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = Server(GameTable(agent(), seed=5), port=0, quiet=True)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def moves_shown(page) -> list[str]:
+    text = page.locator("#moves").inner_text().strip()
+    return text.removeprefix("Moves:").split()
+
+
+@pytest.mark.parametrize("side", ["first", "second"])
+def test_a_whole_game_is_played_by_clicking(browser, server, side):
+    page = browser.new_page(viewport={"width": 1100, "height": 700})
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(server.url)
+        page.select_option("#side", side)
+        page.click("#new")
+        human = 0 if side == "first" else 1
+        clicks = 0
+        page.wait_for_function(
+            f"() => document.getElementById('status').textContent.startsWith("
+            f"'Your move (you play {side})')")
+        while True:
+            board = board_of(moves_shown(page))
+            if ref.terminal(board):
+                break
+            assert ref.to_move(board) == human
+            targets = page.locator("#board .target")
+            legal = sorted(int(targets.nth(i).get_attribute("data-action"))
+                           for i in range(targets.count()))
+            assert legal == ref.legal_moves(board)
+            move = legal[clicks % len(legal)]
+            page.click(f"#board .target[data-action='{move}']")
+            clicks += 1
+            page.wait_for_function(
+                "n => document.getElementById('moves').textContent.split(' ').length - 1 > n "
+                "&& !document.getElementById('status').textContent.includes('thinking')",
+                arg=sum(v != -1 for v in board))
+        status = page.locator("#status").inner_text()
+        winner = ref.winner(board)
+        expected = "A draw." if winner is None else "You won." if winner == human else (
+            "You lost.")
+        assert status == expected and status in RESULTS
+        assert page.locator("#status.over").count() == 1
+        assert page.locator("#board .target").count() == 0  # nothing left to click
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"browser_game_{side}.png"), full_page=True)
+        # The analysis board of the agent's last move is on the page, with its table.
+        if page.locator("#analysis svg").count():
+            assert "search value" in page.locator("#analysis").inner_text()
+            page.locator("#analysis svg").screenshot(
+                path=str(ARTIFACTS / f"analysis_board_{side}.png"))
+    finally:
+        page.close()
+
+
+def test_undo_and_a_refused_click_show_in_the_page(browser, server):
+    page = browser.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(server.url)
+        page.wait_for_selector("#board .target")
+        page.click("#board .target[data-action='4']")
+        page.wait_for_function("() => document.getElementById('moves').textContent"
+                               ".split(' ').length === 3")
+        assert moves_shown(page)[0] == "b2"
+        page.click("#undo")
+        page.wait_for_function("() => document.getElementById('moves').textContent === ''")
+        assert page.locator("#board .target").count() == 9
+        # A stale page: another tab moved; this one's click is refused with a message.
+        page.evaluate("game.ply = 5")
+        page.click("#board .target[data-action='0']")
+        page.wait_for_function("() => document.getElementById('message').textContent")
+        assert "out of date" in page.locator("#message").inner_text()
+    finally:
+        page.close()

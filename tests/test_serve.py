@@ -1,0 +1,303 @@
+"""`python -m azjax.serve`: the games the page plays (`GameTable`: moves checked, the
+agent's replies, undo, hints, stale pages), the HTTP server under 1,000 malformed
+requests, and the command line. Games are checked against plain-Python tic-tac-toe
+(`ttt_reference`)."""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import json
+import random
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+import ttt_reference as ref
+from test_games_training import TINY
+
+from azjax import Agent
+from azjax.core.networks import NetworkConfig, init_params
+from azjax.run.web_games import GameError, GameTable
+from azjax.serve import MAX_BODY, Server
+from envs.picture import Picture
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = TINY.replace(network=NetworkConfig(channels=8, policy_filters=2, value_hidden=8))
+
+
+@functools.cache
+def agent(game: str = "tictactoe", **options) -> Agent:
+    """An agent with a freshly initialised network: the page needs moves, not good ones."""
+    config = CONFIG.replace(game=game, game_options=options)
+    env = config.make_env()
+    return Agent(env, config.program, init_params(env, config.program.network,
+                                                  jax.random.key(0)))
+
+
+def board_of(moves: list[str]) -> tuple[int, ...]:
+    """The plain-Python board after moves in tic-tac-toe notation ("a1".."c3")."""
+    board = (-1,) * 9
+    for move in moves:
+        col, row = "abc".index(move[0]), 3 - int(move[1])
+        board = ref.play(board, row * 3 + col)
+    return board
+
+
+def check_view(view: dict, human: int) -> tuple[int, ...]:
+    """What a described game claims, against the plain-Python replay of its moves."""
+    board = board_of(view["moves"])
+    assert view["ply"] == len(view["moves"])
+    assert view["over"] == ref.terminal(board)
+    assert view["your_turn"] == (not ref.terminal(board) and ref.to_move(board) == human)
+    svg = ET.fromstring(view["board"])
+    targets = sorted(int(e.get("data-action")) for e in svg.iter()
+                     if e.get("class") == "target")
+    assert targets == (ref.legal_moves(board) if view["your_turn"] else [])
+    if view["over"]:
+        won = ref.winner(board)
+        expected = "A draw." if won is None else "You won." if won == human else "You lost."
+        assert view["result"] == expected
+    else:
+        assert view["result"] is None
+    return board
+
+
+def test_a_game_against_the_agent_is_played_by_the_rules_and_undone():
+    table = GameTable(agent(), seed=0)
+    view = table.new({"side": "second"})
+    assert view["human"] == 1 and view["moves"] and view["analysis"]  # the agent moved
+    ET.fromstring(view["analysis"])
+    rng = random.Random(0)
+    history = []
+    while not view["over"]:
+        board = check_view(view, 1)
+        history.append(view["moves"])
+        move = rng.choice(ref.legal_moves(board))
+        view = table.move({"id": view["id"], "ply": view["ply"], "action": move})
+        assert view["moves"][len(history[-1])] == "abc"[move % 3] + str(3 - move // 3)
+    check_view(view, 1)
+    # Undo goes back to the human's last turn, and again to the one before.
+    for expected in reversed(history[-2:]):
+        view = table.undo({"id": view["id"], "ply": view["ply"]})
+        assert view["moves"] == expected and view["your_turn"] and not view["over"]
+        check_view(view, 1)
+
+
+def test_the_table_refuses_what_a_page_must_not_do():
+    table = GameTable(agent(), seed=1)
+    view = table.new({"side": "first"})
+    game = {"id": view["id"], "ply": 0}
+    refused = [
+        ({"id": "nope", "ply": 0, "action": 0}, "unknown game"),
+        ({**game, "ply": 3, "action": 0}, "out of date"),
+        ({**game, "ply": "0", "action": 0}, "'ply' must be an integer"),
+        ({**game, "action": 9}, "'action' must be 0-8"),
+        ({**game, "action": True}, "'action' must be an integer"),
+        ({**game, "action": 1.5}, "'action' must be an integer"),
+        ({**game, "move": "z9"}, "unreadable move"),
+        ({**game, "move": 4}, "'move' must be text"),
+    ]
+    for request, message in refused:
+        with pytest.raises(GameError, match=message):
+            table.move(request)
+    with pytest.raises(GameError, match="nothing to undo"):
+        table.undo(game)
+    with pytest.raises(GameError, match="'side' must be one of"):
+        table.new({"side": "middle"})
+    view = table.move({**game, "move": "b2"})  # the notation works too
+    assert view["moves"][0] == "b2" and view["ply"] == 2
+    occupied = {**game, "ply": 2}
+    with pytest.raises(GameError, match="not a legal move"):
+        table.move({**occupied, "action": 4})
+    hinted = table.hint(occupied)
+    assert hinted["analysis_of"].startswith("your position") and hinted["ply"] == 2
+
+
+def test_the_table_keeps_at_most_its_number_of_games():
+    table = GameTable(agent(), seed=2, max_games=3)
+    ids = [table.new({})["id"] for _ in range(3)]
+    table.show({"id": ids[0]})  # used: the oldest is now ids[1]
+    table.new({})
+    table.show({"id": ids[0]})
+    with pytest.raises(GameError, match="unknown game"):
+        table.show({"id": ids[1]})
+
+
+def test_the_page_lists_moves_without_a_spot_as_buttons():
+    """Coin splitting's and Go's moves all have spots; a game whose picture has none
+    (here: a picture stripped of its spots) gets a button per legal move."""
+    ttt = agent()
+    table = GameTable(ttt, seed=3)
+    try:
+        ttt.env.picture = lambda state, last_move=None: Picture(100, 100)
+        view = table.new({})
+    finally:
+        del ttt.env.picture
+    assert sorted(b["action"] for b in view["buttons"]) == list(range(9))
+    assert [b["text"] for b in view["buttons"]][:3] == ["a3", "b3", "c3"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = Server(GameTable(agent(), seed=4), port=0, quiet=True)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def post(srv: Server, path: str, body: bytes | str, headers: dict | None = None
+         ) -> tuple[int, dict]:
+    host, port = srv.server_address[:2]
+    connection = http.client.HTTPConnection(host, port, timeout=20)
+    try:
+        connection.request("POST", path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def raw(srv: Server, data: bytes) -> bytes:
+    """Sends bytes that need not be HTTP; returns whatever comes back before the close."""
+    with socket.create_connection(srv.server_address[:2], timeout=20) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def malformed_requests(game_id: str, rng: np.random.Generator):
+    """1,000 requests the server must refuse, of many kinds, each once or more."""
+    json_bodies = [
+        "", "{", "[1, 2]", "null", '"text"', "1e999", "[" * 5000 + "]" * 5000,
+        '{"side": 7}', '{"side": {"a": 1}}', '{"id": 5, "ply": 0, "action": 0}',
+        json.dumps({"id": game_id, "ply": -1, "action": 0}),
+        json.dumps({"id": game_id, "ply": 0, "action": 10**30}),
+        json.dumps({"id": game_id, "ply": 0, "action": -1}),
+        json.dumps({"id": game_id, "ply": 0, "move": "\u2603" * 100}),
+        json.dumps({"id": game_id, "ply": 0}),
+        json.dumps({"id": game_id * 1000, "ply": 0, "action": 0}),
+    ]
+    kinds = ["json", "bytes", "path", "length", "raw"]
+    for i in range(1000):
+        kind = kinds[i % len(kinds)]
+        path = ["/api/move", "/api/new", "/api/undo", "/api/hint", "/api/game"][i % 5]
+        if kind == "json":
+            yield "post", path, json_bodies[i // 5 % len(json_bodies)], {}
+        elif kind == "bytes":
+            yield "post", path, rng.bytes(int(rng.integers(1, 300))), {}
+        elif kind == "path":
+            yield "post", f"/api/{'x' * int(rng.integers(0, 50))}", "{}", {}
+        elif kind == "length":
+            yield "post", path, "{}", {"Content-Length": str(MAX_BODY + 1 + i)}
+        else:
+            yield "raw", "", rng.bytes(int(rng.integers(1, 200))) + b"\r\n\r\n", {}
+
+
+def test_the_server_survives_1000_malformed_requests_and_still_plays(server):
+    status, view = post(server, "/api/new", '{"side": "first"}')
+    assert status == 200
+    rng = np.random.default_rng(0)
+    statuses = []
+    for how, path, body, headers in malformed_requests(view["id"], rng):
+        if how == "raw":
+            raw(server, body)
+            continue
+        if "Content-Length" in headers:  # a declared size over the limit, nothing sent
+            status, reply = post(server, path, b"", headers)
+        else:
+            status, reply = post(server, path, body)
+        assert 400 <= status < 500 and reply["error"], (path, body, reply)
+        statuses.append(status)
+    assert len(statuses) == 800 and set(statuses) <= {400, 404, 409}
+    # The game the malformed requests named is as it was, and plays to its end.
+    status, same = post(server, "/api/game", json.dumps({"id": view["id"]}))
+    assert status == 200 and same["moves"] == [] and same["your_turn"]
+    rng = random.Random(1)
+    while not view["over"]:
+        board = check_view(view, 0)
+        status, view = post(server, "/api/move", json.dumps(
+            {"id": view["id"], "ply": view["ply"], "action": rng.choice(ref.legal_moves(board))}))
+        assert status == 200
+    check_view(view, 0)
+
+
+def test_the_page_is_served_and_unknown_pages_are_404(server):
+    host, port = server.server_address[:2]
+    connection = http.client.HTTPConnection(host, port, timeout=20)
+    connection.request("GET", "/")
+    response = connection.getresponse()
+    page = response.read().decode()
+    assert response.status == 200 and "Play tictactoe against the agent" in page
+    connection.request("GET", "/../../etc/passwd")
+    response = connection.getresponse()
+    assert response.status == 404 and "passwd" not in json.loads(response.read())["error"][:8]
+    connection.close()
+
+
+def serve(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "azjax.serve", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def first_line(process: subprocess.Popen, timeout: float = 120) -> str:
+    """The child's first line of stdout, waiting at most `timeout` seconds for it."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            process.kill()
+            raise AssertionError(f"no line from the server in {timeout} s")
+    return process.stdout.readline()
+
+
+def test_command_line_errors_are_one_line(tmp_path):
+    agent().export(tmp_path / "ttt.azjax")
+    cases = [
+        (["--run-dir", str(tmp_path / "missing")], "missing"),
+        (["--agent", str(tmp_path / "ttt.azjax"), "--port", "70000"], "--port must be"),
+        (["--run-dir", str(tmp_path / "ttt.azjax")], "is a file, not a run directory"),
+    ]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        cases.append((["--agent", str(tmp_path / "ttt.azjax"), "--port", port],
+                      "Address already in use"))
+        for args, message in cases:
+            process = serve(*args)
+            out, err = process.communicate(timeout=120)
+            assert process.returncode == 2, err
+            assert err.count("\n") == 1 and err.startswith("error: ") and message in err
+
+
+def test_the_command_serves_a_game_and_stops_at_ctrl_c(tmp_path):
+    agent().export(tmp_path / "ttt.azjax")
+    process = serve("--agent", str(tmp_path / "ttt.azjax"), "--port", "0", "--quiet")
+    try:
+        line = first_line(process)
+        assert line.startswith("Playing tictactoe at http://127.0.0.1:"), process.stderr.read()
+        url = line.split(" at ")[1].split()[0]
+        host, port = url.removeprefix("http://").rstrip("/").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        connection.request("POST", "/api/new", body='{"side": "second"}')
+        view = json.loads(connection.getresponse().read())
+        connection.close()
+        assert view["game"] == "tictactoe" and len(view["moves"]) == 1
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and "stopped" in out and "Traceback" not in err
