@@ -119,7 +119,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(http.server.ThreadingHTTPServer):
     """The HTTP server of one `GameTable`; `url` is where the page is."""
 
-    daemon_threads = True
+    # server_close() waits for the requests in flight (each connection may idle 10 s at
+    # most): a thread left inside JAX at interpreter exit can abort the process.
+    daemon_threads = False
 
     def __init__(self, table: GameTable, host: str = "127.0.0.1", port: int = 8000,
                  quiet: bool = False):
