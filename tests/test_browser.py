@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
 import ttt_reference as ref
-from test_serve import agent, board_of
-
-from azjax.run.web_games import GameTable
-from azjax.serve import Server
+from test_serve import board_of, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("AZJAX_ARTIFACTS", ROOT / "artifacts"))
@@ -56,12 +52,8 @@ def browser():
 
 @pytest.fixture(scope="module")
 def server():
-    srv = Server(GameTable(agent(), seed=5), port=0, quiet=True)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving(seed=5) as srv:
+        yield srv
 
 
 def moves_shown(page) -> list[str]:

@@ -5,6 +5,7 @@ requests, and the command line. Games are checked against plain-Python tic-tac-t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.client
 import json
@@ -146,14 +147,23 @@ def test_the_page_lists_moves_without_a_spot_as_buttons():
     assert [b["text"] for b in view["buttons"]][:3] == ["a3", "b3", "c3"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    srv = Server(GameTable(agent(), seed=4), port=0, quiet=True)
+@contextlib.contextmanager
+def serving(seed: int):
+    """A server of a tic-tac-toe `GameTable` on a free port, in a thread of this process."""
+    srv = Server(GameTable(agent(), seed=seed), port=0, quiet=True)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serving(seed=4) as srv:
+        yield srv
 
 
 def post(srv: Server, path: str, body: bytes | str, headers: dict | None = None
