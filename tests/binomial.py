@@ -58,6 +58,23 @@ def min_successes(n: int, p_success: float, alpha: float = FALSE_FAILURE) -> int
     return n - max_failures(n, 1.0 - p_success, alpha)
 
 
+def interval(n: int, p: float, alpha: float = FALSE_FAILURE) -> tuple[int, int]:
+    """Two-sided acceptance region (low, high) for X ~ Binomial(n, p): the largest low with
+    P(X < low) < alpha / 2 and the smallest high with P(X > high) < alpha / 2, so a test
+    asserting low <= X <= high fails falsely less often than alpha. Never narrower than
+    [floor(n * p), ceil(n * p)]."""
+    probs = [pmf(n, p, k) for k in range(n + 1)]
+    low, below = 0, 0.0
+    while low < n and below + probs[low] < alpha / 2:
+        below += probs[low]
+        low += 1
+    high, above = n, 0.0
+    while high > 0 and above + probs[high] < alpha / 2:
+        above += probs[high]
+        high -= 1
+    return min(low, math.floor(n * p)), max(high, math.ceil(n * p))
+
+
 def upper_bound(failures: int, trials: int, confidence: float = 0.99) -> float:
     """One-sided Clopper-Pearson upper confidence bound on a failure rate seen as
     `failures` in `trials` (the p at which seeing so few has probability 1 - confidence)."""

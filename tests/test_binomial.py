@@ -38,6 +38,22 @@ def test_max_failures_and_min_successes_by_hand():
     assert binomial.tail(100, 0.05, m + 1) < 1e-3 <= binomial.tail(100, 0.05, m)
 
 
+def test_two_sided_interval_by_hand():
+    # three fair coins: P(X < 1) = P(X > 2) = 1/8, P(X < 2) = 1/2
+    assert binomial.interval(3, 0.5, alpha=0.3) == (1, 2)  # 1/8 < 0.15 on each side
+    assert binomial.interval(3, 0.5, alpha=0.2) == (0, 3)  # 1/8 >= 0.1: nothing excluded
+    assert binomial.interval(10, 0.0) == (0, 0) and binomial.interval(10, 1.0) == (10, 10)
+    # each excluded tail is below alpha / 2, and one more value excluded would not be
+    for n, p, alpha in ((100, 0.3, 1e-3), (8000, 0.25, 1e-3 / 9), (40, 0.05, 0.01)):
+        low, high = binomial.interval(n, p, alpha)
+        assert low <= n * p <= high
+        assert binomial.cdf(n, p, low - 1) < alpha / 2 <= binomial.cdf(n, p, low)
+        assert binomial.tail(n, p, high + 1) < alpha / 2 <= binomial.tail(n, p, high)
+        # the same ends as the one-sided helpers at alpha / 2 each
+        assert (low, high) == (binomial.min_successes(n, p, alpha / 2),
+                               binomial.max_failures(n, p, alpha / 2))
+
+
 def test_clopper_pearson_bounds():
     # no failure in n trials: the bound solves (1 - p)^n = 0.01
     for n in (10, 300, 5000):

@@ -12,12 +12,14 @@ import json
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
-from binomial import max_failures, min_successes
+from binomial import FALSE_FAILURE, interval
 from test_training import ROOT
 
 from azjax import Agent, TrainConfig, train
@@ -42,9 +44,41 @@ def script(run_dir: Path, *extra: str) -> list[str]:
 
 
 def free_port() -> int:
+    """A port free now; another process may take it before the coordinator binds it, so
+    the processes of a run are started with `launch`, which retries on a new port."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# What process 0 writes when jax.distributed's coordinator cannot bind its port.
+PORT_TAKEN = ("Failed to start RPC server", "Failed to add port to server")
+
+
+def launch(commands: Callable[[int], list[list[str]]], logs: list[Path], cwd: Path,
+           tries: int = 3, limit: float = 240) -> list[subprocess.Popen]:
+    """Starts the processes of one run, `commands(port)` (process 0 first) with the
+    coordinator at `port`, process i's output in `logs[i]`.out and .err; when process 0
+    exits because another process took the port since `free_port`, kills them all and
+    starts again on a new port (`tries` times in all). Waits until process 0 has written
+    output or exited (at most `limit` s) to know its port was bound."""
+    for _ in range(tries):
+        port = free_port()
+        processes = []
+        for command, log in zip(commands(port), logs, strict=True):
+            with open(f"{log}.out", "w") as out, open(f"{log}.err", "w") as err:
+                processes.append(subprocess.Popen(command, stdout=out, stderr=err, cwd=cwd))
+        first, out, err = processes[0], Path(f"{logs[0]}.out"), Path(f"{logs[0]}.err")
+        deadline = time.monotonic() + limit
+        while first.poll() is None and not out.stat().st_size and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if first.poll() is None or not any(m in err.read_text() for m in PORT_TAKEN):
+            return processes
+        for process in processes:
+            process.kill()
+            process.wait()
+    raise AssertionError(f"the coordinator's port was taken {tries} times: "
+                         f"{err.read_text()[-2000:]}")
 
 
 def records(run_dir: Path) -> list[dict]:
@@ -77,19 +111,20 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     done = subprocess.run(script(dirs["two_devices"], "--devices", "2"), capture_output=True,
                           check=False, text=True, timeout=300, cwd=out)
     assert done.returncode == 0, done.stderr[-2000:]
-    port = free_port()
-    processes = [
-        subprocess.Popen(
-            script(dirs["two_processes"], "--devices", "2", "--num-processes", "2",
-                   "--process-id", str(i), "--coordinator-address", f"127.0.0.1:{port}"),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=out)
-        for i in range(2)
-    ]
-    outputs = [p.communicate(timeout=300) for p in processes]
-    for process, (stdout, stderr) in zip(processes, outputs):
-        assert process.returncode == 0, stderr[-2000:]
-    (out / "second_process.out").write_text(outputs[1][0])
-    (out / "first_process.out").write_text(outputs[0][0])
+    logs = [out / "first_process", out / "second_process"]
+    processes = launch(lambda port: [
+        script(dirs["two_processes"], "--devices", "2", "--num-processes", "2",
+               "--process-id", str(i), "--coordinator-address", f"127.0.0.1:{port}")
+        for i in range(2)], logs, cwd=out)
+    try:
+        codes = [process.wait(timeout=300) for process in processes]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    for code, log in zip(codes, logs):
+        assert code == 0, Path(f"{log}.err").read_text()[-2000:]
     return dirs
 
 
@@ -145,13 +180,18 @@ def test_each_device_samples_its_own_ring_uniformly():
     assert out["first_device"] == [1, 3, 4, 6] and out["second_device"] == [9, 11, 12, 14]
     draws = out["draws"]
     assert sum(out["counts"][i] for i in sampleable) == draws  # never an unknown outcome
-    # uniform over the whole buffer: each sampleable entry has chance 1/8 per draw
-    low, high = min_successes(draws, 1 / 8), max_failures(draws, 1 / 8)
+    # Nine two-sided binomial bounds, each at FALSE_FAILURE / 9 (split over its two
+    # tails by `interval`): family-wise false-failure rate < 1e-3 (Bonferroni).
+    alpha = FALSE_FAILURE / 9
+    # uniform over each ring: a device draws draws / 2 times (with replacement), each
+    # time one of its 4 sampleable entries with chance 1/4, so each count ~ B(draws/2, 1/4)
+    low, high = interval(draws // 2, 1 / 4, alpha)
     for i in sampleable:
         assert low <= out["counts"][i] <= high, (i, out["counts"])
     # independent keys: the devices pick the same local entry 1/4 of the time, not always
     pairs = draws // 2
-    assert min_successes(pairs, 1 / 4) <= out["same_local_index"] <= max_failures(pairs, 1 / 4)
+    low, high = interval(pairs, 1 / 4, alpha)
+    assert low <= out["same_local_index"] <= high
 
 
 INIT_PLACED = """

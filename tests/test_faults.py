@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_devices import OPTIONS, SCRIPT, free_port, same_leaves, saved_state
+from test_devices import OPTIONS, SCRIPT, launch, same_leaves, saved_state
 
 from azjax.run import checkpoint as ckpt
 from azjax.run.peers import EXIT_PEER_LOST
@@ -31,17 +31,13 @@ class Pair:
     """The two processes of one run, their output in files (no read can block)."""
 
     def __init__(self, run_dir: Path, *extra: str):
-        port = free_port()
         self.run_dir, self.out = run_dir, run_dir.parent
         self.logs = [self.out / f"{run_dir.name}.{i}.{time.monotonic_ns()}" for i in (0, 1)]
-        self.processes = []
-        for i in (0, 1):
-            command = [sys.executable, str(SCRIPT), *OPTIONS, "--run-dir", str(run_dir), *RUN,
-                       "--devices", "2", "--num-processes", "2", "--process-id", str(i),
-                       "--coordinator-address", f"127.0.0.1:{port}", *extra]
-            with open(f"{self.logs[i]}.out", "w") as out, open(f"{self.logs[i]}.err", "w") as err:
-                self.processes.append(subprocess.Popen(command, stdout=out, stderr=err,
-                                                       cwd=self.out))
+        self.processes = launch(lambda port: [
+            [sys.executable, str(SCRIPT), *OPTIONS, "--run-dir", str(run_dir), *RUN,
+             "--devices", "2", "--num-processes", "2", "--process-id", str(i),
+             "--coordinator-address", f"127.0.0.1:{port}", *extra] for i in (0, 1)],
+            self.logs, cwd=self.out)
 
     def stdout(self, i: int) -> str:
         return Path(f"{self.logs[i]}.out").read_text()

@@ -153,7 +153,11 @@ def test_bfloat16_computes_in_bfloat16_with_float32_parameters_and_outputs(conv)
     leaves = jax.tree.leaves(grads)
     assert all(g.dtype == jnp.float32 for g in leaves)
     assert all(bool(jnp.all(jnp.isfinite(g))) for g in leaves)
-    assert cosine(grads, ref_grads) > 0.99  # measured 0.994
+    # Not a statistical criterion: the observations, parameters and target come from the
+    # fixed keys 4, 5 and 6, so the cosine is one deterministic number on a given backend
+    # (0.994 measured on CPU) and the test never fails at random (false-failure rate 0);
+    # the margin to 0.99 only absorbs rounding differences between backends and versions.
+    assert cosine(grads, ref_grads) > 0.99
 
 
 def test_unknown_choices_are_one_line_errors_naming_the_option():

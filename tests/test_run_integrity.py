@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from child_io import read_line
 from test_resume import final_state, without_timing
 from test_training import ROOT, SMALL, leaves_equal
 
@@ -114,7 +115,7 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
             time.sleep(600)
         """)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
-        assert holder.stdout.readline().strip() == "locked"
+        assert read_line(holder, timeout=120).strip() == "locked"
         in_use = f"in use by another process \\(PID {holder.pid}\\)"
         with pytest.raises(ckpt.RunDirError, match=in_use):
             train(RUN.replace(iterations=2), run_dir, progress=None)

@@ -10,7 +10,6 @@ import functools
 import http.client
 import json
 import random
-import selectors
 import signal
 import socket
 import subprocess
@@ -23,6 +22,7 @@ import jax
 import numpy as np
 import pytest
 import ttt_reference as ref
+from child_io import finish, read_line
 from test_games_training import TINY
 
 from azjax import Agent
@@ -265,12 +265,7 @@ def serve(*args: str) -> subprocess.Popen:
 
 def first_line(process: subprocess.Popen, timeout: float = 120) -> str:
     """The child's first line of stdout, waiting at most `timeout` seconds for it."""
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        if not selector.select(timeout):
-            process.kill()
-            raise AssertionError(f"no line from the server in {timeout} s")
-    return process.stdout.readline()
+    return read_line(process, timeout)
 
 
 def test_command_line_errors_are_one_line(tmp_path):
@@ -288,7 +283,7 @@ def test_command_line_errors_are_one_line(tmp_path):
                       "Address already in use"))
         for args, message in cases:
             process = serve(*args)
-            out, err = process.communicate(timeout=120)
+            out, err = finish(process, 120)  # a server that does not stop is killed
             assert process.returncode == 2, err
             assert err.count("\n") == 1 and err.startswith("error: ") and message in err
 
@@ -298,7 +293,7 @@ def test_the_command_serves_a_game_and_stops_at_ctrl_c(tmp_path):
     process = serve("--agent", str(tmp_path / "ttt.azjax"), "--port", "0", "--quiet")
     try:
         line = first_line(process)
-        assert line.startswith("Playing tictactoe at http://127.0.0.1:"), process.stderr.read()
+        assert line.startswith("Playing tictactoe at http://127.0.0.1:"), line
         url = line.split(" at ")[1].split()[0]
         host, port = url.removeprefix("http://").rstrip("/").split(":")
         connection = http.client.HTTPConnection(host, int(port), timeout=60)

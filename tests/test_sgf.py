@@ -15,6 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from sgfmill import boards
+from sgfmill import sgf as sgfmill_sgf  # required (the test extras): no silent skip
 
 import envs
 from azjax import TrainConfig
@@ -26,9 +28,6 @@ from azjax.evaluation.league import pair_dirs, round_robin, run_league
 from azjax.evaluation.match import play_match, record_plies
 from azjax.go import sgf
 from azjax.league import main as league_main
-
-sgfmill_sgf = pytest.importorskip("sgfmill.sgf")
-from sgfmill import boards
 
 N_GAMES, OPENING = 6, 2
 
