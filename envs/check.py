@@ -3,8 +3,12 @@
 GAME is anything `envs.make` takes: a registered name, pgx:<id>, or an import path
 module:Class (the current directory is searched):
 
-    python -m envs.check GAME [--games N] [--seed S] [--max-plies P] [--option key=value ...]
+    python -m envs.check GAME [--games N] [--seed S] [--max-plies P]
+                              [--game-options KEY=VALUE ...] [--reference module:NAME]
 
+`--reference` names an independent implementation of the same rules (an object or
+class with OpenSpiel's `new_initial_state()`; a class or function is called with the game
+options) that every random game is replayed in (`envs.conformance_reference`). It
 prints the report and exits 0, or prints `error: ...` and exits 1 when a check fails and
 2 for a bad argument or an unknown game. (This module is the command line only, so that
 `python -m` does not run a module the package has already imported.)
@@ -16,7 +20,7 @@ import argparse
 import sys
 
 from envs.checker import PROPERTIES, RULES, CheckReport, EnvCheckError, check_env, init_keys
-from envs.registry import make
+from envs.registry import import_object, make
 
 __all__ = ["PROPERTIES", "RULES", "CheckReport", "EnvCheckError", "check_env", "init_keys",
            "main"]
@@ -50,6 +54,23 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def _reference(path: str | None, options: dict) -> object:
+    """The reference `--reference` names: the object, or what the class or function it
+    names builds from the game options."""
+    if path is None:
+        return None
+    target = import_object(path)
+    if callable(getattr(target, "new_initial_state", None)) and not isinstance(target, type):
+        return target
+    if not callable(target):
+        raise ValueError(f"reference {path!r} is neither a reference nor callable")
+    try:
+        return target(**options)
+    except Exception as err:  # noqa: BLE001 - a reference that cannot be built, in one line
+        raise ValueError(f"building the reference {path!r} with {options} raised "
+                         f"{type(err).__name__}: {err}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line: checks a game, prints the report; returns the exit status (0
     all properties hold, 1 a check failed, 2 a bad argument or unknown game)."""
@@ -60,11 +81,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random games (0)")
     parser.add_argument("--max-plies", type=_positive, default=None,
                         help="ply limit to check (default: the game's max_plies)")
-    parser.add_argument("--option", type=_option, action="append", default=[],
+    parser.add_argument("--game-options", type=_option, nargs="+", action="extend",
+                        default=[], metavar="KEY=VALUE", help="options of the game")
+    parser.add_argument("--option", type=_option, action="append", dest="game_options",
                         metavar="KEY=VALUE", help="an option of the game (repeatable)")
+    parser.add_argument("--reference", default=None, metavar="module:NAME",
+                        help="an independent implementation to replay every game in")
     args = parser.parse_args(argv)
+    options = dict(args.game_options)
     try:
-        env = make(args.game, **dict(args.option))
+        env = make(args.game, **options)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -72,7 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: building {args.game!r} raised {type(err).__name__}: {err}", file=sys.stderr)
         return 2
     try:
-        report = check_env(env, num_games=args.games, seed=args.seed, max_plies=args.max_plies)
+        reference = _reference(args.reference, options)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        report = check_env(env, num_games=args.games, seed=args.seed, max_plies=args.max_plies,
+                           reference=reference)
     except EnvCheckError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from envs.conformance import (
     init_keys,
 )
 from envs.conformance_games import play_games
+from envs.conformance_reference import check_reference, check_reference_api
 from envs.conformance_rules import PROPERTIES, RULES, EnvCheckError
 from envs.conformance_verdicts import check_games, check_pictures, check_replay
 from envs.core import Env
@@ -46,6 +48,7 @@ class CheckReport:
       symmetries: the size G of the symmetry group; symmetry_pairs: (state, g) pairs on
         which step and the symmetry were checked to commute.
       seed: the seed of the random games; seconds: the check's wall time.
+      reference_plies: plies on which the reference agreed (None: no reference given).
     """
 
     game: str
@@ -62,6 +65,7 @@ class CheckReport:
     symmetry_pairs: int
     seed: int
     seconds: float
+    reference_plies: int | None = None
 
     def __str__(self) -> str:
         p0, p1, draws = self.wins
@@ -75,13 +79,16 @@ class CheckReport:
              "steps after the end"),
             (f"  symmetries {self.symmetries} (a group; {self.symmetry_pairs} state-symmetry "
              "pairs commute with step)"),
+            *([] if self.reference_plies is None else [
+                f"  reference  agreed on all {self.reference_plies} plies of the {self.games} "
+                "games"]),
             f"  checked    {', '.join(self.properties)}",
             f"  time       {self.seconds:.1f} s",
         ])
 
 
 def check_env(env: Env, num_games: int = 64, seed: int = 0,
-              max_plies: int | None = None) -> CheckReport:
+              max_plies: int | None = None, reference: Any = None) -> CheckReport:
     """Checks that `env` keeps the game protocol; raises EnvCheckError on the first
     property it breaks (see `RULES` for each property and what a correct game does).
 
@@ -91,10 +98,18 @@ def check_env(env: Env, num_games: int = 64, seed: int = 0,
     three states of game 0 with `env.picture` (no compiling: on the host). Game i
     starts from `env.init(init_keys(seed, num_games)[i])`; a failure gives the actions
     of the shortest game found that shows it (`EnvCheckError.actions`).
+
+    `reference`: an independent implementation of the same rules (OpenSpiel's state API:
+    `new_initial_state()`, see `envs.conformance_reference`), in which every random game
+    is replayed move by move and must agree at every ply ("reference"). A protocol check
+    cannot tell a wrong rule from a right one (a missing direction, the wrong winner);
+    a reference can.
     """
     if not (isinstance(num_games, (int, np.integer)) and not isinstance(num_games, bool)
             and num_games > 0):
         raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+    if reference is not None:
+        check_reference_api(reference)
     start = time.perf_counter()
     limit = check_declarations(env, max_plies)
     check_notation(env)
@@ -102,16 +117,18 @@ def check_env(env: Env, num_games: int = 64, seed: int = 0,
     check_tracing_and_types(env)
     keys = init_keys(seed, num_games)
     check_init_deterministic(env, keys[0])
-    games = play_games(env, num_games, seed, limit)
+    games = play_games(env, num_games, seed, limit, masks=reference is not None)
     check_games(games)
     check_pictures(games)
     check_replay(games, keys)
+    agreed = None if reference is None else check_reference(games, reference)
     rec = games.rec
     live = rec["live"]
     results = rec["rewards"][:, :, 0][rec["ended"]]
     return CheckReport(
         game=getattr(env, "name", type(env).__name__),
-        properties=PROPERTIES,
+        properties=PROPERTIES if reference is not None else tuple(
+            p for p in PROPERTIES if p != "reference"),
         games=num_games,
         finished=int((~live[limit]).sum()),
         plies=int(live.sum()),
@@ -124,4 +141,5 @@ def check_env(env: Env, num_games: int = 64, seed: int = 0,
         symmetry_pairs=int(rec["sample_live"].sum() * size),
         seed=seed,
         seconds=time.perf_counter() - start,
+        reference_plies=agreed,
     )

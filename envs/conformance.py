@@ -6,20 +6,18 @@ the random games, `envs.conformance_verdicts` judges them.)"""
 
 from __future__ import annotations
 
+import inspect
 import math
-import os
-import traceback
 from collections.abc import Callable
 from typing import Any
 
-import chex
-import flax
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from envs.conformance_rules import EnvCheckError
 from envs.core import Env
+from envs.origin import user_frame as _user_frame
 from envs.state import State
 
 GARBAGE_MOVES = ("", "zz-not-a-move")
@@ -28,9 +26,6 @@ _TRACER_ERRORS = (
     jax.errors.TracerArrayConversionError,
     jax.errors.TracerIntegerConversionError,
     jax.errors.TracerBoolConversionError,
-)
-_LIBRARY_DIRS = tuple(
-    os.path.dirname(module.__file__) + os.sep for module in (jax, np, chex, flax)
 )
 
 
@@ -48,16 +43,6 @@ def init_keys(seed: int, num_games: int) -> jax.Array:
 def uniforms(seed: int, shape: tuple[int, ...]) -> np.ndarray:
     """float32 uniforms in [0, 1) from which `check_env` draws its random moves."""
     return np.random.default_rng([seed, 1]).random(shape, dtype=np.float32)
-
-
-def _user_frame(err: BaseException) -> str:
-    """' (at file:line)' for the innermost frame of the error outside JAX and its kin."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__)
-              if not f.filename.startswith(_LIBRARY_DIRS) and "<frozen" not in f.filename]
-    if not frames:
-        return ""
-    f = frames[-1]
-    return f" (at {f.filename}:{f.lineno}: {(f.line or '').strip()})"
 
 
 def trace(what: str, fn: Callable[[], Any], property: str = "traceable") -> Any:
@@ -78,6 +63,8 @@ def trace(what: str, fn: Callable[[], Any], property: str = "traceable") -> Any:
         ) from err
     except Exception as err:  # reported, with its origin, as a failed check
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        if isinstance(err, (TypeError, ValueError)) and "shape" in first:
+            property = "types"  # arrays of the wrong shape met inside the game's code
         raise EnvCheckError(
             property,
             f"{what} raised {type(err).__name__} while traced under jax.jit / jax.vmap"
@@ -169,6 +156,14 @@ def _check_same_types(before: Any, after: Any, what: str, property: str = "types
                 "a step keeps every leaf's shape and dtype (lax.scan carries states)")
 
 
+def _defined_at(fn: Any) -> str:
+    """' (file:line)' where `fn` is defined, or ''."""
+    try:
+        return f" ({inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]})"
+    except (TypeError, OSError):
+        return ""
+
+
 def check_tracing_and_types(env: Env) -> Any:
     """init and step trace (alone and under vmap) with the protocol's types; returns the
     shape-dtype structure of one state."""
@@ -177,6 +172,9 @@ def check_tracing_and_types(env: Env) -> Any:
     spec = trace("env.init", lambda: jax.eval_shape(env.init, key))
     _check_fields(env, spec, "init")
     action = jax.ShapeDtypeStruct((), jnp.int32)
+    if callable(getattr(env, "_step", None)):  # the game's own step first: its errors are its own
+        raw = trace("env._step", lambda: jax.eval_shape(env._step, spec, action))
+        _check_same_types(spec, raw, f"the game's _step{_defined_at(type(env)._step)}")
     after = trace("env.step", lambda: jax.eval_shape(env.step, spec, action))
     _check_same_types(spec, after, "step")
     _check_fields(env, after, "step")

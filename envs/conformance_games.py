@@ -99,9 +99,9 @@ def _hasher(size: int, salt: int) -> Callable[[jax.Array], jax.Array]:
     return hash_
 
 
-def _program(env: Env, num_games: int, plies: int, samples: int):
+def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = False):
     """The jitted function (init keys [n], uniforms [plies, 5n + samples]) -> (record,
-    first state, trace)."""
+    first state, trace); with `masks`, the record holds every legal mask too."""
     n, num_actions = num_games, env.num_actions
     sym = env.symmetries
     size = sym.size
@@ -109,6 +109,7 @@ def _program(env: Env, num_games: int, plies: int, samples: int):
     transform = jax.vmap(env.transform_state)
     hash_obs = _hasher(math.prod(env.observation_shape), 0)
     hash_mask = _hasher(num_actions, 1)
+    margin = env.score_margin()
 
     def take(tree, idx):
         return jax.tree.map(lambda x: x[idx], tree)
@@ -184,6 +185,8 @@ def _program(env: Env, num_games: int, plies: int, samples: int):
                 samples, size),
             "commute": diff[2 * n:].reshape(samples, size, -1),
         }
+        if masks:
+            record["mask"] = mask
         trace = jax.tree.map(lambda x: _plain(x[0]), nxt)
         new_last = jnp.where(live[:, None], mask, last_mask)
         return (nxt, new_last), (record, trace)
@@ -191,20 +194,26 @@ def _program(env: Env, num_games: int, plies: int, samples: int):
     @jax.jit
     def play(keys, random):
         state = jax.vmap(env.init)(keys)
-        _, (record, trace) = jax.lax.scan(body, (state, state.legal_action_mask), random)
+        (final, _), (record, trace) = jax.lax.scan(body, (state, state.legal_action_mask),
+                                                   random)
         record["init_rewards"] = jnp.any(state.rewards != 0, axis=1)
+        if margin is not None:  # of the final states (a finished game is frozen)
+            record["margin"] = jax.vmap(margin)(final).astype(jnp.float32)
         return record, jax.tree.map(lambda x: _plain(x[0]), state), trace
 
     return play
 
 
-def play_games(env: Env, num_games: int, seed: int, max_plies: int) -> Games:
-    """Plays `num_games` random games of `max_plies + 1` plies in one jitted scan."""
+def play_games(env: Env, num_games: int, seed: int, max_plies: int,
+               masks: bool = False) -> Games:
+    """Plays `num_games` random games of `max_plies + 1` plies in one jitted scan (with
+    `masks`, recording every legal mask, `rec["mask"]` [T, n, num_actions])."""
     plies = max_plies + 1
     samples = max(1, min(num_games, -(-SYMMETRY_SAMPLES // plies)))
     keys = init_keys(seed, num_games)
     random = uniforms(seed, (plies, 5 * num_games + samples))
-    record, first, trace = jax.device_get(_program(env, num_games, plies, samples)(keys, random))
+    play = _program(env, num_games, plies, samples, masks)
+    record, first, trace = jax.device_get(play(keys, random))
     names = leaf_names(jax.eval_shape(env.init, keys[0]))
     return Games(env, seed, num_games, max_plies, names,
                  {k: np.asarray(v) for k, v in record.items()},

@@ -60,17 +60,37 @@ RULES: dict[str, str] = {
         "fixed player id, indexes rewards by the wrong player, or hides from the "
         "observation something that the result of a move depends on)"
     ),
+    "winners": (
+        "the results speak for player ids, not seats or movers: over 16 or more decisive "
+        "random games, not every one is won by the same player id; and the player who ends "
+        "a game with a move does not win every such game when it is one id and lose every "
+        "one when it is the other (checked over 8 or more decisive games ended by each id); "
+        "a game fails this if it rewards a fixed player id or puts the mover's reward at "
+        "index 0"
+    ),
+    "score-margin": (
+        "for a game with a score_margin, every finished random game's margin (player 0's "
+        "points minus player 1's) has the sign of player 0's reward: positive for a win, "
+        "negative for a loss, zero for a draw"
+    ),
     "picture": (
         "env.picture(state, last_move) returns an envs.picture.Picture whose svg() is "
         "well-formed XML and whose spots map int actions in [0, num_actions) to points "
         "inside the picture (0 <= x <= width, 0 <= y <= height)"
     ),
+    "reference": (
+        "played move by move beside `reference` (check_env(env, reference=...): an "
+        "independent implementation of the same rules), every random game agrees with it "
+        "at every ply: the same player to move, the same legal moves, the game ends on the "
+        "same ply with the same rewards"
+    ),
 }
 """Each property `check_env` checks, by name, with what a correct game does, in the order
 in which they are checked (but for the replay of one game alone, for "deterministic",
-which comes last)."""
+which comes last, and "reference", checked only when a reference is given)."""
 
 PROPERTIES: tuple[str, ...] = tuple(RULES)
+"""Every property's name; a check without a reference checks all but "reference"."""
 _MAX_SHOWN_MOVES = 60
 
 

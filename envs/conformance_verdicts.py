@@ -76,6 +76,8 @@ def check_games(g: Games) -> None:
               _moves(g, g.max_plies, i), i, g.max_plies)
     _check_symmetry_samples(g)
     _check_perspective(g)
+    _check_winners(g)
+    _check_score_margin(g)
 
 
 def _check_after_end_and_forfeits(g: Games) -> None:
@@ -180,6 +182,70 @@ def _check_perspective(g: Games) -> None:
           f"player {p1} playing {move} after {t1} plies gets reward {v1:+g}, but "
           f"player {p2} making the same move from the same observation and legal mask after "
           f"{t2} plies (game {i2}: {other}) gets {v2:+g}: {why}", moves1, i1, t1)
+
+
+MIN_DECISIVE = 16
+"""Decisive random games needed before "winners" judges that one player id wins all."""
+MIN_ENDED_BY_EACH = 8
+"""Decisive games ended by each player id needed before "winners" compares the two."""
+
+
+def _endings(g: Games) -> tuple[np.ndarray, np.ndarray]:
+    """(ply, game) of the step that ended each finished game, shortest games first."""
+    t_idx, i_idx = np.nonzero(g.rec["ended"])
+    order = np.lexsort((i_idx, t_idx))
+    return t_idx[order], i_idx[order]
+
+
+def _check_winners(g: Games) -> None:
+    rec = g.rec
+    t_idx, i_idx = _endings(g)
+    r0 = rec["rewards"][t_idx, i_idx, 0]
+    decisive = r0 != 0
+    winner = np.where(r0 > 0, 0, 1)
+    if decisive.sum() >= MIN_DECISIVE and len(set(winner[decisive].tolist())) == 1:
+        w = int(winner[decisive][0])
+        k = int(np.argmax(decisive))
+        t, i = int(t_idx[k]), int(i_idx[k])
+        _fail(g, "winners", f"player {w} won all {int(decisive.sum())} decisive random games "
+                            f"({int((~decisive).sum())} drawn), whoever made the last move: are "
+                            f"the rewards given to a fixed player id? (this game: rewards "
+                            f"{rec['rewards'][t, i].tolist()} after {t + 1} plies)",
+              _moves(g, t + 1, i), i, t)
+    mover = rec["player"][t_idx, i_idx]
+    won = rec["mover_reward"][t_idx, i_idx] > 0
+    ended_by = [decisive & (mover == p) for p in (0, 1)]
+    if min(int(e.sum()) for e in ended_by) < MIN_ENDED_BY_EACH:
+        return
+    always = [bool(won[e].all()) for e in ended_by]
+    never = [bool((~won[e]).all()) for e in ended_by]
+    for p in (0, 1):
+        if always[p] and never[1 - p]:
+            k = int(np.argmax(ended_by[1 - p]))
+            t, i = int(t_idx[k]), int(i_idx[k])
+            _fail(g, "winners",
+                  f"player {p} won all {int(ended_by[p].sum())} decisive games in which it made "
+                  f"the last move, and player {1 - p} lost all {int(ended_by[1 - p].sum())} in "
+                  f"which it did: the rewards follow the seat, not the game (rewards indexed by "
+                  f"the mover, or by a fixed player id?); this game, ended by player {1 - p}, "
+                  f"gave rewards {rec['rewards'][t, i].tolist()}", _moves(g, t + 1, i), i, t)
+
+
+def _check_score_margin(g: Games) -> None:
+    rec = g.rec
+    if "margin" not in rec:
+        return
+    t_idx, i_idx = _endings(g)
+    margin = rec["margin"][i_idx]
+    r0 = rec["rewards"][t_idx, i_idx, 0]
+    bad = np.sign(margin) != np.sign(r0)
+    if bad.any():
+        k = int(np.argmax(bad))
+        t, i = int(t_idx[k]), int(i_idx[k])
+        _fail(g, "score-margin", f"the game ended after {t + 1} plies with rewards "
+                                 f"{rec['rewards'][t, i].tolist()}, but score_margin gives player "
+                                 f"0 a margin of {float(margin[k]):+g}",
+              _moves(g, t + 1, i), i, t)
 
 
 def _picture_problem(g: Games, state, last_move: int | None) -> str | None:

@@ -137,7 +137,9 @@ def piece_class(player: int) -> str:
 
 def status(state: Any, names: Sequence[str]) -> str:
     """Whose move it is ("X to move"), or the result of a finished game ("X won",
-    "draw"), from one state's `current_player` and `rewards`; `names`: the players by id."""
+    "draw"), from one state's `current_player` and `rewards`; `names`: the players by id
+    (None: "player 0", "player 1")."""
+    names = tuple(names) if names else ("player 0", "player 1")
     if bool(state.terminated):
         rewards = np.asarray(state.rewards)
         return "draw" if rewards[0] == rewards[1] else f"{names[int(np.argmax(rewards))]} won"

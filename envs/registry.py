@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from envs.core import Env
+from envs.origin import first_line, user_frame
 
 BUILTIN: dict[str, str] = {
     "tictactoe": "envs.tictactoe:TicTacToe",
@@ -64,6 +65,11 @@ def _entry_points() -> dict[str, Any]:
     return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def registered_at_runtime() -> frozenset[str]:
+    """The names `register` gave in this process (not the shipped ones)."""
+    return frozenset(_registered) - frozenset(BUILTIN)
+
+
 def registered_games() -> list[str]:
     """Names accepted by `make`: shipped, registered and entry-point games (besides
     `pgx:<id>` and import paths `module:attribute`)."""
@@ -88,6 +94,9 @@ def import_object(path: str) -> Any:
             f"cannot import {module_name!r} for game {path!r}: {err} (run the command from "
             f"the folder that holds {module_name.partition('.')[0]}, or put that folder on "
             "PYTHONPATH)") from None
+    except Exception as err:  # noqa: BLE001 - the module's own failure, where it happened
+        raise ValueError(f"importing {module_name!r} for {path!r} raised "
+                         f"{type(err).__name__}{user_frame(err)}: {first_line(err)}") from None
     target: Any = module
     for part in attribute.split("."):
         if not hasattr(target, part):
@@ -126,7 +135,9 @@ def _factory(game: str) -> Callable[..., Env]:
         return entry_points[game].load()
     raise ValueError(
         f"unknown game {game!r}; known games: {', '.join(registered_games())}, "
-        f"{PGX_PREFIX}<pgx env id>, or an import path like my_package.my_module:MyGame"
+        f"{PGX_PREFIX}<pgx env id>, or an import path like my_package.my_module:MyGame "
+        "(a name given with envs.register lives in the process that registered it: register "
+        "it again first, or name the game by its import path)"
     )
 
 
@@ -157,10 +168,36 @@ def make(game: str, **options) -> Env:
                 env = factory(**options)
             except TypeError as err:
                 raise ValueError(f"bad options for game {game!r}: {options} ({err})") from None
+            except ValueError:
+                raise
+            except Exception as err:  # noqa: BLE001 - the game's own failure, where it happened
+                raise ValueError(f"building game {game!r} raised {type(err).__name__}"
+                                 f"{user_frame(err)}: {first_line(err)}") from None
     if not isinstance(env, Env):
         raise ValueError(f"{game!r} built {type(env).__name__}, not an envs.Env")
     env._made_as = (game, dict(options))
     return env
+
+
+def portable_spec(env: Env) -> tuple[str, dict[str, Any]]:
+    """`spec_of(env)`, except that a name `register` gave in this process (which means
+    nothing to the next one) becomes the import path of the env's class with its
+    constructor's options, where a config can record them and the class is not a
+    script's or notebook's own (`__main__`)."""
+    game, options = spec_of(env)
+    if game not in registered_at_runtime():
+        return game, options
+    made_as = env.__dict__.pop("_made_as", None)
+    try:
+        path, options_by_class = spec_of(env)
+    except ValueError:
+        return game, options
+    finally:
+        if made_as is not None:
+            env._made_as = made_as
+    if path.startswith("__main__:"):
+        return game, options
+    return path, options_by_class
 
 
 def spec_of(env: Env) -> tuple[str, dict[str, Any]]:

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from child_io import finish
 
 import envs
 
@@ -39,6 +40,10 @@ def _load_example():
 
 hex_game = _load_example()
 Hex = hex_game.Hex
+_reference_spec = importlib.util.spec_from_file_location(
+    "hex_reference", ROOT / "examples" / "hex_reference.py")
+hex_reference = importlib.util.module_from_spec(_reference_spec)
+_reference_spec.loader.exec_module(hex_reference)
 
 
 # ----------------------------------------------------------------------------------------
@@ -268,9 +273,34 @@ def test_render_draws_the_rhombus_with_coordinates():
 
 @pytest.mark.parametrize("n", [3, 5])
 def test_check_env_passes(n):
-    report = envs.check_env(Hex(size=n))
+    """With the example's plain-Python reference (examples/hex_reference.py), which
+    agrees on every ply of every game."""
+    report = envs.check_env(Hex(size=n), reference=hex_reference.HexReference(n))
     assert report.finished == report.games and report.wins[2] == 0  # Hex has no draws
     assert report.symmetries == 2 and report.longest <= n * n
+    assert report.reference_plies == report.plies and "reference" in report.properties
+
+
+def test_the_reference_catches_a_missing_neighbour():
+    """A Hex whose reference forgets one of the six neighbours disagrees with the game:
+    the reference is independent enough to tell rules apart."""
+    class FourNeighbours(hex_reference.HexReference):
+        def new_initial_state(self):
+            state = super().new_initial_state()
+            state._joins_edges = lambda player: _joins_without_diagonal(state, player)
+            return state
+
+    def _joins_without_diagonal(state, player):
+        saved = hex_reference.STEPS
+        hex_reference.STEPS = tuple(s for s in saved if s not in ((-1, 1), (1, -1)))
+        try:
+            return hex_reference.HexReferenceState._joins_edges(state, player)
+        finally:
+            hex_reference.STEPS = saved
+
+    with pytest.raises(envs.EnvCheckError) as caught:
+        envs.check_env(Hex(size=5), reference=FourNeighbours(5))
+    assert caught.value.property == "reference"
 
 
 # ----------------------------------------------------------------------------------------
@@ -297,11 +327,7 @@ def _start(args: list[str], cwd: Path, stdin: str = "") -> subprocess.Popen:
 
 def _output(process: subprocess.Popen) -> str:
     """The stdout of a finished command, which must have exited with status 0."""
-    try:
-        process.wait(timeout=300)
-    finally:
-        process.kill()
-    out, err = process.stdout.read(), process.stderr.read()
+    out, err = finish(process, 300)
     assert process.returncode == 0, f"{process.args}\nstdout:\n{out}\nstderr:\n{err}"
     return out
 
@@ -309,9 +335,12 @@ def _output(process: subprocess.Popen) -> str:
 @pytest.mark.slow  # trains through the command line, ~40 s
 def test_command_line_path_needs_no_edit_to_azjax_or_envs(tmp_path):
     shutil.copy(EXAMPLE, tmp_path / "hex_game.py")
+    shutil.copy(ROOT / "examples" / "hex_reference.py", tmp_path / "hex_reference.py")
 
-    # Size 5 (the default), compiled already if test_check_env_passes ran in this session.
-    out = _output(_start(["-m", "envs.check", "hex_game:Hex"], tmp_path))
+    # Size 5 (the default), against the example's reference, as the tutorial says.
+    out = _output(_start(["-m", "envs.check", "hex_game:Hex", "--game-options", "size=5",
+                          "--reference", "hex_reference:HexReference"], tmp_path))
+    assert "reference  agreed on all" in out
     assert re.match(r"hex: all \d+ properties hold\n", out), out
     assert "finished; " in out and " by player 1, 0 drawn" in out and "max_plies 25" in out
 

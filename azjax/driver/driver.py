@@ -44,11 +44,13 @@ from azjax.evaluation.evaluators import Evaluator, PositionEvaluator
 from azjax.run import checkpoint as ckpt
 from azjax.run.config import TrainConfig, check_run_fits, game_settings, run_parts
 from azjax.run.devices import agreed_max, data_mesh, device_count, is_primary
+from azjax.run.game_check import check_game
 from azjax.run.lock import RunLock, lock_run_dir
 from azjax.run.metrics_log import check_tensorboard
 from azjax.run.progress import Progress
 from azjax.run.stop_signals import Stopped, StopSignals
 from envs import Env
+from envs.registry import registered_at_runtime
 
 STATUS_EVERY_S = 2.0
 """Seconds between status lines of a group of several experiments."""
@@ -81,7 +83,9 @@ def _game(configs: Sequence[TrainConfig], env: Env | None) -> tuple[list[TrainCo
     if env is None:
         program = configs[0].program
         options = tuple(sorted(program.game_options.items()))
-        return list(configs), cached(("env", program.game, options), program.make_env)
+        env = cached(("env", program.game, options), program.make_env)
+        if program.game not in registered_at_runtime():
+            return list(configs), env
     if not isinstance(env, Env):
         raise ValueError(f"env must be an envs.Env, got {type(env).__name__}")
     game = game_settings(env)
@@ -208,6 +212,7 @@ def train_group(
     if not configs:
         raise ValueError("no experiments to train")
     configs, env = _game(configs, env)
+    check_game(env, configs[0].program.game)  # a game of the user's, before any write
     _check_group(configs, run_dirs, env)
     say = progress or (lambda _: None)
     configs, mesh = _devices(configs, run_dirs, say)

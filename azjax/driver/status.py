@@ -20,7 +20,10 @@ def format_progress(record: dict[str, Any], eta: float | None = None) -> str:
         f"games {record['games']:>8,}",
         f"{record['positions_per_s']:>8,.0f} pos/s",
     ]
-    if "loss" in record:
+    if "loss" in record and record.get("replay_sampleable", 1) == 0:
+        # The gradient steps had no labelled position to learn from: nothing to show.
+        parts.append("loss - (no game has ended yet)")
+    elif "loss" in record:
         parts.append(f"loss {record['loss']:.3f} (v {record['value_loss']:.3f} "
                      f"p {record['policy_loss']:.3f})")
         parts.append(f"H {record['policy_entropy']:.2f}")

@@ -6,6 +6,7 @@ Modules:
 
 * `config`: `TrainConfig` = `ProgramConfig` + `RunConfig` + seed, saved as `config.json`.
 * `recipes`: the measured training recipes of the experiment scripts (`recipe(name)`).
+* `game_check`: a game of the user's checked (`envs.check_env`) before training writes.
 * `specs`: the grammar of player specs (`random`, `mcts:100`, `alphazero:DIR`, ...).
 * `devices`: host devices on a CPU, `jax.distributed`, the data mesh, agreement.
 * `peers`, `guard`: a run of several processes that loses one stops in one line.
