@@ -286,3 +286,23 @@ def test_the_quoted_message_for_a_deleted_config_is_the_one_printed(spaced_run, 
     row = re.search(r"\| delete `config.json`, then resume \| the same command: `([^`]*)`", docs)
     assert row, "docs/trust.md's table no longer has the deleted config.json row"
     assert row[1].replace("DIR", "runs/repaired").replace(" N ", " 2 ") in printed
+
+
+def test_a_taken_coordinator_port_is_one_line(tmp_path):
+    """Process 0 of a run of several cannot bind its coordinator's port: one error line,
+    exit 2, nothing written (it was a traceback from inside JAX)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, SCRIPT, "--num-processes", "2", "--process-id", "0",
+             "--coordinator-address", f"127.0.0.1:{port}", "--run-dir", str(tmp_path / "run"),
+             "--iterations", "1"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: cannot start the coordinator at 127.0.0.1:") and "taken" in last
+    assert not (tmp_path / "run").exists()

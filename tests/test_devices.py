@@ -52,7 +52,7 @@ def free_port() -> int:
 
 
 # What process 0 writes when jax.distributed's coordinator cannot bind its port.
-PORT_TAKEN = ("Failed to start RPC server", "Failed to add port to server")
+PORT_TAKEN = ("Failed to start RPC server", "Failed to add port to server", "the port is taken")
 
 
 def launch(commands: Callable[[int], list[list[str]]], logs: list[Path], cwd: Path,

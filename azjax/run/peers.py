@@ -196,8 +196,15 @@ def initialize(coordinator_address: str, num_processes: int, process_id: int,
     """`jax.distributed.initialize`, and (`timeout` > 0) a watch on the other processes:
     one line and `EXIT_PEER_LOST` when one is lost, before JAX's own abort."""
     longer = {"heartbeat_timeout_seconds": jax_heartbeat_timeout(timeout)} if timeout else {}
-    jax.distributed.initialize(coordinator_address, num_processes=num_processes,
-                               process_id=process_id, **longer)
+    try:
+        jax.distributed.initialize(coordinator_address, num_processes=num_processes,
+                                   process_id=process_id, **longer)
+    except jax.errors.JaxRuntimeError as err:
+        if process_id == 0 and "Failed to start RPC server" in str(err):
+            raise ValueError(f"cannot start the coordinator at {coordinator_address}: the "
+                             "port is taken or the address is not this machine's (choose "
+                             "another --coordinator-address)") from None
+        raise
     if timeout:
         watch(distributed.global_state.client, process_id, num_processes, timeout,
               coordinator_address)
