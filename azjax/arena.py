@@ -2,7 +2,8 @@
 
     python -m azjax.arena alphazero:runs/connect_four mcts:1000 --games 100
     python -m azjax.arena random solver --game tictactoe --games 1000 --openings 2
-    python -m azjax.arena random mcts:100 --game go --game-option size=9 --games 10 --sgf games/
+    python -m azjax.arena random mcts:100 --game go --game-options size=9 --games 10 --sgf games/
+    python -m azjax.arena alphazero:oth6.azjax,sims=64 random --games 20
 
 Seats are swapped for half the games, and the two halves play the same openings
 (`--openings K` random plies first, so deterministic players do not replay one game).
@@ -30,6 +31,7 @@ from azjax.go import sgf
 from azjax.run.config import check_seed
 from azjax.run.files import check_output_path, write_atomic
 from azjax.run.progress import Progress
+from azjax.run.recipes import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
 from envs import Env
 
 
@@ -45,12 +47,16 @@ def main(argv: list[str] | None = None) -> int:
         epilog=player_specs.__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("player_a", help="player spec, e.g. alphazero:runs/tictactoe")
+    parser.add_argument("player_a", help="player spec, e.g. alphazero:runs/tictactoe or "
+                        "alphazero:agent.azjax")
     parser.add_argument("player_b", help="player spec, e.g. mcts:1000")
     parser.add_argument("--game", help="a game name, pgx:<id> or the import path module:Class "
-                        "of a game of your own (default: the game of a run named by A or B)")
+                        "of a game of your own (default: the game of a run or agent file "
+                        "named by A or B)")
+    parser.add_argument(GAME_OPTIONS_FLAG, nargs="+", metavar="KEY=VALUE",
+                        help=GAME_OPTIONS_HELP)
     parser.add_argument("--game-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="game option, e.g. size=9 (repeatable)")
+                        help="one game option (repeatable; the older spelling)")
     parser.add_argument("--games", type=int, default=100, help="games to play (default 100)")
     parser.add_argument("--openings", type=int, default=0, metavar="K",
                         help="random plies before the players take over (default 0)")
@@ -59,10 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sgf", metavar="DIR",
                         help="Go only: also save every game as DIR/game-0001.sgf, ... "
                              "(SGF, random opening moves included)")
+    argv, given = split_game_options(sys.argv[1:] if argv is None else list(argv), words=True)
     args = parser.parse_args(argv)
     check_seed(args.seed)
     out = None if args.json is None else check_output_path(args.json, "--json")
-    env = _arena_env(args)
+    env = _arena_env(args, given)
     sgf_dir = None
     if args.sgf is not None:
         sgf_dir = sgf.check_sgf_dir(env, args.sgf)
@@ -90,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _arena_env(args) -> Env:
-    options = {}
+def _arena_env(args, given: dict) -> Env:
+    options = dict(given)
     for item in args.game_option:
         key, eq, value = item.partition("=")
         if not eq:
@@ -105,6 +112,9 @@ def _arena_env(args) -> Env:
     env = player_specs.game_of([args.player_a, args.player_b])
     if env is None:
         raise ValueError("neither player names a run directory; say which game with --game")
+    if options:
+        raise ValueError(f"{GAME_OPTIONS_FLAG} comes with --game: the game of a run or agent "
+                         "file is the one it was trained on")
     return env
 
 

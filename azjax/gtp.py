@@ -2,7 +2,7 @@
 `azjax.go.gtp_engine`; its commands and design are described there).
 
     python -m azjax.gtp --agent go9.azjax [--simulations 200] [--seed 0] [--resign -0.95]
-    python -m azjax.gtp --run-dir runs/go9 [--step S]
+    python -m azjax.gtp --run-dir runs/go9 [--step S]   (--run-dir takes an agent file too)
 
 It reads GTP commands on stdin and writes only GTP replies on stdout (diagnostics go to
 stderr), so any GTP controller (GoGui, gogui-twogtp, Sabaki, `azjax.gtp_referee`) can
@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         description="A trained Go agent as a GTP version 2 engine on stdin/stdout.")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--agent", metavar="FILE", help="an agent exported with agent.export")
-    source.add_argument("--run-dir", help="a training run directory (newest checkpoint)")
+    source.add_argument("--run-dir", help="a training run directory (newest checkpoint) "
+                        "or an agent file")
     parser.add_argument("--step", type=int, help="the run's checkpoint at this step")
     parser.add_argument("--simulations", type=int, help="search simulations per move")
     parser.add_argument("--seed", type=int, default=0)

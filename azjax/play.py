@@ -1,4 +1,5 @@
-"""Play a trained agent in the terminal: `python -m azjax.play GAME --run-dir DIR`.
+"""Play a trained agent in the terminal: `python -m azjax.play GAME --run-dir DIR` (or
+`--agent FILE`, an agent exported with `python -m azjax.export`; `--run-dir` takes one too).
 
 The human picks a side, types moves in the game's notation (`env.parse_move`), and the
 board is drawn after every move. At the prompt, besides a move: `help` (notation, legal
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -24,6 +26,7 @@ from azjax.cli import one_line_errors, run_script
 from azjax.core import memory
 from azjax.run.agent import Agent
 from azjax.run.config import check_seed
+from azjax.run.recipes import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
 from envs import Env, State
 
 SIDES = ("first", "second", "random")
@@ -200,15 +203,22 @@ def session(agent: Agent, side: str | None = None, seed: int = 0, show_eval: boo
         return results
 
 
-def load_agent(game: str | None, path: str, simulations: int | None = None) -> Agent:
+def load_agent(game: str | None, path: str, simulations: int | None = None,
+               options: dict | None = None) -> Agent:
     """The agent of a run directory or exported file, checked to play `game` (None: any
-    game), with its search budget set to `simulations` if given (ValueError or OSError
+    game) with the game `options` given (its board size and number of moves, for one),
+    with its search budget set to `simulations` if given (ValueError or OSError
     otherwise; a search that would not fit in memory is refused before anything is
     allocated)."""
     agent = Agent.load(path)
-    wanted = agent.env.name if game is None else envs.make(game).name
-    if agent.env.name != wanted:
-        raise ValueError(f"{path!r} holds a {agent.env.name} agent, not {wanted}")
+    wanted = agent.env if game is None else envs.make(game, **(options or {}))
+    if agent.env.name != wanted.name:
+        raise ValueError(f"{path!r} holds a {agent.env.name} agent, not {wanted.name}")
+    if (agent.env.num_actions, agent.env.observation_shape) != (
+            wanted.num_actions, wanted.observation_shape):
+        raise ValueError(f"{path!r} holds a {agent.env.name} agent of another board "
+                         f"({agent.env.num_actions} moves, not {wanted.num_actions}; trained "
+                         f"with game options {agent.program.game_options})")
     if simulations is not None:
         agent = agent.with_search(num_simulations=simulations)
         memory.check_fits(f"a search of {simulations:,} simulations",
@@ -217,10 +227,8 @@ def load_agent(game: str | None, path: str, simulations: int | None = None) -> A
 
 
 def check_source(run_dir: str | None, agent_file: str | None) -> None:
-    """ValueError for a run directory that is a file or an agent file that is not one."""
-    if run_dir is not None and Path(run_dir).is_file():
-        raise ValueError(f"{run_dir!r} is a file, not a run directory; use --agent FILE "
-                         "for an exported agent")
+    """ValueError for an agent file that is not one (`run_dir` may name an agent file
+    too: `Agent.load` reads either)."""
     if agent_file is not None and Path(agent_file).is_dir():
         raise ValueError(f"{agent_file!r} is a directory; use --run-dir for a run")
     if agent_file is not None and not Path(agent_file).is_file():
@@ -239,17 +247,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("game", help="the agent's game, e.g. tictactoe, go, pgx:othello, or "
                         "the import path of a game of your own, e.g. hex_game:Hex")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run-dir", help="a training run directory (newest checkpoint)")
+    source.add_argument("--run-dir", help="a training run directory (newest checkpoint) "
+                        "or an agent file")
     source.add_argument("--agent", metavar="FILE", help="an agent exported with agent.export")
+    parser.add_argument(GAME_OPTIONS_FLAG, nargs="+", metavar="KEY=VALUE",
+                        help=GAME_OPTIONS_HELP + " (checked against the agent's game)")
     parser.add_argument("--side", choices=SIDES, help="your side (default: asked)")
     parser.add_argument("--simulations", type=int, help="search simulations per agent move")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show-eval", action="store_true",
                         help="show the agent's evaluation and search visits after its moves")
+    argv, options = split_game_options(sys.argv[1:] if argv is None else list(argv),
+                                       words=True)
     args = parser.parse_args(argv)
     check_seed(args.seed)
     check_source(args.run_dir, args.agent)
-    agent = load_agent(args.game, args.run_dir or args.agent, args.simulations)
+    agent = load_agent(args.game, args.run_dir or args.agent, args.simulations, options)
     try:
         session(agent, args.side, args.seed, args.show_eval)
     except KeyboardInterrupt:

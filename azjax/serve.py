@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         description="Play a trained agent in the browser: a page on localhost where you "
                     "click your moves and see the agent's replies and analysis.")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run-dir", help="a training run directory (newest checkpoint)")
+    source.add_argument("--run-dir", help="a training run directory (newest checkpoint) "
+                        "or an agent file")
     source.add_argument("--agent", metavar="FILE", help="an agent exported with agent.export")
     parser.add_argument("--host", default="127.0.0.1",
                         help="the address to listen on (default 127.0.0.1: this machine only)")

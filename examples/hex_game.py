@@ -14,7 +14,7 @@ Use it from the directory holding this file (the current directory is searched):
 
     python -m envs.check hex_game:Hex                        # does it keep the protocol?
     python /path/to/azjax/experiments/train.py --game hex_game:Hex \\
-        --game-options size 5 --run-dir runs/hex5            # train an agent
+        --game-options size=5 --run-dir runs/hex5            # train an agent
     python -m azjax.play hex_game:Hex --run-dir runs/hex5    # play it in the terminal
 
 or in Python: `envs.register("hex5", lambda **o: Hex(size=5, **o))`, then

@@ -20,7 +20,7 @@ from azjax.run.config import TrainConfig
 from azjax.run.devices import arrange, is_primary
 from azjax.run.guard import guard
 from azjax.run.peers import HEARTBEAT_TIMEOUT_S
-from azjax.run.recipes import PRESETS, RECIPES, backend_preset, recipe
+from azjax.run.recipes import PRESETS, RECIPES, backend_preset, recipe, split_game_options
 from azjax.run.run_dir import RunDirError, saved_config
 from azjax.run.stop_signals import EXIT_STOPPED, Stopped
 
@@ -60,7 +60,10 @@ def parse_with_preset(kind: type[Options], defaults: TrainConfig | str,
     """Parses `argv` into `kind` over `make(defaults)`, where `defaults` is a recipe's name
     (its variant chosen by `--preset`: `choose_preset`) or a config of no recipe.
     `start(options)` arranges JAX's devices (the backend decides 'auto'); the options come
-    back with `config.run.preset` recording the variant."""
+    back with `config.run.preset` recording the variant. The game options, in any of
+    their spellings (`recipes.split_game_options`: `--game-options size=6 komi=9`, ...),
+    are taken out of `argv` first and laid over the defaults' own."""
+    argv, given = split_game_options(argv)
     named = named_preset(argv)
     if isinstance(defaults, str):
         first = recipe(defaults, named if named in PRESETS else "cpu")
@@ -69,16 +72,28 @@ def parse_with_preset(kind: type[Options], defaults: TrainConfig | str,
                          f"); {defaults.program.game} has none")
     else:
         first = defaults
-    description = description or kind.__doc__
+    description = (description or kind.__doc__ or "") + (
+        "\n\nGame options: --game-options KEY=VALUE ... (e.g. --game-options size=9 "
+        "komi=7.5; the forms --game-options KEY VALUE and --game-options.KEY VALUE work too).")
     options = tyro.cli(kind, default=make(first), args=argv, description=description)
+    options = _with_game_options(options, given)
     start(options)
     if not isinstance(defaults, str):
         return options
     preset = choose_preset(named or "auto", run_dir(options))
     if preset != first.run.preset:
-        options = tyro.cli(kind, default=make(recipe(defaults, preset)), args=argv,
-                           description=description)
+        options = _with_game_options(tyro.cli(kind, default=make(recipe(defaults, preset)),
+                                              args=argv, description=description), given)
     return dataclasses.replace(options, config=options.config.replace(preset=preset))
+
+
+def _with_game_options(options: Options, given: dict) -> Options:
+    """`options` with the game options `given` on the command line over its config's."""
+    if not given:
+        return options
+    config = options.config
+    return dataclasses.replace(options, config=config.replace(
+        game_options={**config.program.game_options, **given}))
 
 
 def named_preset(argv: list[str]) -> str | None:

@@ -1,6 +1,6 @@
 """AlphaZero on Grundy's coin-splitting game, scored against its exact Grundy solution.
 
-    python experiments/coin_split.py [--game-options.coins N] [--run-dir DIR] [--help]
+    python experiments/coin_split.py [--game-options coins=N] [--run-dir DIR] [--help]
 
 Not a board game: a position is a multiset of piles (see `envs/coin_split.py` for the
 action encoding and observation). Every reachable position is solved exactly, so the

@@ -1,7 +1,7 @@
 """AlphaZero on 9x9 Go (Tromp-Taylor area scoring, komi 7.5, positional superko), scored
 against random play and GNU Go level 1.
 
-    python experiments/go9x9.py [--game-options.komi K] [--game-options.history T] [--help]
+    python experiments/go9x9.py [--game-options komi=K history=T] [--help]
 
 There is no exact solver for Go here, so every evaluation plays the network alone
 (and, every few evaluations, network + search) against a uniformly random player,

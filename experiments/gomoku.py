@@ -1,6 +1,6 @@
 """AlphaZero on Gomoku (freestyle: k or more in a row wins), scored against random play.
 
-    python experiments/gomoku.py [--game-options.size N] [--game-options.k K] [--help]
+    python experiments/gomoku.py [--game-options size=N k=K] [--help]
 
 There is no exact solver for Gomoku here, so every evaluation plays the network alone
 (and, every few evaluations, network + search) against a uniformly random player,

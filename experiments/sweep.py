@@ -10,7 +10,8 @@ The base config is the game's experiment recipe (`azjax.run.recipes`, the defaul
 setting, named by its name (num_simulations, policy, c_puct, dirichlet_alpha,
 dirichlet_fraction, temperature_moves, gumbel_scale, gumbel_value_scale,
 max_num_considered_actions, rollout_lambda, learning_rate, batch_size, replay_capacity,
-...) or its path (learner.weight_decay). Every experiment writes a run directory of its
+...) or its path (learner.weight_decay); a game option by game_options.NAME
+(--param game_options.size=5,6). Every experiment writes a run directory of its
 own under `<out>/runs/`. Seeds, and settings that do not change the compiled program (c_puct,
 Dirichlet, Gumbel scale, lambda, learning rate, run options), run as one vmapped program.
 Rerunning the same command resumes: finished runs are left alone and the others continue

@@ -1,6 +1,6 @@
 """Train on any game: a shipped one, a pgx game, or a game of your own by import path.
 
-    python experiments/train.py --game my_games.hex:Hex [--game-options size 5] \\
+    python experiments/train.py --game my_games.hex:Hex [--game-options size=5] \\
         [--run-dir DIR] [--iterations N] [--help for every option]
 
 `--game` takes a registered name (tictactoe, connect_four, gomoku, go, coin_split, or a

@@ -273,7 +273,7 @@ def test_command_line_errors_are_one_line(tmp_path):
     cases = [
         (["--run-dir", str(tmp_path / "missing")], "missing"),
         (["--agent", str(tmp_path / "ttt.azjax"), "--port", "70000"], "--port must be"),
-        (["--run-dir", str(tmp_path / "ttt.azjax")], "is a file, not a run directory"),
+        (["--run-dir", str(tmp_path / "ttt.azjax"), "--port", "70000"], "--port must be"),
     ]
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -169,7 +169,10 @@ def _loop(runs: list[HostRun], state: TrainState, step: Callable, evaluator: Eva
         if num > 1:
             done = sum(r.run.iterations if r.done else r.iteration for r in runs)
             perfect = sum(r.perfect_at is not None for r in runs)
-            status.update(done, f"it {lag + 1} | perfect {perfect}/{num}")
+            live = [r for r in runs if not r.done]
+            limit = (max(60 * r.run.max_minutes - r.wall_time() for r in live)
+                     if live and all(r.run.max_minutes > 0 for r in live) else None)
+            status.update(done, f"it {lag + 1} | perfect {perfect}/{num}", limit=limit)
         if on_iteration is not None:
             on_iteration([run.iteration for run in runs])
     return state, signum

@@ -13,7 +13,8 @@ Grammar: `kind[:arg][,key=value ...]`:
 | `alphazero:DIR[,sims=N][,step=S][,policy=puct\\|gumbel][,greedy=false]` | a trained run's network + search (noise off and the search's choice, or noise on and sampled from its policy) |
 | `alphago:DIR,lambda=L[,sims=N][,step=S][,policy=...]` | the same with AlphaGo leaf mix L |
 
-DIR is a training run directory; S picks one of its checkpoints (newest by default).
+DIR is a training run directory, or an agent file written by `python -m azjax.export`
+(`alphazero:agent.azjax`); S picks one of a run's checkpoints (newest by default).
 """
 
 from __future__ import annotations
@@ -53,9 +54,12 @@ def run_dir_of(text: str) -> Path | None:
 
 
 def game_of(texts: list[str]) -> Env | None:
-    """The game of the first spec naming a run directory (None if none does)."""
+    """The game of the first spec naming a run directory or an agent file (None if none
+    does)."""
     for text in texts:
         run_dir = run_dir_of(text)
+        if run_dir is not None and run_dir.is_file():
+            return Agent.load(run_dir).env  # an agent file: its config is inside it
         if run_dir is not None:
             return ckpt.load_config(run_dir).make_env()
     return None

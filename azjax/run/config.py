@@ -13,6 +13,7 @@ A setting is named by its path without the half: `search.c_puct`, `iterations`.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import typing
 from pathlib import Path
@@ -182,6 +183,8 @@ class TrainConfig:
         head, *rest = path.split(".")
         value = getattr(getattr(self, _half_of(head)), head)
         for part in rest:
+            if isinstance(value, dict) and head == "game_options":  # an option by its name
+                return value.get(part, game_defaults(self.program.game).get(part))
             if not dataclasses.is_dataclass(value) or part not in {
                     f.name for f in dataclasses.fields(value)}:
                 raise ValueError(f"unknown setting {path!r}")
@@ -195,12 +198,20 @@ class TrainConfig:
             return self.replace(**{head: value})
         if "." in rest:
             raise ValueError(f"unknown setting {path!r}")
+        if head == "game_options":
+            return self.replace(game_options={**self.program.game_options, rest: value})
         return self.replace(**{head: dataclasses.replace(self.get(head), **{rest: value})})
 
     def program_differences(self, other: "TrainConfig") -> list[str]:
         """What a resumed run may not change: the program half and the seed, as
         'path: saved X, given Y' lines."""
-        a, b = _flatten(self.to_dict()["program"]), _flatten(other.to_dict()["program"])
+        a, b = (_flatten(c.to_dict()["program"]) for c in (self, other))
+        if self.program.game == other.program.game:  # options equal to the defaults agree
+            defaults = game_defaults(self.program.game)
+            for flat, config in ((a, self), (b, other)):
+                del flat["game_options"]
+                flat.update({f"game_options.{k}": v for k, v in
+                             {**defaults, **config.program.game_options}.items()})
         out = [f"{path}: saved {a.get(path)!r}, given {b.get(path)!r}"
                for path in sorted(set(a) | set(b)) if a.get(path) != b.get(path)]
         if self.seed != other.seed:
@@ -292,15 +303,29 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def game_defaults(game: str) -> dict[str, Any]:
+    """The default of each keyword option of `game` that has one (the signature of the
+    class or factory `envs.make` calls); {} where it cannot be read (pgx games)."""
+    if game.startswith(envs.PGX_PREFIX):
+        return {}
+    try:
+        factory = envs.registry._factory(game)
+        parameters = inspect.signature(factory).parameters.values()
+    except (ValueError, TypeError, ImportError, AttributeError):
+        return {}
+    return {p.name: p.default for p in parameters
+            if isinstance(p.default, (bool, int, float, str))}
+
+
 def game_settings(env: envs.Env) -> dict[str, Any]:
     """`{"game": ..., "game_options": ...}` that make a config name `env` so that
-    `envs.make` builds it again (`envs.spec_of`).
+    `envs.make` builds it again (`envs.registry.portable_spec`).
 
     Raises:
       ValueError: where the recorded name would build another game (say, an env changed
         after it was built).
     """
-    game, options = envs.spec_of(env)
+    game, options = envs.registry.portable_spec(env)
     try:
         rebuilt = envs.make(game, **options)
     except ValueError:

@@ -53,14 +53,17 @@ class Progress:
         rate = self.rate(done)
         return max(self.total - done, 0) / rate if rate > 0 else None
 
-    def line(self, done: int, extra: str = "") -> str:
-        """The status line for `done` units, without writing it."""
+    def line(self, done: int, extra: str = "", limit: float | None = None) -> str:
+        """The status line for `done` units, without writing it; `limit` caps the ETA
+        (the seconds a time budget leaves)."""
         parts = [f"{self.label + ': ' if self.label else ''}{done}/{self.total} {self.unit}"]
         rate = self.rate(done)
         if rate > 0:
             parts.append(f"{rate:.3g} {self.unit}/s")
         parts.append(f"{format_duration(self.clock() - self.start)} elapsed")
         eta = self.eta(done)
+        if limit is not None:
+            eta = max(0.0, min(limit, float("inf") if eta is None else eta))
         if done >= self.total:
             parts.append("done")
         elif eta is not None:
@@ -69,7 +72,7 @@ class Progress:
             parts.append(extra)
         return " | ".join(parts)
 
-    def update(self, done: int, extra: str = "") -> str | None:
+    def update(self, done: int, extra: str = "", limit: float | None = None) -> str | None:
         """Writes and returns the status line for `done` units; None (nothing written)
         when the last line is less than `every` seconds old and the work is not done."""
         now = self.clock()
@@ -77,7 +80,7 @@ class Progress:
                 and done < self.total):
             return None
         self._written_at = now
-        text = self.line(done, extra)
+        text = self.line(done, extra, limit)
         if self.write is not None:
             self.write(text)
         return text

@@ -13,11 +13,12 @@ from typing import Any
 
 from azjax.core.fields import is_scalar, parse_setting
 from azjax.run.config import TrainConfig, setting_paths
+from azjax.run.recipes import option_value
 
 NOT_SWEPT = {
     "seed": "seeds are set with --seeds",
     "game": "a sweep trains one game",
-    "game_options": "a sweep trains one game",
+    "game_options": "sweep one option with --param game_options.NAME=V1,V2,...",
     "eval_opponents": "not a scalar setting",
 }
 
@@ -43,6 +44,11 @@ def resolve_name(name: str) -> str:
     name = name.strip().replace("-", "_")
     if name in fields:
         return name
+    head, dot, option = name.partition(".")
+    if head == "game_options" and dot:
+        if not option.isidentifier():
+            raise ValueError(f"bad parameter {name!r}: game_options.NAME names one option")
+        return name
     if name in NOT_SWEPT:
         raise ValueError(f"cannot sweep {name!r}: {NOT_SWEPT[name]}")
     short = short_names()
@@ -60,6 +66,8 @@ def resolve_name(name: str) -> str:
 
 def parse_value(path: str, text: str) -> Any:
     """One value of setting `path` parsed from text (ValueError when it cannot be)."""
+    if path.startswith("game_options."):
+        return option_value(path, text.strip(), where="bad --param")
     kind = sweepable_fields()[path]
     if not is_scalar(kind):
         raise ValueError(f"cannot sweep {path}: not a scalar setting")

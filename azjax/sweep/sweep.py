@@ -30,8 +30,10 @@ from azjax.driver.status import finished
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.run import checkpoint as ckpt
 from azjax.run.config import TrainConfig
+from azjax.run.progress import format_duration
 from azjax.sweep.grid import (
     Experiment,
+    Group,
     Param,
     config_label,
     format_value,
@@ -210,11 +212,22 @@ def prepare_sweep(base: TrainConfig, params: Sequence[Param], seeds: Sequence[in
         if e.label not in checked:
             try:
                 e.config.validate()
-                e.config.program.check(env)
+                e.config.program.check(
+                    env if e.config.program.game_options == base.program.game_options
+                    else e.config.make_env())  # a swept game option: another board
             except ValueError as err:
                 raise ValueError(f"{e.label}: {err}") from None
             checked.add(e.label)
     return experiments
+
+
+def time_bound(groups: Sequence[Group]) -> str:
+    """'; at most M minutes of training' when every run of `groups` has --max-minutes
+    (the groups run one after another, each until its slowest run's budget), else ''."""
+    budgets = [[e.config.run.max_minutes for e in g.experiments] for g in groups]
+    if not budgets or not all(b > 0 for group in budgets for b in group):
+        return ""
+    return f"; at most {format_duration(60 * sum(max(b) for b in budgets))} of training"
 
 
 def run_sweep(
@@ -243,7 +256,7 @@ def run_sweep(
     skipped = sum(g.size for g in mine) - sum(g.size for g in todo)
     say(f"sweep: {len(experiments)} experiments in {len(groups)} compile groups; "
         f"shard {shard[0]}/{shard[1]}: {sum(g.size for g in mine)} experiments, "
-        f"{skipped} already done, {len(todo)} groups to run")
+        f"{skipped} already done, {len(todo)} groups to run{time_bound(todo)}")
     for number, group in enumerate(todo, 1):
         shown = "; ".join(dict.fromkeys(e.label for e in group.experiments))
         say(f"group {number}/{len(todo)} ({group.id}): {group.size} experiments as one "
