@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _arena_env(args, given: dict) -> Env:
-    options = dict(given)
+def _arena_env(args, given: dict | None = None) -> Env:
+    options = dict(given or {})
     for item in args.game_option:
         key, eq, value = item.partition("=")
         if not eq:

@@ -21,7 +21,9 @@ A process that finished (or stopped at a signal) says so, and is not waited for.
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import sys
 import threading
 import time
@@ -196,18 +198,45 @@ def initialize(coordinator_address: str, num_processes: int, process_id: int,
     """`jax.distributed.initialize`, and (`timeout` > 0) a watch on the other processes:
     one line and `EXIT_PEER_LOST` when one is lost, before JAX's own abort."""
     longer = {"heartbeat_timeout_seconds": jax_heartbeat_timeout(timeout)} if timeout else {}
+    if process_id == 0:
+        _check_port_free(coordinator_address)
     try:
         jax.distributed.initialize(coordinator_address, num_processes=num_processes,
                                    process_id=process_id, **longer)
     except jax.errors.JaxRuntimeError as err:
         if process_id == 0 and "Failed to start RPC server" in str(err):
-            raise ValueError(f"cannot start the coordinator at {coordinator_address}: the "
-                             "port is taken or the address is not this machine's (choose "
-                             "another --coordinator-address)") from None
+            raise ValueError(_taken_message(coordinator_address)) from None
         raise
     if timeout:
         watch(distributed.global_state.client, process_id, num_processes, timeout,
               coordinator_address)
+
+
+def _taken_message(address: str) -> str:
+    return (f"cannot start the coordinator at {address}: the port is taken or the address "
+            "is not this machine's (choose another --coordinator-address)")
+
+
+def _check_port_free(address: str) -> None:
+    """ValueError if the coordinator's port cannot be bound here: JAX's own attempt
+    sometimes crashes the process (a segmentation fault) instead of raising."""
+    port = address.rpartition(":")[2]
+    if not port.isdigit():
+        return  # jax.distributed says what is wrong with the address
+    for family, host in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
+        try:
+            probe = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:
+            continue  # no IPv6 here
+        with probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, int(port)))
+            except OSError as err:
+                if err.errno == errno.EADDRINUSE:
+                    raise ValueError(_taken_message(address)) from None
+                continue  # no such address family here: try the next
+        return
 
 
 def watch(client: Any, process_id: int, num_processes: int, timeout: float,
