@@ -206,7 +206,8 @@ def session(agent: Agent, side: str | None = None, seed: int = 0, show_eval: boo
 def load_agent(game: str | None, path: str, simulations: int | None = None,
                options: dict | None = None) -> Agent:
     """The agent of a run directory or exported file, checked to play `game` (None: any
-    game) with the game `options` given (its board size and number of moves, for one),
+    game) and, where game `options` are given, on the board they make (its number of
+    moves and observation shape; without options, the agent's own board),
     with its search budget set to `simulations` if given (ValueError or OSError
     otherwise; a search that would not fit in memory is refused before anything is
     allocated)."""
@@ -214,7 +215,7 @@ def load_agent(game: str | None, path: str, simulations: int | None = None,
     wanted = agent.env if game is None else envs.make(game, **(options or {}))
     if agent.env.name != wanted.name:
         raise ValueError(f"{path!r} holds a {agent.env.name} agent, not {wanted.name}")
-    if (agent.env.num_actions, agent.env.observation_shape) != (
+    if options and (agent.env.num_actions, agent.env.observation_shape) != (
             wanted.num_actions, wanted.observation_shape):
         raise ValueError(f"{path!r} holds a {agent.env.name} agent of another board "
                          f"({agent.env.num_actions} moves, not {wanted.num_actions}; trained "
