@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from envs.conformance_games import Games
-from envs.conformance_rules import EnvCheckError
+from envs.conformance_rules import EnvCheckError, format_moves
 
 _METHODS = ("current_player", "legal_actions", "apply_action", "is_terminal", "returns")
 
@@ -46,7 +46,6 @@ def _ids(actions: Any) -> list[int]:
 def _replay(g: Games, reference: Any, game: int) -> int:
     """Plays game `game` in the reference; raises _Mismatch; returns the plies compared."""
     rec = g.rec
-    names = g.env.format_move
     state = reference.new_initial_state()
     for t in range(rec["live"].shape[0]):
         if not rec["live"][t, game]:
@@ -64,8 +63,8 @@ def _replay(g: Games, reference: Any, game: int) -> int:
             only_ours = sorted(set(ours) - set(theirs))
             only_theirs = sorted(set(theirs) - set(ours))
             raise _Mismatch(t, f"after {t} plies the legal moves differ: the env alone allows "
-                               f"{_named(names, only_ours)}, the reference alone "
-                               f"{_named(names, only_theirs)}", t)
+                               f"{_named(g.env, only_ours)}, the reference alone "
+                               f"{_named(g.env, only_theirs)}", t)
         move = int(rec["move"][t, game])
         state.apply_action(move)
         if rec["ended"][t, game]:
@@ -83,16 +82,10 @@ def _replay(g: Games, reference: Any, game: int) -> int:
     return rec["live"].shape[0]
 
 
-def _named(format_move, actions: list[int]) -> str:
+def _named(env, actions: list[int]) -> str:
     if not actions:
         return "nothing more"
-    out = []
-    for a in actions:
-        try:
-            out.append(f"{format_move(a)} ({a})")
-        except Exception:  # noqa: BLE001 - a reference's id the env cannot name
-            out.append(str(a))
-    return ", ".join(out)
+    return ", ".join(f"{text} ({a})" for text, a in zip(format_moves(env, actions), actions))
 
 
 def check_reference(g: Games, reference: Any) -> int:

@@ -187,14 +187,10 @@ def portable_spec(env: Env) -> tuple[str, dict[str, Any]]:
     game, options = spec_of(env)
     if game not in registered_at_runtime():
         return game, options
-    made_as = env.__dict__.pop("_made_as", None)
     try:
-        path, options_by_class = spec_of(env)
+        path, options_by_class = _class_spec(env)
     except ValueError:
         return game, options
-    finally:
-        if made_as is not None:
-            env._made_as = made_as
     if path.startswith("__main__:"):
         return game, options
     return path, options_by_class
@@ -215,6 +211,12 @@ def spec_of(env: Env) -> tuple[str, dict[str, Any]]:
     made_as = getattr(env, "_made_as", None)
     if made_as is not None:
         return made_as[0], dict(made_as[1])
+    return _class_spec(env)
+
+
+def _class_spec(env: Env) -> tuple[str, dict[str, Any]]:
+    """The import path of `env`'s class and the options its constructor got (ValueError
+    where a config cannot record them)."""
     cls = type(env)
     path = f"{cls.__module__}:{cls.__qualname__}"
     args, kwargs = getattr(env, "_constructor_args", ((), {}))
