@@ -110,6 +110,7 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
     hash_obs = _hasher(math.prod(env.observation_shape), 0)
     hash_mask = _hasher(num_actions, 1)
     margin = env.score_margin()
+    owner = env.ownership()
 
     def take(tree, idx):
         return jax.tree.map(lambda x: x[idx], tree)
@@ -199,6 +200,8 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
         record["init_rewards"] = jnp.any(state.rewards != 0, axis=1)
         if margin is not None:  # of the final states (a finished game is frozen)
             record["margin"] = jax.vmap(margin)(final).astype(jnp.float32)
+        if owner is not None:
+            record["ownership"] = jax.vmap(owner)(final)
         return record, jax.tree.map(lambda x: _plain(x[0]), state), trace
 
     return play

@@ -73,6 +73,10 @@ RULES: dict[str, str] = {
         "points minus player 1's) has the sign of player 0's reward: positive for a win, "
         "negative for a loss, zero for a draw"
     ),
+    "ownership": (
+        "for a game with an ownership, every finished random game's map is int8 of one "
+        "entry per cell of the observation's [H, W] (or [cells]) part, each -1, 0 or 1"
+    ),
     "picture": (
         "env.picture(state, last_move) returns an envs.picture.Picture whose svg() is "
         "well-formed XML and whose spots map int actions in [0, num_actions) to points "

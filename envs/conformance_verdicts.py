@@ -78,6 +78,7 @@ def check_games(g: Games) -> None:
     _check_perspective(g)
     _check_winners(g)
     _check_score_margin(g)
+    _check_ownership(g)
 
 
 def _check_after_end_and_forfeits(g: Games) -> None:
@@ -246,6 +247,25 @@ def _check_score_margin(g: Games) -> None:
                                  f"{rec['rewards'][t, i].tolist()}, but score_margin gives player "
                                  f"0 a margin of {float(margin[k]):+g}",
               _moves(g, t + 1, i), i, t)
+
+
+def _check_ownership(g: Games) -> None:
+    rec = g.rec
+    if "ownership" not in rec:
+        return
+    owners = np.asarray(rec["ownership"])
+    cells = math.prod(g.env.observation_shape[:-1])
+    t_idx, i_idx = _endings(g)
+    if owners.dtype != np.int8 or owners.shape[1:] != (cells,):
+        t, i = (int(t_idx[0]), int(i_idx[0])) if len(t_idx) else (g.max_plies, 0)
+        _fail(g, "ownership", f"ownership returned {owners.dtype}{list(owners.shape[1:])} "
+                              f"for a finished game, expected int8[{cells}] (a cell each)",
+              _moves(g, t + 1, i), i, t)
+    for t, i in zip(t_idx.tolist(), i_idx.tolist()):
+        wrong = owners[i][~np.isin(owners[i], (-1, 0, 1))]
+        if wrong.size:
+            _fail(g, "ownership", f"ownership gave a cell the owner {int(wrong[0])}, not -1, "
+                                  f"0 or 1", _moves(g, t + 1, i), i, t)
 
 
 def _picture_problem(g: Games, state, last_move: int | None) -> str | None:

@@ -46,6 +46,8 @@ class Env(abc.ABC):
     * `picture` (and `render_svg`, its text): an SVG picture of a state, with the spot
       where each move is drawn (default: a grid from the observation, `envs.picture`);
     * `score_margin`: the points by which a finished game was won (default: none);
+    * `ownership`: who owns each cell of a finished game's board, a territory game's
+      auxiliary training target beside the score (default: none);
     * `symmetries`, `transform_state`: the symmetry group used for augmentation
       (default: the identity alone);
     * `ground_truth`: positions with known right moves, which the training-time evaluator
@@ -212,6 +214,14 @@ class Env(abc.ABC):
         """For a game decided by points: a function from one finished state to player 0's
         points minus player 1's (Go: Black's area minus White's, komi included; jit/vmap-
         able), which matches report as margins; None (the default): win or loss only."""
+        return None
+
+    def ownership(self) -> "Callable[[State], chex.Array] | None":
+        """For a territory game: a function from one finished state to who owns each cell
+        of its board, from player 0's view (int8 [cells]: +1 player 0, -1 player 1, 0
+        neither; cells in the order of the observation's [H, W] cells; jit/vmap-able).
+        Training can learn it as an auxiliary target (`network.ownership_head`). None
+        (the default): no such target."""
         return None
 
     def ground_truth(self) -> "GroundTruthSource | None":

@@ -65,6 +65,7 @@ from envs.go_board import (
     parse_move,
     shifted,
     tromp_taylor_area,
+    tromp_taylor_owner,
 )
 from envs.go_picture import go_picture
 from envs.go_superko import frame_tables, repeated_positions, stone_keys, zobrist_keys
@@ -123,14 +124,8 @@ class Go(Env):
     player_marks = ("X", "O")
     move_notation = "a point like D4 (column letter, I skipped, row number from the bottom) or pass"
 
-    def __init__(
-        self,
-        size: int = 9,
-        komi: float = 7.5,
-        history: int = 8,
-        max_moves: int | None = None,
-        ko: str = "positional",
-    ):
+    def __init__(self, size: int = 9, komi: float = 7.5, history: int = 8,
+                 max_moves: int | None = None, ko: str = "positional"):
         self.size = check_option("Go size", size, int, 2, MAX_SIZE)
         self.komi = check_option("Go komi", komi, float)
         self.history = check_option("Go history", history, int, 1)
@@ -390,6 +385,10 @@ class Go(Env):
     def score_margin(self):
         """Black's area minus White's, komi included."""
         return lambda state: self.area_scores(state) @ jnp.array([1.0, -1.0]) - self.komi
+
+    def ownership(self):
+        """Each point's Tromp-Taylor owner: +1 Black, -1 White, 0 neither."""
+        return lambda state: tromp_taylor_owner(state.board, self.size, jnp.bool_(True))
 
     def result_text(self, state: GoState) -> str:
         """The area count of the final position."""

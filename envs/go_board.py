@@ -76,9 +76,10 @@ def any_neighbour(x: chex.Array) -> chex.Array:
     return up | down | left | right
 
 
-def tromp_taylor_area(board: chex.Array, n: int, needed: chex.Array) -> chex.Array:
-    """float32 [2] Tromp-Taylor area (black, white) of `board` [N*N]; only computed where
-    `needed` (a while loop under vmap runs only while some game needs it)."""
+def _reach(board: chex.Array, n: int, needed: chex.Array) -> chex.Array:
+    """bool [2, N, N]: the points holding, or reaching through empty points, a black
+    (row 0) and a white (row 1) stone; only computed where `needed` (a while loop under
+    vmap runs only while some game needs it)."""
     grid = board.reshape(n, n)
     empty = grid == EMPTY
 
@@ -96,9 +97,23 @@ def tromp_taylor_area(board: chex.Array, n: int, needed: chex.Array) -> chex.Arr
 
     start = jnp.stack([grid == BLACK, grid == WHITE])
     reach, _ = jax.lax.while_loop(cond, body, (start, needed))
+    return reach
+
+
+def tromp_taylor_area(board: chex.Array, n: int, needed: chex.Array) -> chex.Array:
+    """float32 [2] Tromp-Taylor area (black, white) of `board` [N*N]; only computed where
+    `needed` (a while loop under vmap runs only while some game needs it)."""
+    reach = _reach(board, n, needed)
     black = reach[0] & ~reach[1]
     white = reach[1] & ~reach[0]
     return jnp.stack([black.sum(), white.sum()]).astype(jnp.float32)
+
+
+def tromp_taylor_owner(board: chex.Array, n: int, needed: chex.Array) -> chex.Array:
+    """int8 [N*N] who owns each point of `board` [N*N] by Tromp-Taylor area: +1 Black,
+    -1 White, 0 neither (an empty point reaching both colours, or none)."""
+    reach = _reach(board, n, needed).reshape(2, n * n)
+    return (reach[0] & ~reach[1]).astype(jnp.int8) - (reach[1] & ~reach[0]).astype(jnp.int8)
 
 
 def hash_rows(max_moves: int, ko: str) -> int:

@@ -246,3 +246,29 @@ def test_shipped_games_keep_the_new_properties_over_many_games():
     for name, options in (("tictactoe", {}), ("coin_split", {}), ("go", {"size": 5})):
         report = check_env(envs.make(name, **options), num_games=256, seed=3)
         assert {"winners", "score-margin"} <= set(report.properties)
+
+
+class GoOwnedByColourIds(Go):
+    """Ownership as the board's colour ids (0 Black, 1 White, -1 empty) cast to int8 and
+    shifted: Black 1, White 2, empty 0. The right shape, the wrong values."""
+
+    def ownership(self):
+        return lambda state: (state.board + 1).astype(jnp.int8)
+
+
+class GoOwnershipWithPass(Go):
+    """Ownership with an entry for the pass action: one more than the board's cells."""
+
+    def ownership(self):
+        inner = super().ownership()
+        return lambda state: jnp.concatenate([inner(state), jnp.zeros(1, jnp.int8)])
+
+
+@pytest.mark.parametrize("broken, says", [
+    (GoOwnedByColourIds, "ownership gave a cell the owner 2, not -1, 0 or 1"),
+    (GoOwnershipWithPass, "ownership returned int8[26] for a finished game, expected int8[25]"),
+])
+def test_an_ownership_map_that_is_no_map_of_owners(broken, says):
+    with pytest.raises(EnvCheckError) as caught:
+        check_env(broken(size=5), num_games=16)
+    assert caught.value.property == "ownership" and says in str(caught.value)

@@ -213,13 +213,13 @@ class RefGo:
                 self.rewards = [-1.0, 1.0]
         self._analyse()
 
-    def scores(self):
-        """Tromp-Taylor area (black, white)."""
-        score = [0, 0]
+    def owners(self):
+        """Each point's Tromp-Taylor owner: +1 Black, -1 White, 0 neither."""
+        owner = [0] * len(self.board)
         seen = set()
         for p, v in enumerate(self.board):
             if v != -1:
-                score[v] += 1
+                owner[p] = 1 if v == 0 else -1
             elif p not in seen:
                 region, border, todo = {p}, set(), [p]
                 while todo:
@@ -233,8 +233,15 @@ class RefGo:
                             border.add(self.board[r])
                 seen |= region
                 if len(border) == 1:
-                    score[border.pop()] += len(region)
-        return score
+                    colour = 1 if border.pop() == 0 else -1
+                    for q in region:
+                        owner[q] = colour
+        return owner
+
+    def scores(self):
+        """Tromp-Taylor area (black, white)."""
+        owners = self.owners()
+        return [owners.count(1), owners.count(-1)]
 
     def history(self):
         past = self.boards[::-1][: self.t]
@@ -479,6 +486,20 @@ def test_area_scores_match_reference(random_games):
     )
     want = np.array([g.scores() for g in games], np.float32)
     np.testing.assert_array_equal(got, want)
+
+
+def test_ownership_matches_reference(random_games):
+    """`Env.ownership` (the auxiliary training target) is the reference's owner of every
+    point, and its sum less komi is the score margin, on each random game's last board."""
+    env, _, states, games, _ = random_games
+    boards = states.board[-1]
+    owners, margins = jax.device_get(jax.jit(jax.vmap(lambda b: (
+        env.ownership()(env.init(None).replace(board=b)),
+        env.score_margin()(env.init(None).replace(board=b)))))(boards))
+    assert owners.dtype == np.int8 and owners.shape == (len(games), env.size ** 2)
+    np.testing.assert_array_equal(owners, np.array([g.owners() for g in games]))
+    np.testing.assert_allclose(owners.sum(1) - env.komi, margins)
+    assert {-1, 0, 1} <= set(np.unique(owners).tolist())
 
 
 # --------------------------------------------------------------------------------------

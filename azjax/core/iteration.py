@@ -20,17 +20,25 @@ from collections.abc import Callable
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 from jax.flatten_util import ravel_pytree
 
 from azjax.core import counters
 from azjax.core import replay as replay_lib
-from azjax.core.learner import alphazero_loss
+from azjax.core.learner import alphazero_loss, auxiliary_losses
 from azjax.core.networks import init_params, make_network, observation_dtype
-from azjax.core.program import ProgramConfig
+from azjax.core.program import ProgramConfig, auxiliary_targets
 from azjax.core.search import SearchConfig, make_search_fn
-from azjax.core.selfplay import Games, assign_outcomes, init_games, make_play_fn
+from azjax.core.selfplay import (
+    Games,
+    assign_outcomes,
+    cheap_search_config,
+    first_finals,
+    init_games,
+    make_play_fn,
+)
 from envs import Env
 
 DATA_AXIS = "data"
@@ -96,6 +104,11 @@ def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainSta
         replay=replay_lib.init(
             config.replay_capacity, env.observation_shape, env.num_actions,
             observation_dtype(env),
+            ownership_cells=board_cells(env) if config.network.ownership_head else 0,
+            score=config.network.score_head,
+            full_search=config.selfplay.full_search_prob < 1.0,
+            has_final=config.selfplay.resigns and bool(
+                config.network.ownership_head or config.network.score_head),
         ),
         selfplay=init_games(env, games_key, config.selfplay),
         key=run_key,
@@ -105,6 +118,11 @@ def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainSta
         best_params=jax.tree.map(jnp.copy, params) if config.regime == "gating" else None,
         best_iteration=counters.zero() if config.regime == "gating" else None,
     )
+
+
+def board_cells(env: Env) -> int:
+    """The cells of `env`'s board: those of its observation's [H, W] (or [cells]) part."""
+    return int(np.prod(env.observation_shape[:-1], dtype=np.int64))
 
 
 def per_device(config: ProgramConfig, devices: int) -> ProgramConfig:
@@ -155,7 +173,13 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
     # (2.4x faster self-play for Connect Four: benchmarks/iteration_profile.py --conv).
     search_net = make_network(env, config.network, gradients=False)
     search_fn = make_search_fn(env, search_net.apply, config.search)
-    play = make_play_fn(env, search_fn, config.search, config.selfplay)
+    cheap_fn = None
+    if config.selfplay.full_search_prob < 1.0:
+        cheap_fn = make_search_fn(env, search_net.apply,
+                                  cheap_search_config(config.search, config.selfplay))
+    finals = auxiliary_targets(env, config)
+    play = make_play_fn(env, search_fn, config.search, config.selfplay, cheap_fn, finals)
+    cells = board_cells(env)
     optimizer = config.learner.optimizer()
     symmetries = env.symmetries
     sample_symmetries = symmetries if config.augment == "sample" else None
@@ -163,13 +187,29 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
     weight_decay = config.learner.weight_decay
 
     def loss_fn(params, batch: replay_lib.Positions):
-        logits, value = net.apply(params, batch.observation)
+        logits, value, heads = net.apply(params, batch.observation, aux=True)
         target = (1.0 - mix) * batch.z + mix * batch.search_value
+        weights = batch.has_z.astype(jnp.float32)
+        policy_weights = None
+        if batch.full_search is not None:
+            policy_weights = weights * batch.full_search.astype(jnp.float32)
         info = alphazero_loss(
             logits, value, batch.policy, target, params, weight_decay,
-            weights=batch.has_z.astype(jnp.float32),
+            weights=weights, policy_weights=policy_weights,
         )
-        return info.total, info
+        aux_weights = weights  # resigned games have no auxiliary targets
+        if batch.has_final is not None:
+            aux_weights = weights * batch.has_final.astype(jnp.float32)
+        aux = auxiliary_losses(heads, batch.ownership, batch.score, batch.player,
+                               aux_weights, cells)
+        total = info.total
+        if "ownership" in aux:
+            total = total + config.learner.ownership_weight * aux["ownership"]
+        if "score" in aux:
+            total = total + config.learner.score_weight * aux["score"]
+        info = info.replace(total=total, ownership_loss=aux.get("ownership"),
+                            score_loss=aux.get("score"))
+        return total, info
 
     def grad_step(carry, key, replay):
         params, opt_state = carry
@@ -188,7 +228,7 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
         positions, first_end, first_outcome, first_length = assign_outcomes(trajectory,
                                                                             discount)
         replay = replay_lib.resolve(state.replay, first_end, first_outcome, first_length,
-                                    discount)
+                                    discount, first_finals(trajectory))
         if config.augment == "write":
             positions = replay_lib.augment_all(positions, symmetries)
         replay = replay_lib.add(replay, positions)
@@ -213,6 +253,12 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
             "search_value": mean(jnp.mean(trajectory.positions.search_value)),
             "replay_sampleable": total(replay_lib.num_sampleable(replay)),
         }
+        if config.selfplay.resigns:  # false-resignation rate: false_resign / resign_checked
+            metrics.update(
+                resigned=total(jnp.sum(ended & trajectory.resigned)) / per_game,
+                resign_checked=total(jnp.sum(trajectory.resign_checked)),
+                false_resign=total(jnp.sum(trajectory.false_resign)),
+            )
         if config.gradient_steps > 0:
             metrics.update(
                 loss=jnp.mean(infos.total),
@@ -220,6 +266,9 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
                 policy_loss=jnp.mean(infos.policy_loss),
                 policy_entropy=jnp.mean(infos.policy_entropy),
             )
+            for name in ("ownership_loss", "score_loss"):
+                if getattr(infos, name) is not None:
+                    metrics[name] = jnp.mean(getattr(infos, name))
         new_state = state.replace(
             params=params,
             opt_state=opt_state,

@@ -1,6 +1,10 @@
 """The AlphaZero loss and an Optax update step.
 
 loss = mean((z - v)^2) - mean(pi^T log p) + c * ||theta||^2
+
+plus, for a network with auxiliary heads (`NetworkConfig.ownership_head`, `score_head`),
+KataGo's auxiliary targets: the mean squared error of the ownership map and of the
+score margin per cell, weighted by `ownership_weight` and `score_weight`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ class LearnerConfig:
     """Positions per gradient step."""
     max_grad_norm: float = 1.0
     """Gradients are clipped to this global norm (0 switches clipping off)."""
+    ownership_weight: float = 1.0
+    """Weight of the ownership head's loss (mean squared error per cell), where the
+    network has one."""
+    score_weight: float = 1.0
+    """Weight of the score head's loss (squared error of the margin per cell), where the
+    network has one."""
 
     def validate(self) -> None:
         """Raises ValueError for settings that cannot train."""
@@ -33,6 +43,8 @@ class LearnerConfig:
         check_setting("learner.weight_decay", self.weight_decay, float, 0)
         check_setting("learner.batch_size", self.batch_size, int, 1)
         check_setting("learner.max_grad_norm", self.max_grad_norm, float, 0)
+        check_setting("learner.ownership_weight", self.ownership_weight, float, 0)
+        check_setting("learner.score_weight", self.score_weight, float, 0)
 
     def optimizer(self) -> optax.GradientTransformation:
         """Adam with optional global-norm clipping; the learning rate is injectable."""
@@ -51,6 +63,8 @@ class LossInfo:
     policy_loss: chex.Array
     policy_entropy: chex.Array
     l2: chex.Array
+    ownership_loss: chex.Array | None = None
+    score_loss: chex.Array | None = None
 
 
 def alphazero_loss(
@@ -61,6 +75,7 @@ def alphazero_loss(
     params: chex.ArrayTree,
     weight_decay: chex.Numeric,
     weights: chex.Array | None = None,
+    policy_weights: chex.Array | None = None,
 ) -> LossInfo:
     """The AlphaZero loss of one batch.
 
@@ -72,6 +87,8 @@ def alphazero_loss(
       params: parameters, for the L2 term c * sum(theta^2).
       weight_decay: c.
       weights: optional [B] per-example weights (0 masks an example out).
+      policy_weights: optional [B] weights of the policy term alone (default `weights`;
+        playout cap randomisation trains the policy on the full searches only).
     """
     chex.assert_equal_shape([logits, target_policy])
     chex.assert_equal_shape([value, target_value])
@@ -80,11 +97,46 @@ def alphazero_loss(
     denom = jnp.maximum(jnp.sum(weights), 1.0)
     log_p = jax.nn.log_softmax(logits)
     value_loss = jnp.sum(weights * (target_value - value) ** 2) / denom
-    policy_loss = -jnp.sum(weights * jnp.sum(target_policy * log_p, axis=-1)) / denom
-    entropy = -jnp.sum(weights * jnp.sum(jnp.exp(log_p) * log_p, axis=-1)) / denom
+    if policy_weights is None:
+        policy_weights, policy_denom = weights, denom
+    else:
+        policy_denom = jnp.maximum(jnp.sum(policy_weights), 1.0)
+    policy_loss = -jnp.sum(policy_weights * jnp.sum(target_policy * log_p, axis=-1)
+                           ) / policy_denom
+    entropy = -jnp.sum(policy_weights * jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
+                       ) / policy_denom
     l2 = sum(jnp.sum(jnp.square(p)) for p in jax.tree.leaves(params))
     total = value_loss + policy_loss + weight_decay * l2
     return LossInfo(
         total=total, value_loss=value_loss, policy_loss=policy_loss,
         policy_entropy=entropy, l2=l2,
     )
+
+
+def auxiliary_losses(heads: dict[str, chex.Array], ownership: chex.Array | None,
+                     score: chex.Array | None, player: chex.Array,
+                     weights: chex.Array, cells: int) -> dict[str, chex.Array]:
+    """The auxiliary heads' losses of one batch, by head: 'ownership' (mean over cells
+    of the squared error) and 'score' (squared error of the margin per cell).
+
+    Args:
+      heads: the network's auxiliary outputs ('ownership' [B, cells] in [-1, 1] and
+        'score' [B], from the mover's view; `PolicyValueNet(aux=True)`).
+      ownership: [B, cells] final owners from player 0's view (+1, -1, 0), or None.
+      score: [B] final score margin for player 0 (points), or None.
+      player: [B] the player to move, whose view the heads take.
+      weights: [B] per-example weights (0 masks an example out).
+      cells: the board's cells, the score's unit (the margin per cell is learned).
+    """
+    sign = jnp.where(player == 0, 1.0, -1.0)
+    denom = jnp.maximum(jnp.sum(weights), 1.0)
+    losses = {}
+    if "ownership" in heads:
+        chex.assert_equal_shape([heads["ownership"], ownership])
+        target = ownership.astype(jnp.float32) * sign[:, None]
+        error = jnp.mean((heads["ownership"] - target) ** 2, axis=-1)
+        losses["ownership"] = jnp.sum(weights * error) / denom
+    if "score" in heads:
+        target = score * sign / cells
+        losses["score"] = jnp.sum(weights * (heads["score"] - target) ** 2) / denom
+    return losses

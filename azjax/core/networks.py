@@ -62,6 +62,14 @@ class NetworkConfig:
     dtype: Literal["float32", "bfloat16"] = "float32"
     """Compute dtype of activations and matmuls. With 'bfloat16' the parameters are still
     stored and updated in float32 and the outputs (logits, value) are float32."""
+    ownership_head: bool = False
+    """An auxiliary head that predicts who owns each cell at the game's end (a territory
+    game's `Env.ownership`; KataGo's ownership target): a 1x1 conv and tanh, from the
+    mover's view. Trained with weight `learner.ownership_weight`; search never runs it."""
+    score_head: bool = False
+    """An auxiliary head that predicts the final score margin (`Env.score_margin`) from
+    the mover's view, per cell of the board, beside the value (weight
+    `learner.score_weight`)."""
 
     def validate(self) -> None:
         """Raises ValueError for sizes that cannot build a network and unknown choices."""
@@ -105,39 +113,47 @@ class ResidualBlock(nn.Module):
 
 class PolicyValueNet(nn.Module):
     """Maps observations [B, H, W, C] to (policy logits [B, A], value [B] in [-1, 1]),
-    both float32 whatever `config.dtype` computes in."""
+    both float32 whatever `config.dtype` computes in. Called with `aux=True` it also
+    returns a dict of its auxiliary heads' outputs (float32): 'ownership' [B, H*W] in
+    [-1, 1] and 'score' [B] (the margin per cell), for the heads it has."""
 
     num_actions: int
     config: NetworkConfig = NetworkConfig()
 
     @nn.compact
-    def __call__(self, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
+    def __call__(self, obs: chex.Array, aux: bool = False):
         cfg = self.config
         impl, dtype = resolve_conv(cfg.conv), DTYPES[cfg.dtype]
         dense = {"dtype": dtype, "param_dtype": jnp.float32}
         x = input_planes(obs).astype(dtype)
-        if cfg.torso == "mlp":
-            return self._mlp(x, dense)
-        x = nn.relu(PatchConv(cfg.channels, impl=impl, dtype=dtype)(x))
-        for _ in range(cfg.num_blocks):
-            x = ResidualBlock(cfg.channels, impl=impl, dtype=dtype)(x)
         batch = x.shape[0]
-
-        p = nn.relu(PatchConv(cfg.policy_filters, 1, dtype=dtype)(x))
-        logits = nn.Dense(self.num_actions, **dense)(p.reshape(batch, -1))
-
-        v = nn.relu(PatchConv(cfg.value_filters, 1, dtype=dtype)(x))
-        v = nn.relu(nn.Dense(cfg.value_hidden, **dense)(v.reshape(batch, -1)))
+        if cfg.torso == "mlp":
+            x = x.reshape(batch, -1)
+            for _ in range(cfg.mlp_layers):
+                x = nn.relu(nn.Dense(cfg.channels, **dense)(x))
+            logits, v = nn.Dense(self.num_actions, **dense)(x), x
+        else:
+            x = nn.relu(PatchConv(cfg.channels, impl=impl, dtype=dtype)(x))
+            for _ in range(cfg.num_blocks):
+                x = ResidualBlock(cfg.channels, impl=impl, dtype=dtype)(x)
+            p = nn.relu(PatchConv(cfg.policy_filters, 1, dtype=dtype)(x))
+            logits = nn.Dense(self.num_actions, **dense)(p.reshape(batch, -1))
+            v = nn.relu(PatchConv(cfg.value_filters, 1, dtype=dtype)(x))
+            v = nn.relu(nn.Dense(cfg.value_hidden, **dense)(v.reshape(batch, -1)))
         value = jnp.tanh(nn.Dense(1, **dense)(v).astype(jnp.float32))[:, 0]
-        return logits.astype(jnp.float32), value
-
-    def _mlp(self, x: chex.Array, dense: dict) -> tuple[chex.Array, chex.Array]:
-        x = x.reshape(x.shape[0], -1)
-        for _ in range(self.config.mlp_layers):
-            x = nn.relu(nn.Dense(self.config.channels, **dense)(x))
-        logits = nn.Dense(self.num_actions, **dense)(x)
-        value = jnp.tanh(nn.Dense(1, **dense)(x).astype(jnp.float32))[:, 0]
-        return logits.astype(jnp.float32), value
+        if not aux:
+            return logits.astype(jnp.float32), value
+        heads = {}
+        if cfg.ownership_head:
+            cells = obs.shape[1] * obs.shape[2] if obs.ndim == 4 else obs.shape[1]
+            if cfg.torso == "mlp":
+                owner = nn.Dense(cells, name="ownership", **dense)(x)
+            else:
+                owner = PatchConv(1, 1, dtype=dtype, name="ownership")(x).reshape(batch, -1)
+            heads["ownership"] = jnp.tanh(owner.astype(jnp.float32))
+        if cfg.score_head:
+            heads["score"] = nn.Dense(1, name="score", **dense)(v).astype(jnp.float32)[:, 0]
+        return logits.astype(jnp.float32), value, heads
 
 
 def make_network(env: Env, config: NetworkConfig, gradients: bool = True) -> PolicyValueNet:
@@ -157,7 +173,7 @@ def observation_dtype(env: Env):
 def init_params(env: Env, config: NetworkConfig, key: chex.PRNGKey) -> chex.ArrayTree:
     """Fresh parameters of `make_network(env, config)`; the key is consumed."""
     dummy = jnp.zeros((1, *env.observation_shape), observation_dtype(env))
-    return make_network(env, config).init(key, dummy)
+    return make_network(env, config).init(key, dummy, aux=True)
 
 
 def abstract_params(env: Env, config: NetworkConfig) -> chex.ArrayTree:

@@ -72,6 +72,12 @@ class ProgramConfig:
             raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}")
         check_int32("positions per iteration: selfplay.num_games x "
                      "selfplay.steps_per_iteration", self.positions_per_iteration)
+        if (self.selfplay.full_search_prob < 1.0
+                and self.selfplay.cheap_simulations >= self.search.num_simulations):
+            raise ValueError(
+                f"selfplay.cheap_simulations ({self.selfplay.cheap_simulations}) must be "
+                f"fewer than search.num_simulations ({self.search.num_simulations}) when "
+                f"selfplay.full_search_prob < 1 (playout cap randomisation)")
 
     def make_env(self) -> envs.Env:
         """The game this config trains on (ValueError for an unknown game or bad options)."""
@@ -104,12 +110,34 @@ class ProgramConfig:
             )
         check_int32("replay ring indices: replay_capacity + one iteration's entries",
                      self.replay_capacity + needed)
+        self.check_auxiliary(env)
         check_program_fits(self, env)
+
+    def check_auxiliary(self, env: envs.Env) -> None:
+        """ValueError when the network has an auxiliary head whose target `env` lacks."""
+        for head, hook in (("ownership_head", "ownership"), ("score_head", "score_margin")):
+            if getattr(self.network, head) and getattr(env, hook)() is None:
+                raise ValueError(
+                    f"network.{head} needs a game with targets for it: {env.name} has no "
+                    f"Env.{hook} (switch it off with --network.no-{head.replace('_', '-')})")
 
     def compile_key(self) -> str:
         """Equal for configs that compile to one training program: everything but the
         traced settings (`azjax.core.fields`)."""
         return json.dumps(compiled_part(self), sort_keys=True)
+
+
+def auxiliary_targets(env: envs.Env, program: ProgramConfig) -> dict:
+    """The functions of a finished state that give the program's auxiliary targets, by
+    `azjax.core.replay.Positions` field: 'ownership' (`Env.ownership`) and 'score'
+    (`Env.score_margin`), for the heads `program.network` has."""
+    program.check_auxiliary(env)
+    targets = {}
+    if program.network.ownership_head:
+        targets["ownership"] = env.ownership()
+    if program.network.score_head:
+        targets["score"] = env.score_margin()
+    return targets
 
 
 def _check_game_options(options: Any) -> None:
@@ -135,7 +163,7 @@ def program_parts(program: ProgramConfig, env: Env) -> dict[str, int]:
     games, one iteration's positions, network and optimizer, network activations (the
     estimate `program_bytes` sums)."""
     games = program.selfplay.num_games
-    entry = memory.replay_entry_bytes(env)
+    entry = memory.replay_entry_bytes(env) + auxiliary_entry_bytes(program, env)
     # Parameters, gradients and Adam's two moments; the gating regime keeps a best copy.
     copies = 5 if program.regime == "gating" else 4
     # Training keeps forward activations for the backward pass: about twice the batch.
@@ -149,6 +177,15 @@ def program_parts(program: ProgramConfig, env: Env) -> dict[str, int]:
         "network and optimizer": copies * memory.network_bytes(env, program.network),
         "network activations": memory.activation_bytes(env, program.network, activations),
     }
+
+
+def auxiliary_entry_bytes(program: ProgramConfig, env: Env) -> int:
+    """Bytes a replay entry holds beyond `memory.replay_entry_bytes`: the ownership map
+    (int8 a cell), the score (float32) and the full-search flag, where trained."""
+    cells = math.prod(env.observation_shape[:-1])
+    return ((cells if program.network.ownership_head else 0)
+            + (4 if program.network.score_head else 0)
+            + (1 if program.selfplay.full_search_prob < 1.0 else 0))
 
 
 def program_bytes(program: ProgramConfig, env: Env, experiments: int = 1) -> int:

@@ -27,6 +27,14 @@ class Positions:
     z: chex.Array  # [N] float32 outcome from the mover's view where has_z, else the ply
     has_z: chex.Array  # [N] bool outcome known
     slot: chex.Array  # [N] int32 self-play slot (game stream) that played it
+    # Auxiliary targets, None unless the program trains them (known once has_z):
+    ownership: chex.Array | None = None  # [N, cells] int8 final owners, player 0's view
+    score: chex.Array | None = None  # [N] float32 final score margin, player 0's view
+    # Playout cap randomisation only: the move had the full search (a policy target).
+    full_search: chex.Array | None = None  # [N] bool
+    # Auxiliary targets with resignation: the game reached its end (False: it was
+    # resigned, so it has no final position and no auxiliary targets).
+    has_final: chex.Array | None = None  # [N] bool
 
 
 @struct.dataclass
@@ -48,8 +56,14 @@ def init(
     observation_shape: tuple[int, ...],
     num_actions: int,
     observation_dtype=jnp.bool_,
+    ownership_cells: int = 0,
+    score: bool = False,
+    full_search: bool = False,
+    has_final: bool = False,
 ) -> ReplayState:
-    """An empty ring of `capacity` positions (observations stored as `observation_dtype`)."""
+    """An empty ring of `capacity` positions (observations stored as `observation_dtype`),
+    with the optional fields of `Positions` where asked for: `ownership_cells` > 0 (the
+    cells of the ownership target), `score`, `full_search`, `has_final`."""
     if capacity < 1:
         raise ValueError(f"replay capacity must be >= 1, got {capacity}")
     data = Positions(
@@ -60,6 +74,11 @@ def init(
         z=jnp.zeros(capacity, jnp.float32),
         has_z=jnp.zeros(capacity, jnp.bool_),
         slot=jnp.full(capacity, -1, jnp.int32),
+        ownership=(jnp.zeros((capacity, ownership_cells), jnp.int8)
+                   if ownership_cells else None),
+        score=jnp.zeros(capacity, jnp.float32) if score else None,
+        full_search=jnp.zeros(capacity, jnp.bool_) if full_search else None,
+        has_final=jnp.zeros(capacity, jnp.bool_) if has_final else None,
     )
     return ReplayState(data=data, insert_index=jnp.int32(0), size=jnp.int32(0))
 
@@ -92,13 +111,16 @@ def discounted(outcome_p0: chex.Array, player: chex.Array, length: chex.Array,
 
 
 def resolve(replay: ReplayState, slot_ended: chex.Array, slot_outcome: chex.Array,
-            slot_length: chex.Array | None = None, discount: float = 1.0) -> ReplayState:
+            slot_length: chex.Array | None = None, discount: float = 1.0,
+            slot_final: dict[str, chex.Array] | None = None) -> ReplayState:
     """Fills in z for the pending positions of games that have just ended.
 
     Each slot plays one game at a time, so a slot's pending positions all belong to its
     current game. `slot_ended` bool [S] says which slots' games ended; `slot_outcome`
     float32 [S] is that game's result for player 0 and `slot_length` int32 [S] its plies
-    (needed only with a `discount` below 1, see `discounted`).
+    (needed only with a `discount` below 1, see `discounted`). `slot_final` holds the
+    ended games' auxiliary targets by field name ('ownership' [S, cells], 'score' [S]),
+    written to those positions too.
     """
     data = replay.data
     slot = jnp.clip(data.slot, 0, slot_ended.shape[0] - 1)
@@ -107,8 +129,13 @@ def resolve(replay: ReplayState, slot_ended: chex.Array, slot_outcome: chex.Arra
     if discount != 1.0 and slot_length is None:
         raise ValueError("a discount below 1 needs the games' lengths")
     outcome = discounted(slot_outcome[slot], data.player, length, data.z, discount)
+    finals = {}
+    for name, value in (slot_final or {}).items():
+        stored = getattr(data, name)
+        mask = ended.reshape(ended.shape + (1,) * (stored.ndim - 1))
+        finals[name] = jnp.where(mask, value[slot].astype(stored.dtype), stored)
     data = data.replace(
-        z=jnp.where(ended, outcome, data.z), has_z=data.has_z | ended
+        z=jnp.where(ended, outcome, data.z), has_z=data.has_z | ended, **finals
     )
     return replay.replace(data=data)
 
@@ -140,9 +167,19 @@ def sample(
     if symmetries is None:
         return batch
     g = jax.random.randint(sym_key, (batch_size,), 0, symmetries.size)
-    return batch.replace(
-        observation=jax.vmap(symmetries.observation)(batch.observation, g),
-        policy=jax.vmap(symmetries.policy)(batch.policy, g),
+    return transformed(batch, symmetries, g)
+
+
+def transformed(positions: Positions, symmetries: Symmetries, g: chex.Array) -> Positions:
+    """`positions` [N] under symmetries `g` [N]: observations, policies and ownership maps."""
+    changes = {}
+    if positions.ownership is not None:
+        changes["ownership"] = jax.vmap(lambda o, gi: o[symmetries.cell_perm[gi]])(
+            positions.ownership, g)
+    return positions.replace(
+        observation=jax.vmap(symmetries.observation)(positions.observation, g),
+        policy=jax.vmap(symmetries.policy)(positions.policy, g),
+        **changes,
     )
 
 
@@ -151,12 +188,7 @@ def augment_all(positions: Positions, symmetries: Symmetries) -> Positions:
     g = jnp.arange(symmetries.size)
 
     def one(gi):
-        n = positions.player.shape[0]
-        gs = jnp.full(n, gi)
-        return positions.replace(
-            observation=jax.vmap(symmetries.observation)(positions.observation, gs),
-            policy=jax.vmap(symmetries.policy)(positions.policy, gs),
-        )
+        return transformed(positions, symmetries, jnp.full(positions.player.shape[0], gi))
 
     copies = jax.vmap(one)(g)
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), copies)

@@ -5,6 +5,25 @@ move is sampled from the search policy (temperature 1), afterwards it is the sea
 greedy choice, as in the AlphaZero paper. With probability `random_move_prob` the move
 played is instead uniformly random among the legal ones (the position is still
 recorded with the search policy), which widens the set of positions seen in training.
+
+Playout cap randomisation (KataGo, `full_search_prob` < 1): that share of the moves gets
+the full search and the others a cheap one of `cheap_simulations`; only the full
+searches' policies become policy targets (every position keeps its value target), so
+more games are played for the same time. A search runs the whole batch at one budget,
+so the choice is made per move of the batch, on a fixed pattern over the iteration's S
+moves (`full_search_moves`); games start and end at different moves, so which plies of
+a game are searched in full varies from game to game.
+
+Resignation (AlphaGo Zero, `resign_threshold` > -1): a player whose root value (its own
+view) falls below the threshold resigns instead of moving, once its game is past the
+random opening plies and the `temperature_moves` sampled ones (and, with playout cap
+randomisation, only on a full search). The resigning position is recorded, the game
+ends there as a loss for the resigner and its slot restarts. A share
+`resign_playout_prob` of the games (drawn when each starts) never resigns: in those,
+self-play notes the first player whose value fell below the threshold and, at the end,
+whether that player in fact lost. The iteration's metrics `resign_checked` (such games)
+and `false_resign` (those where that player won or drew) give the false-resignation rate
+(`false_resignation_rate`), which AlphaGo Zero kept below 5% by moving the threshold.
 """
 
 from __future__ import annotations
@@ -14,6 +33,7 @@ import dataclasses
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from azjax.core import replay as replay_lib
@@ -36,14 +56,44 @@ class SelfPlayConfig:
     """Probability of playing a uniformly random legal move instead of the search's."""
     random_opening_moves: int = 0
     """Each new game opens with U{0..N} uniformly random plies (recorded like any other)."""
+    full_search_prob: float = 1.0
+    """Playout cap randomisation: the share of moves (of the whole batch at once) that
+    get the full search and become policy targets; the others get a cheap search of
+    `cheap_simulations` and train the value alone. 1: every move is searched in full.
+    Times `steps_per_iteration` it must be a whole number of moves."""
+    cheap_simulations: int = 8
+    """Simulations of the cheap search (with `full_search_prob` < 1)."""
+    resign_threshold: float = -1.0
+    """A player resigns when its root value falls below this (in [-1, 1]; -1: never).
+    Set it from the measured false-resignation rate (the metrics `false_resign` /
+    `resign_checked`, pooled by `false_resignation_rate`): raise it while that rate
+    stays well under 5%, lower it when the rate is above."""
+    resign_playout_prob: float = 0.1
+    """With resignation on: the share of games (drawn as each starts) played to the end
+    with no resignation, in which false resignations are counted."""
+
+    @property
+    def resigns(self) -> bool:
+        """Whether resignation is on (`resign_threshold` > -1)."""
+        return self.resign_threshold > -1.0
 
     def validate(self) -> None:
         """Raises ValueError for settings that cannot run."""
+        check_setting("selfplay.full_search_prob", self.full_search_prob, float, 0, 1)
+        full = self.full_search_prob * self.steps_per_iteration
+        if abs(full - round(full)) > 1e-9:
+            raise ValueError(
+                f"selfplay.full_search_prob x selfplay.steps_per_iteration must be a whole "
+                f"number of fully searched moves per iteration, got "
+                f"{self.full_search_prob:g} x {self.steps_per_iteration} = {full:g}")
+        check_setting("selfplay.cheap_simulations", self.cheap_simulations, int, 1)
         check_setting("selfplay.num_games", self.num_games, int, 1)
         check_setting("selfplay.steps_per_iteration", self.steps_per_iteration, int, 1)
         check_setting("selfplay.temperature_moves", self.temperature_moves, int, 0)
         check_setting("selfplay.random_opening_moves", self.random_opening_moves, int, 0)
         check_setting("selfplay.random_move_prob", self.random_move_prob, float, 0, 1)
+        check_setting("selfplay.resign_threshold", self.resign_threshold, float, -1, 1)
+        check_setting("selfplay.resign_playout_prob", self.resign_playout_prob, float, 0, 1)
 
 
 @struct.dataclass
@@ -52,6 +102,10 @@ class Games:
 
     state: State  # [B]
     opening_length: chex.Array  # [B] int32
+    # Resignation only (None without): the game is played to the end, no one resigns
+    no_resign: chex.Array | None = None  # [B] bool
+    # and the first player whose value fell below the threshold in it (-1: none yet).
+    would_resign: chex.Array | None = None  # [B] int32
 
 
 @struct.dataclass
@@ -62,6 +116,14 @@ class Trajectory:
     ended: chex.Array  # [S, B] bool: the move ended its game
     outcome: chex.Array  # [S, B] float32: the ended game's result for player 0
     game_length: chex.Array  # [S, B] int32: plies of the ended game
+    # name -> [S, B, ...]: the ended game's auxiliary targets (`make_play_fn`'s finals),
+    # with resignation also 'has_final' (False: it ended by resignation, no final state)
+    final: dict = dataclasses.field(default_factory=dict)
+    # Resignation only, [S, B] bool: the move ended its game by resignation; a no-resign
+    # game ended in which some player would have resigned; and that player did not lose.
+    resigned: chex.Array | None = None
+    resign_checked: chex.Array | None = None
+    false_resign: chex.Array | None = None
 
 
 def tree_select(mask: chex.Array, on_true, on_false):
@@ -76,41 +138,96 @@ def tree_select(mask: chex.Array, on_true, on_false):
 
 def init_games(env: Env, key: chex.PRNGKey, config: SelfPlayConfig) -> Games:
     """`config.num_games` fresh games [B]."""
-    state_key, opening_key = jax.random.split(key)
+    # (JAX's threefry keys split prefix-stably: the first two keys are those of a split
+    # in two, so resignation leaves the games' other draws as they were.)
+    keys = jax.random.split(key, 3 if config.resigns else 2)
     num_games = config.num_games
-    return Games(
-        state=jax.vmap(env.init)(jax.random.split(state_key, num_games)),
+    games = Games(
+        state=jax.vmap(env.init)(jax.random.split(keys[0], num_games)),
         opening_length=jax.random.randint(
-            opening_key, (num_games,), 0, config.random_opening_moves + 1
+            keys[1], (num_games,), 0, config.random_opening_moves + 1
         ),
+    )
+    if not config.resigns:
+        return games
+    return games.replace(
+        no_resign=jax.random.uniform(keys[2], (num_games,)) < config.resign_playout_prob,
+        would_resign=jnp.full(num_games, -1, jnp.int32),
     )
 
 
-def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfPlayConfig):
+def cheap_search_config(search_config: SearchConfig, config: SelfPlayConfig) -> SearchConfig:
+    """The search of playout cap randomisation's cheap moves: `config.cheap_simulations`
+    simulations (Gumbel considers at most as many actions)."""
+    sims = config.cheap_simulations
+    return dataclasses.replace(
+        search_config, num_simulations=sims,
+        max_num_considered_actions=min(search_config.max_num_considered_actions, sims))
+
+
+def full_search_moves(config: SelfPlayConfig) -> np.ndarray:
+    """bool [S]: which of an iteration's S moves get the full search, `full_search_prob`
+    of them spread evenly (move s iff floor((s + 1) p) > floor(s p))."""
+    s = np.arange(config.steps_per_iteration)
+    p = config.full_search_prob
+    return np.floor((s + 1) * p + 1e-9) > np.floor(s * p + 1e-9)
+
+
+def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfPlayConfig,
+                 cheap_search_fn=None, finals: dict | None = None):
     """Returns `play(params, search, key, games) -> (games, Trajectory)`.
 
     `search_fn` is `azjax.core.search.make_search_fn(env, apply_fn, search_config)` and
     `search` the `SearchConfig` it is called with (traced settings as arrays). `games`
     [B] are live; the returned ones are live too (ended games were replaced by new
-    ones). The key is consumed.
+    ones). The key is consumed. With `config.full_search_prob` < 1, `cheap_search_fn`
+    is the same built from `cheap_search_config`, and positions record `full_search`.
+    `finals` maps names of `Positions`' auxiliary fields to functions of one state
+    (`Env.ownership`, `Env.score_margin`): the trajectory records them at every game end;
+    with resignation, positions also get `has_final` (False for games that ended by
+    resignation, whose auxiliary targets are then unknown).
     """
     config.validate()
     num_games = config.num_games
     slots = jnp.arange(num_games, dtype=jnp.int32)
+    capped = config.full_search_prob < 1.0
+    if capped and cheap_search_fn is None:
+        raise ValueError("selfplay.full_search_prob < 1 needs the cheap search")
+    cheap_config = cheap_search_config(search_config, config)
+    finals = finals or {}
+    resigns = config.resigns
 
-    def one_move(carry, key):
+    final_shapes = jax.eval_shape(
+        lambda key: {name: fn(env.init(key)) for name, fn in finals.items()},
+        jax.random.key(0))
+
+    def searched(fn, settings, params, search, key, states):
+        output = fn(params, search, key, states)
+        return output.action_weights, greedy_action(settings, output), root_value(output)
+
+    # Which of the S moves get the full search: a fixed, evenly spread pattern rather
+    # than a coin, so that the choice is no batched value and the `cond` below runs one
+    # search (training vmaps the iteration over runs, which turns a batched `cond` into
+    # both branches).
+    full_moves = jnp.asarray(full_search_moves(config))
+
+    def one_move(carry, xs):
         params, search, games = carry
+        key, move = xs
         states = games.state
         search_key, sample_key, random_key, coin_key, reset_key = jax.random.split(key, 5)
-        output = search_fn(params, search, search_key, states)
-        pi = output.action_weights
+        args = (params, search, search_key, states)
+        full = True
+        if capped:
+            full = full_moves[move]
+            pi, greedy, value = jax.lax.cond(
+                full, lambda: searched(search_fn, search_config, *args),
+                lambda: searched(cheap_search_fn, cheap_config, *args))
+        else:
+            pi, greedy, value = searched(search_fn, search_config, *args)
         legal = states.legal_action_mask
         sampled = jax.random.categorical(sample_key, masked_logits(jnp.log(pi), pi > 0))
-        chosen = jnp.where(
-            states.step_count < config.temperature_moves,
-            sampled,
-            greedy_action(search_config, output),
-        )
+        chosen = jnp.where(states.step_count < config.temperature_moves, sampled, greedy)
         uniform = jax.random.categorical(random_key, masked_logits(jnp.zeros_like(pi), legal))
         explore = (states.step_count < games.opening_length) | (
             jax.random.uniform(coin_key, (num_games,)) < config.random_move_prob
@@ -122,28 +239,77 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
             observation=states.observation,
             policy=pi,
             player=states.current_player,
-            search_value=root_value(output),
+            search_value=value,
             z=states.step_count.astype(jnp.float32),  # the ply, until the game ends
             has_z=jnp.zeros(num_games, jnp.bool_),
             slot=slots,
+            **{name: jnp.zeros((num_games, *x.shape), x.dtype)
+               for name, x in final_shapes.items()},
+            full_search=jnp.full(num_games, full) if capped else None,
+            has_final=jnp.zeros(num_games, jnp.bool_) if finals and resigns else None,
         )
-        ended = next_states.terminated
         step = Trajectory(
             positions=positions,
-            ended=ended,
+            ended=next_states.terminated,
             outcome=next_states.rewards[:, 0],
             game_length=next_states.step_count,
+            final={name: jax.vmap(fn)(next_states) for name, fn in finals.items()},
         )
+        if resigns:
+            step, games = resign_step(config, games, value, full, step)
         fresh = init_games(env, reset_key, config)
-        games = tree_select(ended, fresh, games.replace(state=next_states))
+        games = tree_select(step.ended, fresh, games.replace(state=next_states))
         return (params, search, games), step
 
     def play(params, search: SearchConfig, key: chex.PRNGKey, games: Games):
         keys = jax.random.split(key, config.steps_per_iteration)
-        (_, _, games), trajectory = jax.lax.scan(one_move, (params, search, games), keys)
+        (_, _, games), trajectory = jax.lax.scan(
+            one_move, (params, search, games),
+            (keys, jnp.arange(config.steps_per_iteration, dtype=jnp.int32)))
         return games, trajectory
 
     return play
+
+
+def resign_step(config: SelfPlayConfig, games: Games, value: chex.Array,
+                full: chex.Array | bool, step: Trajectory) -> tuple[Trajectory, Games]:
+    """Resignation in one move of `games` [B] (before it), given the search's root
+    `value` [B] (the mover's view) and the move's game ends in `step`: the resigning
+    games end now, lost by the mover, at the plies played; the no-resign games note
+    their first would-be resigner and, as they end, whether it did not lose."""
+    chex.assert_shape(value, games.opening_length.shape)
+    states = games.state
+    mover = states.current_player
+    eligible = states.step_count >= jnp.maximum(games.opening_length,
+                                                config.temperature_moves)
+    below = eligible & full & (value < config.resign_threshold)
+    resign = below & ~games.no_resign & ~step.ended  # a move that ends its game stands
+    first = jnp.where((games.would_resign < 0) & below, mover, games.would_resign)
+    outcome = jnp.where(resign, jnp.where(mover == 0, -1.0, 1.0), step.outcome)
+    ended = step.ended | resign
+    checked = ended & games.no_resign & (first >= 0)
+    final = dict(step.final)
+    if final:
+        final["has_final"] = ~resign
+    step = step.replace(
+        ended=ended, outcome=outcome,
+        game_length=jnp.where(resign, states.step_count, step.game_length),
+        final=final, resigned=resign, resign_checked=checked,
+        false_resign=checked & (jnp.where(first == 0, outcome, -outcome) >= 0),
+    )
+    return step, games.replace(would_resign=first)
+
+
+def false_resignation_rate(records) -> tuple[float, int]:
+    """The false-resignation rate pooled over metrics records (dicts, such as the lines
+    of a run's metrics.jsonl): (sum of `false_resign` / sum of `resign_checked`, that
+    sum of checked games); NaN with no checked game. Records without them are skipped."""
+    checked = false = 0
+    for record in records:
+        if "resign_checked" in record:
+            checked += int(record["resign_checked"])
+            false += int(record.get("false_resign", 0))
+    return (false / checked if checked else float("nan")), checked
 
 
 def assign_outcomes(trajectory: Trajectory, discount: float = 1.0
@@ -156,26 +322,45 @@ def assign_outcomes(trajectory: Trajectory, discount: float = 1.0
     time-major to [S*B], first_end [B], first_outcome [B], first_length [B]):
     `first_end[b]` says slot b finished a game in this window; `first_outcome[b]` (for
     player 0) and `first_length[b]` (plies) are those of the first such game, which is the
-    game any positions of slot b still pending from earlier windows belong to.
+    game any positions of slot b still pending from earlier windows belong to. For the
+    discount a resignation is its game's last ply (the resigning position's z is the
+    undiscounted loss), so a resigned game's length counts it.
     """
     positions = trajectory.positions
-    num_games = trajectory.ended.shape[1]
-
-    def backward(carry, step):
-        has_end, outcome, length = carry
-        ended, step_outcome, step_length = step
-        has_end = has_end | ended
-        outcome = jnp.where(ended, step_outcome, outcome)
-        length = jnp.where(ended, step_length, length)
-        return (has_end, outcome, length), (has_end, outcome, length)
-
-    init = (jnp.zeros(num_games, jnp.bool_), jnp.zeros(num_games, jnp.float32),
-            jnp.zeros(num_games, jnp.int32))
-    (first_end, first_outcome, first_length), (has_z, outcome_p0, length) = jax.lax.scan(
-        backward, init, (trajectory.ended, trajectory.outcome, trajectory.game_length),
-        reverse=True,
-    )
+    lengths = trajectory.game_length
+    if trajectory.resigned is not None:
+        lengths = lengths + trajectory.resigned.astype(lengths.dtype)
+    values = (trajectory.outcome, lengths, trajectory.final)
+    (first_end, (first_outcome, first_length, _)), (has_z, (outcome_p0, length, final)) = (
+        _next_ends(trajectory.ended, values))
     z = replay_lib.discounted(outcome_p0, positions.player, length, positions.z, discount)
-    positions = positions.replace(z=jnp.where(has_z, z, positions.z), has_z=has_z)
+    known = {name: jnp.where(has_z.reshape(has_z.shape + (1,) * (x.ndim - 2)), x,
+                             getattr(positions, name))
+             for name, x in final.items()}
+    positions = positions.replace(z=jnp.where(has_z, z, positions.z), has_z=has_z, **known)
     flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), positions)
     return flat, first_end, first_outcome, first_length
+
+
+def first_finals(trajectory: Trajectory) -> dict:
+    """The auxiliary targets (`Trajectory.final`) of the first game each slot ended in
+    the window [B, ...]: those of the positions still pending from earlier windows."""
+    (_, final), _ = _next_ends(trajectory.ended, trajectory.final)
+    return final
+
+
+def _next_ends(ended: chex.Array, values):
+    """For each step of [S, B] and slot, whether a game ends at or after it in the
+    window and `values` (a pytree of [S, B, ...]) at the first such end: ((first_end
+    [B], values at it), (has_end [S, B], values [S, B, ...])), by a reverse scan."""
+
+    def backward(carry, step):
+        has_end, current = carry
+        step_ended, step_values = step
+        current = tree_select(step_ended, step_values, current)
+        carry = (has_end | step_ended, current)
+        return carry, carry
+
+    init = (jnp.zeros(ended.shape[1], jnp.bool_),
+            jax.tree.map(lambda x: jnp.zeros_like(x[0]), values))
+    return jax.lax.scan(backward, init, (ended, values), reverse=True)
