@@ -77,10 +77,14 @@ def test_gnugo_specs_make_host_players_for_go_only():
     assert (player.name, player.jittable) == ("gnugo:3,seed=5", False)
     assert make_player("gnugo:0", GO9).name == "gnugo:0"
     assert gnugo_player(GO9, 10).name == "gnugo:10"
-    with pytest.raises(ValueError, match=r"unknown option\(s\) \['foo'\]; 'gnugo' takes \['seed'\]"):
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['foo'\]; 'gnugo' takes "
+                       r"\['seed', 'timeout'\]"):
         make_player("gnugo:1,foo=2", GO9)
     with pytest.raises(ValueError, match="seed must be a number"):
         make_player("gnugo:1,seed=x", GO9)
+    for timeout in ("0", "-1", "inf", "x"):
+        with pytest.raises(ValueError, match="timeout must be a"):
+            make_player(f"gnugo:1,timeout={timeout}", GO9)
     with pytest.raises(ValueError, match="GNU Go plays only Go .*'tictactoe'"):
         make_player("gnugo:1", envs.make("tictactoe"))
     for level in (11, -1, True, 1.0):
@@ -204,7 +208,7 @@ def test_a_dead_engine_is_restarted():
     states = position(RACE)
     player = gnugo_player(GO9, 0, processes=1)
     assert move_of(player, states) == "G9"
-    key = next(k for k in gnugo._POOLS if k[1:] == (0, 0, 9))
+    key = next(k for k in gnugo._POOLS if k[1:4] == (0, 0, 9))
     gnugo._POOLS[key][0].close()
     assert move_of(player, states) == "G9"
     assert player.stats["restarts"] == 1

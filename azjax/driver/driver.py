@@ -203,7 +203,12 @@ def train_group(
         game the configs name.
 
     Raises ValueError (RunDirError for a run directory holding another run) with a clear
-    message before anything is compiled. SIGTERM or SIGINT (Ctrl-C) while it trains
+    message before anything is compiled (a GNU Go baseline that is not installed too). A
+    baseline of `eval_opponents` whose program fails in an evaluation (GNU Go exits, is
+    killed, stays silent or answers what is not a legal move: `GnuGoFailed`) is one
+    line, `evaluation vs NAME left out at iteration N: ...`, and is missing from that
+    evaluation's record; training goes on (its progress and checkpoints kept), and the
+    next evaluation starts GNU Go afresh. SIGTERM or SIGINT (Ctrl-C) while it trains
     stops every experiment after the iteration, with a checkpoint, and raises
     `azjax.run.stop_signals.Stopped` (a KeyboardInterrupt); a second signal ends the
     process at once.

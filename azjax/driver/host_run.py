@@ -209,11 +209,13 @@ class HostRun:
             agent = players.scored(run.eval_simulations, run.eval_search_with, bound)
             out.update(evaluator.search_metrics(agent, counters.fold_in(self.eval_key,
                                                                           iteration)))
-        if run.eval_opponents:
+        if run.eval_opponents:  # an opponent that fails (GNU Go) is one line, not the end
             key = counters.fold_in(jax.random.fold_in(self.arena_key, 0), iteration)
             out.update(versus(players.env, players.searcher(0).with_params(bound),
                               players.opponents(run.eval_opponents), key, run.eval_games,
-                              run.eval_openings))
+                              run.eval_openings, failed=lambda name, err: self.say(
+                                  f"evaluation vs {name} left out at iteration {iteration}: "
+                                  f"{err}; training goes on")))
         return out
 
     def _gate(self, index: int, state: TrainState, latest: AgentParams, players: ProgramPlayers,

@@ -17,7 +17,7 @@ search (noise off; costlier, run less often). `make_evaluator(env)` picks the ga
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import chex
 import jax
@@ -26,6 +26,7 @@ import numpy as np
 from azjax.core.players import Player, compiled
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.match import play_match
+from azjax.go.gtp_client import GnuGoFailed
 from envs import Env, GroundTruth, GroundTruthSource
 
 OPPONENT_PREFIX = "vs "
@@ -172,15 +173,24 @@ def make_evaluator(env: Env) -> Evaluator:
 
 
 def versus(env: Env, player: Player, opponents: Sequence[Player], key: chex.PRNGKey,
-           num_games: int, opening_plies: int = 0) -> dict[str, float]:
+           num_games: int, opening_plies: int = 0,
+           failed: Callable[[str, GnuGoFailed], None] | None = None) -> dict[str, float]:
     """`player`'s score against each opponent, as `{"vs <name>": score}` (one subkey
-    each), and in a game decided by points its mean margin, `{"margin vs <name>": ...}`."""
+    each), and in a game decided by points its mean margin, `{"margin vs <name>": ...}`.
+    With `failed`, an opponent whose program fails (`GnuGoFailed`) is passed to
+    `failed(name, error)` and left out; the others still play."""
     keys = jax.random.split(key, len(opponents))
     by_points = env.score_margin() is not None
     out = {}
     for opponent, k in zip(opponents, keys):
-        result = play_match(env, player, opponent, k, num_games, opening_plies,
-                            record=by_points)
+        try:
+            result = play_match(env, player, opponent, k, num_games, opening_plies,
+                                record=by_points)
+        except GnuGoFailed as err:
+            if failed is None:
+                raise
+            failed(opponent.name, err)
+            continue
         out[OPPONENT_PREFIX + opponent.name] = result.score
         if by_points:
             out[MARGIN_PREFIX + opponent.name] = result.mean_margin

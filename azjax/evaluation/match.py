@@ -2,16 +2,16 @@
 
 `play_match` is the only way azjax plays one player against another: the arena, the
 training-time evaluations (against random play and chosen baselines), gating, the league
-and the baseline table all call it. Player A takes player 0 in the first
-`num_games // 2` games and player 1 in the others. Games `i` and `i + ceil(num_games /
-2)` are a pair: the same initial state and the same `opening_plies` uniformly random
-opening moves, with the seats swapped (with an odd count, one game has no partner), so
-deterministic players do not replay one game and neither side gets the better openings.
+and the baseline table all call it. Player A takes player 0 in the first `num_games // 2`
+games and player 1 in the others. Games `i` and `i + ceil(num_games / 2)` are a pair: the
+same initial state and the same `opening_plies` uniformly random opening moves, with the
+seats swapped (with an odd count, one game has no partner), so deterministic players do
+not replay one game and neither side gets the better openings.
 
 Two jittable players play the whole match as one compiled `lax.while_loop` over plies,
 compiled once per pair of policies and reused for any parameters; with a host player
-(alpha-beta) a host loop drives the games ply by ply and the host player sees only the
-games where it is to move.
+(alpha-beta, GNU Go) a host loop drives the games ply by ply and the host player sees only
+the games where it is to move (a `GnuGoFailed` from GNU Go gets the game's number).
 
 `play_match(..., record=True)` also returns the moves of every game (`MatchResult.moves`,
 the random opening plies included) and the final states, for game records such as Go's
@@ -32,6 +32,7 @@ import numpy as np
 from azjax.core.players import Player, Policy, compiled
 from azjax.evaluation.ratings import score_to_elo
 from azjax.evaluation.stats import wilson_interval
+from azjax.go.gtp_client import GnuGoFailed
 from envs import Env, State
 
 MAX_PLIES = 10_000
@@ -114,19 +115,16 @@ class MatchResult:
     def seat(self, player_id: int) -> "MatchResult":
         """The games where A was player `player_id` (0 moves first in every game here)."""
         keep = self.a_seat == player_id
-        moves = None if self.moves is None else self.moves[keep]
-        final = (None if self.final_states is None
-                 else jax.tree.map(lambda x: x[keep], self.final_states))
-        margins = None if self.margins is None else self.margins[keep]
+        moves, final, margins = (None if x is None else jax.tree.map(lambda y: y[keep], x)
+                                 for x in (self.moves, self.final_states, self.margins))
         return dataclasses.replace(self, results=self.results[keep], a_seat=self.a_seat[keep],
                                    moves=moves, final_states=final, margins=margins)
 
     @property
     def mean_margin(self) -> float | None:
         """A's mean points margin (None without `margins`)."""
-        if self.margins is None or not len(self.margins):
-            return None
-        return float(np.mean(self.margins))
+        empty = self.margins is None or not len(self.margins)
+        return None if empty else float(np.mean(self.margins))
 
     def as_dict(self) -> dict:
         """Counts, score with its 95% interval, Elo difference, the mean points margin
@@ -314,7 +312,10 @@ def _host_results(env: Env, players: tuple[Player, Player], key: chex.PRNGKey,
             else:
                 index = np.flatnonzero(turn)
                 sub = jax.tree.map(lambda x: np.asarray(x)[index], states)
-                actions[index] = np.asarray(player.act(sub, policy_key))
+                try:
+                    actions[index] = np.asarray(player.act(sub, policy_key))
+                except GnuGoFailed as err:  # say which game of the match
+                    raise err.in_game(int(index[err.batch_index]) + 1) from None
         if record:
             moves.append(np.where(terminated, -1, actions).astype(np.int32)[:, None])
         states = step(states, jnp.asarray(actions))

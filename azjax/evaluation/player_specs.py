@@ -8,7 +8,7 @@ Grammar: `kind[:arg][,key=value ...]`:
 | `solver` | exact solution (tic-tac-toe, coin splitting) |
 | `mcts:N[,c=C]` | pure MCTS with random rollouts, N simulations, UCB1 constant C |
 | `alphabeta:D[,eval=lines\\|zero]` | minimax with alpha-beta pruning to depth D (host) |
-| `gnugo:LEVEL[,seed=S]` | GNU Go at level 0-10 (Go only; host; needs the `gnugo` program) |
+| `gnugo:LEVEL[,seed=S][,timeout=T]` | GNU Go at level 0-10 (Go only; host; needs the `gnugo` program, or `$AZJAX_GNUGO`; T: seconds to wait for a move, default 120) |
 | `network:DIR[,step=S][,greedy=false]` | a trained run's policy head alone (argmax, or sampled) |
 | `alphazero:DIR[,sims=N][,step=S][,policy=puct\\|gumbel][,greedy=false]` | a trained run's network + search (noise off and the search's choice, or noise on and sampled from its policy) |
 | `alphago:DIR,lambda=L[,sims=N][,step=S][,policy=...]` | the same with AlphaGo leaf mix L |
@@ -119,11 +119,14 @@ def make_player(text: str, env: Env, name: str | None = None) -> Player:
         eval_fn = evals[choice]() if choice else None
         return alphabeta_player(env, depth, eval_fn=eval_fn, name=name)
     if spec.kind == "gnugo":
-        _check_options(spec, ("seed",))
+        _check_options(spec, ("seed", "timeout"))
         seed = _number(spec, spec.options.get("seed", "0"), int, "seed")
         if not 0 <= seed < 2**31:
             raise ValueError(f"player {spec.text!r}: seed must be from 0 to {2**31 - 1}")
-        return gnugo_player(env, int(spec.arg), seed, name)
+        timeout = _number(spec, spec.options.get("timeout", "120"), float, "timeout")
+        if not 0 < timeout < float("inf"):
+            raise ValueError(f"player {spec.text!r}: timeout must be a positive number")
+        return gnugo_player(env, int(spec.arg), seed, name, timeout=timeout)
     return _run_player(spec, env, name)
 
 

@@ -25,14 +25,20 @@ not know about) is taken back and replaced by GNU Go's best legal move
 `stats` count such replacements, resignations (played as a pass; none with
 `--never-resign`), direct setups and engine restarts.
 
-Processes: a pool per (GNU Go executable, level, seed, board size), shared by every
-player with those settings, started lazily (at most `processes`, by default one per CPU
-core, and at most one per game to move), driven from one thread each over a slice of the
-batch, restarted when one has died, and closed at interpreter exit.
+Processes: a pool per (GNU Go executable, level, seed, board size, timeout), shared by
+every player with those settings, started lazily (at most `processes`, by default one per
+CPU core, and at most one per game to move), driven from one thread each over a slice of
+the batch, restarted when one has died, and closed at interpreter exit.
 
-GNU Go is found by `azjax.go.gtp_client.find_gnugo` (PATH, then /usr/games) when the
-player is made: a missing GNU Go raises `GnuGoMissing` (a FileNotFoundError, so the
-command lines print it as one `error:` line) saying how to install it.
+GNU Go is found by `azjax.go.gtp_client.find_gnugo` (`$AZJAX_GNUGO`, else PATH, then
+/usr/games) when the player is made: a missing GNU Go raises `GnuGoMissing` (a
+FileNotFoundError, so the command lines print it as one `error:` line) saying how to
+install it. A GNU Go that fails a move (it exits or is killed, answers `? ...` or what is
+not a GTP reply, stays silent for `timeout` seconds) is killed and the move asked again
+of a new process, with a `notice:` line on stderr; if that one fails too, or GNU Go
+answers a move that is not on the board or not legal even among the legal points it was
+given, the player raises `GnuGoFailed` (a ValueError: one `error:` line naming the
+player, the game and move, and what GNU Go did).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
+import sys
 import threading
 from collections.abc import Sequence
 
@@ -47,7 +54,15 @@ import jax
 import numpy as np
 
 from azjax.core.players import Player
-from azjax.go.gtp_client import GNUGO_LEVELS, EngineDied, GtpProcess, find_gnugo, gnugo_command
+from azjax.go.gtp_client import (
+    GNUGO_LEVELS,
+    EngineDied,
+    GnuGoFailed,
+    GtpError,
+    GtpProcess,
+    find_gnugo,
+    gnugo_command,
+)
 from envs import Env
 from envs.go import Go
 from envs.go_board import format_move
@@ -143,31 +158,34 @@ def _slot_lock(key: tuple, slot: int) -> threading.Lock:
         return _SLOT_LOCKS.setdefault((key, slot), threading.Lock())
 
 
-def _start(command: Sequence[str], size: int) -> GtpProcess:
-    engine = GtpProcess(command)
+def _start(command: Sequence[str], size: int, timeout: float) -> GtpProcess:
+    engine = GtpProcess(command, timeout, name="GNU Go")
     try:
         engine.send(f"boardsize {size}")
     except Exception:
+        engine.broken = True  # killed, not asked to quit
         engine.close()
         raise
     return engine
 
 
-def _engine(key: tuple, slot: int, command: Sequence[str], size: int,
+def _engine(key: tuple, slot: int, command: Sequence[str], size: int, timeout: float,
             restart: bool = False) -> tuple[GtpProcess, bool]:
-    """The pool's process in `slot`, started if absent and restarted if it has died (or
-    `restart`); and whether it was restarted."""
+    """The pool's process in `slot`, started if absent and restarted if it has died or
+    failed (or `restart`); and whether it was restarted."""
     with _POOLS_LOCK:
         pool = _POOLS.setdefault(key, [])
         pool.extend([None] * (slot + 1 - len(pool)))
         engine = pool[slot]
-    restarted = engine is not None and (restart or not engine.alive)
+        pool[slot] = None  # until it is known to work
+    restarted = engine is not None and (restart or engine.broken or not engine.alive)
     if engine is None or restarted:
         if engine is not None:
+            engine.broken = engine.broken or restart
             engine.close()
-        engine = _start(command, size)
-        with _POOLS_LOCK:
-            pool[slot] = engine
+        engine = _start(command, size, timeout)
+    with _POOLS_LOCK:
+        pool[slot] = engine
     return engine, restarted
 
 
@@ -194,7 +212,7 @@ def _check_env(env: Env) -> None:
 
 
 def gnugo_player(env: Env, level: int, seed: int = 0, name: str | None = None,
-                 processes: int | None = None) -> GnuGoPlayer:
+                 processes: int | None = None, timeout: float = 120.0) -> GnuGoPlayer:
     """GNU Go at `level` (0 weakest and fastest .. 10, GNU Go's default) as a host player
     for `env`, an `envs.go.Go` game (see the module docstring).
 
@@ -206,10 +224,13 @@ def gnugo_player(env: Env, level: int, seed: int = 0, name: str | None = None,
       name: the player's name (default `gnugo:LEVEL`).
       processes: at most this many GNU Go processes play a batch at once (default: the
         number of CPU cores).
+      timeout: seconds to wait for one GNU Go reply before it counts as failed.
 
     Raises:
-      ValueError: for another game, a bad level, seed or process count.
+      ValueError: for another game, a bad level, seed, process count or timeout.
       GnuGoMissing: when GNU Go is not installed.
+      GnuGoFailed: (from its moves) when GNU Go fails a move twice or answers one that
+        is not on the board or not legal.
     """
     _check_env(env)
     low, high = GNUGO_LEVELS
@@ -222,54 +243,87 @@ def gnugo_player(env: Env, level: int, seed: int = 0, name: str | None = None,
     if processes is not None and (isinstance(processes, bool) or not isinstance(
             processes, (int, np.integer)) or processes < 1):
         raise ValueError(f"processes must be an integer >= 1, got {processes!r}")
+    if not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
+        raise ValueError(f"GNU Go's timeout must be a positive number of seconds, got "
+                         f"{timeout!r}")
     level, seed = int(level), int(seed)
+    name = name or f"gnugo:{level}"
     executable = find_gnugo()
     command = gnugo_command(level, seed, executable) + ["--never-resign"]
     size, komi = env.size, env.komi
     nn = size * size
-    key = (executable, level, seed, size)
+    key = (executable, level, seed, size, float(timeout))
     most = processes or os.cpu_count() or 1
     stats = dict.fromkeys(STAT_KEYS, 0)
     stats_lock = threading.Lock()
 
-    def count(name: str, n: int = 1) -> None:
+    def count(stat: str, n: int = 1) -> None:
         with stats_lock:
-            stats[name] += n
+            stats[stat] += n
+
+    gnugo = f"GNU Go ({executable!r})"
+
+    def failed(state: dict, why: str) -> GnuGoFailed:
+        return GnuGoFailed(name, state["step"] + 1, why, state["index"])
+
+    def failure(err: EngineDied | GtpError) -> str:  # EngineDied's text names GNU Go
+        return f"{gnugo} refused {err}" if isinstance(err, GtpError) else str(err)
+
+    def parse(state: dict, command: str, reply: str) -> int:
+        try:
+            return env.parse_move(reply)
+        except ValueError:
+            raise failed(state, f"{gnugo} answered {command!r} with {reply!r}, not a move "
+                         f"on the {size}x{size} board") from None
 
     def move(engine: GtpProcess, state: dict) -> int:
         colour = COLOURS[state["mover"]]
         commands, with_last = setup_commands(size, komi, state["board"], state["previous"],
                                              state["mover"])
         reseed = f"set_random_seed {seed}"  # else the RNG runs on from the last move
-        reply = engine.send_all(commands + [reseed, f"genmove {colour}"])[-1].strip()
+        genmove = f"genmove {colour}"
+        reply = engine.send_all(commands + [reseed, genmove])[-1].strip()
         if not with_last and state["step"] > 0:
             count("direct_setups")
         legal = state["legal"]
         if reply.lower() == "resign":
             count("resignations")
             return nn
-        action = env.parse_move(reply)
+        action = parse(state, genmove, reply)
         if legal[action]:
             return action
         count("replaced")
         engine.send_all(["undo", reseed])
         allowed = [format_move(p, size) for p in np.flatnonzero(legal[:nn])]
-        reply = engine.send(f"restricted_genmove {colour} {' '.join(allowed)}") if allowed \
+        restricted = f"restricted_genmove {colour}"
+        again = engine.send(f"{restricted} {' '.join(allowed)}").strip() if allowed \
             else "PASS"
-        action = nn if reply.strip().lower() in ("pass", "resign") else env.parse_move(reply)
-        return action if legal[action] else nn
+        if again.lower() in ("pass", "resign"):
+            return nn
+        replaced = parse(state, restricted, again)
+        if not legal[replaced]:
+            raise failed(state, f"{gnugo} answered {genmove!r} with {reply!r} and "
+                         f"{restricted!r} with {again!r}: both illegal here")
+        return replaced
 
     def work(slot: int, positions: list[dict], actions: np.ndarray) -> None:
         with _slot_lock(key, slot):
-            engine, restarted = _engine(key, slot, command, size)
-            count("restarts", int(restarted))
+            engine = None
             for state in positions:
-                try:
-                    actions[state["index"]] = move(engine, state)
-                except EngineDied:  # one more try, in a new process
-                    engine, _ = _engine(key, slot, command, size, restart=True)
-                    count("restarts")
-                    actions[state["index"]] = move(engine, state)
+                for retry in (False, True):  # a failed move is asked again of a new process
+                    try:
+                        if engine is None or retry:
+                            engine, restarted = _engine(key, slot, command, size, timeout,
+                                                        restart=retry)
+                            count("restarts", int(restarted))
+                        actions[state["index"]] = move(engine, state)
+                        break
+                    except (EngineDied, GtpError) as err:
+                        if retry:
+                            raise failed(state, f"{failure(err)} (a new process, after the "
+                                         "first failed too)") from None
+                        print(f"notice: {name} at move {state['step'] + 1}: {failure(err)}; "
+                              "asking a new GNU Go process", file=sys.stderr, flush=True)
 
     def policy(params, states, rng) -> np.ndarray:
         del params, rng  # GNU Go plays deterministically with its seed
@@ -311,4 +365,4 @@ def gnugo_player(env: Env, level: int, seed: int = 0, name: str | None = None,
             raise errors[0]
         return actions
 
-    return GnuGoPlayer(name or f"gnugo:{level}", policy, jittable=False, stats=stats)
+    return GnuGoPlayer(name, policy, jittable=False, stats=stats)

@@ -6,9 +6,11 @@
         move = engine.send("genmove white")      # e.g. "E5", "PASS", "resign"
 
 A reply `= text` returns `text`; a reply `? message` raises `GtpError(message)`; an engine
-that exits, closes its output or stays silent past `timeout` raises `EngineDied` with the
-tail of its stderr. GNU Go is found by `find_gnugo` (PATH, then Debian's `/usr/games`),
-which says how to install it when it is missing.
+that exits (its exit status or signal is named), closes its output, stays silent past
+`timeout` or answers what is not a GTP reply raises `EngineDied` with the tail of its
+stderr, and is killed rather than asked to quit when closed. GNU Go is found by
+`find_gnugo` (`$AZJAX_GNUGO` if set, else PATH, then Debian's `/usr/games`), which says
+how to install it when it is missing.
 """
 
 from __future__ import annotations
@@ -16,11 +18,17 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import threading
 from collections.abc import Sequence
 
 GNUGO_LOCATIONS = ("/usr/games/gnugo", "/usr/local/games/gnugo")
+GNUGO_ENV = "AZJAX_GNUGO"
+"""An environment variable naming the GNU Go executable to use (a path, or a name looked
+up on PATH); unset or empty: `gnugo` on PATH, then `GNUGO_LOCATIONS`."""
+INSTALL_GNUGO = ("install it with 'apt-get install gnugo' (Debian, Ubuntu; it goes to "
+                 "/usr/games/gnugo) or 'brew install gnu-go' (macOS)")
 GNUGO_LEVELS = (0, 10)
 """GNU Go's `--level` range (10 is its default, 0 its weakest and fastest)."""
 
@@ -37,8 +45,35 @@ class GnuGoMissing(FileNotFoundError):
     """GNU Go is not installed."""
 
 
+class GnuGoFailed(ValueError):
+    """GNU Go failed a move: one line naming the player, the game (once the match that
+    plays it adds it, `in_game`) and move, and what GNU Go did. `batch_index`: where the
+    failed game is in the batch the player was given."""
+
+    def __init__(self, player: str, move: int, why: str, batch_index: int = 0,
+                 game: int | None = None):
+        self.player, self.move, self.why = player, move, why
+        self.batch_index, self.game = batch_index, game
+        where = f"in game {game} at move {move}" if game is not None else f"at move {move}"
+        super().__init__(f"{player} failed {where}: {why}")
+
+    def in_game(self, game: int) -> "GnuGoFailed":
+        """The same failure naming `game`, the match's game number (from 1)."""
+        return GnuGoFailed(self.player, self.move, self.why, self.batch_index, game)
+
+
 def find_gnugo() -> str:
-    """The path of the `gnugo` executable (GnuGoMissing, saying how to install it, if none)."""
+    """The path of the `gnugo` executable: `$AZJAX_GNUGO` if set, else `gnugo` on PATH,
+    then in /usr/games (GnuGoMissing, naming what was looked for and how to install GNU
+    Go, if there is none)."""
+    chosen = os.environ.get(GNUGO_ENV, "").strip()
+    if chosen:
+        found = shutil.which(chosen)
+        if found:
+            return found
+        raise GnuGoMissing(
+            f"GNU Go not found: ${GNUGO_ENV} names {chosen!r}, which is not an executable "
+            f"file; {INSTALL_GNUGO}, or set ${GNUGO_ENV} to its path")
     found = shutil.which("gnugo")
     if found:
         return found
@@ -46,9 +81,8 @@ def find_gnugo() -> str:
         if os.access(path, os.X_OK):
             return path
     raise GnuGoMissing(
-        "GNU Go is not installed (no 'gnugo' on PATH or in /usr/games): install it with "
-        "'apt-get install gnugo' (Debian, Ubuntu) or 'brew install gnu-go' (macOS)"
-    )
+        "GNU Go is not installed (no 'gnugo' on PATH or in /usr/games): "
+        f"{INSTALL_GNUGO}, or set ${GNUGO_ENV} to its path")
 
 
 def gnugo_command(level: int = 10, seed: int = 0, executable: str | None = None) -> list[str]:
@@ -68,11 +102,17 @@ class GtpProcess:
     Args:
       command: the engine's command line (e.g. `gnugo_command(1)`).
       timeout: seconds to wait for one reply before `EngineDied`.
+      name: what the engine is called in errors (`NAME ('program')`).
+
+    After an `EngineDied` the engine is `broken`: `close` kills it.
     """
 
-    def __init__(self, command: Sequence[str], timeout: float = 120.0):
+    def __init__(self, command: Sequence[str], timeout: float = 120.0,
+                 name: str = "GTP engine"):
         self.command = list(command)
         self.timeout = timeout
+        self.name = name
+        self.broken = False
         try:
             self._process = subprocess.Popen(
                 self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -97,8 +137,23 @@ class GtpProcess:
             self._stderr = (self._stderr + [line.rstrip("\n")])[-20:]
 
     def _died(self, why: str) -> EngineDied:
+        self.broken = True
         tail = " | ".join(line for line in self._stderr if line.strip())
-        return EngineDied(f"GTP engine {self.command[0]!r} {why}" + (f": {tail}" if tail else ""))
+        return EngineDied(f"{self.name} ({self.command[0]!r}) {why}"
+                          + (f": {tail}" if tail else ""))
+
+    def _exited(self) -> str:
+        """How the process ended: its exit status or signal (waiting a second for it)."""
+        try:
+            code = self._process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return "closed its output"
+        if code < 0:
+            try:
+                return f"was killed by signal {-code} ({signal.Signals(-code).name})"
+            except ValueError:
+                return f"was killed by signal {-code}"
+        return f"exited with status {code}"
 
     def _write(self, commands: Sequence[str]) -> None:
         for command in commands:
@@ -108,7 +163,7 @@ class GtpProcess:
             self._process.stdin.write("".join(c + "\n" for c in commands))
             self._process.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
-            raise self._died("has exited") from None
+            raise self._died(self._exited()) from None
 
     def _reply(self, command: str) -> str:
         lines: list[str] = []
@@ -119,7 +174,7 @@ class GtpProcess:
                 raise self._died(f"did not answer {command!r} in {self.timeout:g} s") from None
             if line is None:
                 self._lines.put(None)  # every later read sees the end too, at once
-                raise self._died(f"closed its output while answering {command!r}")
+                raise self._died(f"{self._exited()} while answering {command!r}")
             line = line.rstrip("\r\n")
             if not lines and not line.strip():
                 continue  # blank lines before a reply
@@ -162,15 +217,16 @@ class GtpProcess:
         return self._process.poll() is None
 
     def close(self) -> None:
-        """Asks the engine to quit; kills it if it has not exited after a few seconds."""
-        if self.alive:
+        """Asks the engine to quit; kills it if it has not exited after a few seconds, or
+        at once if it is `broken`."""
+        if self.alive and not self.broken:
             try:
                 self._write(["quit"])
                 self._reply("quit")
             except (EngineDied, GtpError):
                 pass
         try:
-            self._process.wait(timeout=5)
+            self._process.wait(timeout=0 if self.broken else 5)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import shlex
+import shutil
 from pathlib import Path
 
 import jax
@@ -37,7 +38,7 @@ import numpy as np
 
 import envs
 from azjax.go import sgf
-from azjax.go.gtp_client import EngineDied, GtpError, GtpProcess
+from azjax.go.gtp_client import INSTALL_GNUGO, EngineDied, GtpError, GtpProcess
 from azjax.go.gtp_protocol import parse_score
 from envs.go_board import BLACK, WHITE, format_move, parse_move
 
@@ -103,8 +104,11 @@ class Seat:
                 except GtpError:
                     version = ""
             except (EngineDied, GtpError) as err:
+                hint = ""
+                if Path(self.argv[0]).name == "gnugo" and shutil.which(self.argv[0]) is None:
+                    hint = f"; GNU Go is not installed or not on PATH: {INSTALL_GNUGO}"
                 raise ValueError(f"engine {self.label} ({self.command!r}) cannot start: "
-                                 f"{err}") from None
+                                 f"{err}{hint}") from None
             self.name = f"{name} {version}".strip() or self.command
         return self.process
 
@@ -151,7 +155,8 @@ def play_game(number: int, seats: dict[int, Seat], rules: Rules) -> GameRecord:
         try:
             text = mover.send(f"genmove {COLOURS[colour]}")
         except (GtpError, EngineDied) as err:
-            return lose(colour, "error", f"engine {mover.label} failed genmove: {err}")
+            return lose(colour, "error", f"engine {mover.label} failed genmove at move "
+                        f"{len(record.actions) + 1}: {err}")
         word = text.strip().lower()
         if word == "resign":
             return lose(colour, "resignation", f"{COLOURS[colour]} resigned")
@@ -174,7 +179,8 @@ def play_game(number: int, seats: dict[int, Seat], rules: Rules) -> GameRecord:
                         f"{COLOURS[colour]} {move} at move {len(record.actions)}: {err}")
         except EngineDied as err:
             record.actions.append(action)
-            return lose(1 - colour, "error", f"engine {other.label} died: {err}")
+            return lose(1 - colour, "error", f"engine {other.label} failed 'play' at move "
+                        f"{len(record.actions)}: {err}")
         record.actions.append(action)
         state = step(state, np.int32(action))
 
