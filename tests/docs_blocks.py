@@ -42,7 +42,7 @@ SMOKE = {
     "--selfplay.num-games": 8, "--selfplay.steps-per-iteration": 4,
     "--learner.batch-size": 16, "--replay-capacity": 256, "--gradient-steps": 1,
     "--iterations": 2, "--eval-every": 2, "--eval-search-every": 1, "--eval-simulations": 4,
-    "--checkpoint-every": 2,
+    "--checkpoint-every": 2, "--selfplay.cheap-simulations": 2,
 }
 # Options of any command, shrunk wherever they appear.
 SMALL_OPTIONS = {

@@ -8,6 +8,7 @@ Modules:
 * `sgf`: Go games as SGF files, readable by any Go program.
 * `gtp_protocol`: the words of GTP that engines and referees share (colours, scores).
 * `gtp_engine`: the GTP version 2 engine around a Go `Agent` (`python -m azjax.gtp`).
+* `ownership`: the network's predicted ownership and score as GTP text.
 * `referee`: games between two GTP engines, every move checked (`python -m azjax.gtp_referee`).
 
 May import: `envs`, `azjax.core`, `azjax.run`.

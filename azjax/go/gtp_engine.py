@@ -10,7 +10,8 @@ output)` runs the loop on any text streams (tests and notebooks use them in-proc
 
 Commands: protocol_version, name, version, known_command, list_commands, boardsize (only
 the size the agent was trained on), clear_board, komi, play, genmove, reg_genmove, undo,
-showboard, final_score, time_settings and time_left (accepted and ignored), quit.
+showboard, final_score, time_settings and time_left (accepted and ignored), quit, and
+azjax-ownership (the network's predicted ownership and score: `azjax.go.ownership`).
 
 Design choices:
 
@@ -31,6 +32,9 @@ Design choices:
   V, from move `RESIGN_AFTER` on; a resignation does not change the position.
 * `final_score` is the Tromp-Taylor area count of the current board (every stone on the
   board alive) minus komi: `B+3.5`, `W+0.5` or `0`.
+* Ownership: with a network that has an ownership head, `showboard` adds a second board
+  of predicted owners and `azjax-ownership` prints the numbers (Black's view); without
+  one, `azjax-ownership` answers `? the network has no ownership head`.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import jax
 import numpy as np
 
 import envs
+from azjax.go import ownership
 from azjax.go.gtp_protocol import (
     NAME,
     PROTOCOL_VERSION,
@@ -108,6 +113,7 @@ class Engine:
         self.moves: list[Move] = []
         self.states = [self._init()]
         self.quit = False
+        self._predict = None  # the ownership predictor, compiled on first use
         self.commands: dict[str, Callable[[list[str]], str]] = {
             "protocol_version": lambda args: PROTOCOL_VERSION,
             "name": lambda args: NAME,
@@ -123,6 +129,7 @@ class Engine:
             "undo": self.cmd_undo,
             "showboard": self.cmd_showboard,
             "final_score": self.cmd_final_score,
+            "azjax-ownership": self.cmd_ownership,
             "time_settings": lambda args: "",
             "time_left": lambda args: "",
             "quit": self.cmd_quit,
@@ -318,7 +325,20 @@ class Engine:
         lines = [line for line in self.env.render(self.state).splitlines() if line.strip()]
         lines.append(f"move {len(self.moves)}, komi {self.komi:g}, area: Black {black:g}, "
                      f"White {white:g}")
+        if ownership.has_ownership_head(self.base_agent):
+            lines += ownership.ownership_board(self.prediction())
         return "\n" + "\n".join(lines)
+
+    def prediction(self) -> ownership.Prediction:
+        """The network's ownership and score of the current position (Black's view)."""
+        if self._predict is None:
+            self._predict = ownership.predictor(self.base_agent)
+        return self._predict(self.state)
+
+    def cmd_ownership(self, args: list[str]) -> str:
+        if not ownership.has_ownership_head(self.base_agent):
+            raise GtpFailure("the network has no ownership head")
+        return "\n" + "\n".join(ownership.ownership_lines(self.prediction()))
 
     def score_margin(self) -> float:
         """Black's Tromp-Taylor area minus White's minus komi, on the current board."""

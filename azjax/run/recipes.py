@@ -166,9 +166,33 @@ CPU_RECIPES: dict[str, TrainConfig] = {
         eval_opponents=("gnugo:1",),
         eval_games=16,
     ),
+    # 7x7 Go (area scoring, komi 9: by the 1989 analysis Black wins by 9 with best play),
+    # with KataGo's cheap-learning levers: ownership and score heads trained on each
+    # game's final position, and playout cap randomisation (a quarter of the moves get
+    # the full 32-simulation search and are policy targets; the others 8 simulations).
+    # 60 minutes, scored against GNU Go level 1 (20 games) every 5 minutes; every 100th
+    # iteration's checkpoint is kept, for the curve against both levels afterwards.
+    "go7x7": _GOMOKU.replace(
+        game="go",
+        game_options={"size": 7, "komi": 9.0, "history": 4},
+        network=dataclasses.replace(_GOMOKU.program.network, ownership_head=True,
+                                    score_head=True),
+        search=SearchConfig(policy="gumbel", num_simulations=32,
+                            max_num_considered_actions=16),
+        selfplay=dataclasses.replace(_GOMOKU.program.selfplay, temperature_moves=6,
+                                     full_search_prob=0.25, cheap_simulations=8),
+        replay_capacity=64 * 128 * 8,
+        gradient_steps=16,
+        max_minutes=60.0,
+        eval_every=0,
+        eval_every_minutes=5.0,
+        eval_search_every=0,
+        eval_opponents=("gnugo:1",),
+        eval_games=20,
+        checkpoint_every=50,
+        keep_every=100,
+    ),
 }
-
-
 
 
 def _variant(base: TrainConfig, **paths: object) -> TrainConfig:
@@ -212,6 +236,11 @@ GPU_RECIPES["go9x9"] = _variant(
     GPU_RECIPES["gomoku"], game="go", game_options={"size": 9, "komi": 7.5, "history": 4},
     selfplay__temperature_moves=8, replay_capacity=64 * 1024 * 8, eval_every_minutes=2.0,
     eval_search_every=2, eval_opponents=("gnugo:1",), eval_games=16)
+GPU_RECIPES["go7x7"] = _variant(
+    CPU_RECIPES["go7x7"], selfplay__num_games=1024, learner__batch_size=512,
+    gradient_steps=64, replay_capacity=64 * 1024 * 8, network__channels=64,
+    network__num_blocks=4, iterations=10_000_000, max_minutes=10.0, eval_every=0,
+    eval_every_minutes=2.0, checkpoint_every=0, checkpoint_every_minutes=2.0)
 
 PRESETS = ("cpu", "gpu")
 """The variants of every recipe: 'cpu' (a 2-core CPU) and 'gpu' (one accelerator)."""
