@@ -80,12 +80,6 @@ class SelfPlayConfig:
     def validate(self) -> None:
         """Raises ValueError for settings that cannot run."""
         check_setting("selfplay.full_search_prob", self.full_search_prob, float, 0, 1)
-        full = self.full_search_prob * self.steps_per_iteration
-        if abs(full - round(full)) > 1e-9:
-            raise ValueError(
-                f"selfplay.full_search_prob x selfplay.steps_per_iteration must be a whole "
-                f"number of fully searched moves per iteration, got "
-                f"{self.full_search_prob:g} x {self.steps_per_iteration} = {full:g}")
         check_setting("selfplay.cheap_simulations", self.cheap_simulations, int, 1)
         check_setting("selfplay.num_games", self.num_games, int, 1)
         check_setting("selfplay.steps_per_iteration", self.steps_per_iteration, int, 1)
@@ -94,6 +88,12 @@ class SelfPlayConfig:
         check_setting("selfplay.random_move_prob", self.random_move_prob, float, 0, 1)
         check_setting("selfplay.resign_threshold", self.resign_threshold, float, -1, 1)
         check_setting("selfplay.resign_playout_prob", self.resign_playout_prob, float, 0, 1)
+        full = self.full_search_prob * self.steps_per_iteration
+        if abs(full - round(full)) > 1e-9:
+            raise ValueError(
+                f"selfplay.full_search_prob x selfplay.steps_per_iteration must be a whole "
+                f"number of fully searched moves per iteration, got "
+                f"{self.full_search_prob:g} x {self.steps_per_iteration} = {full:g}")
 
 
 @struct.dataclass
@@ -283,7 +283,7 @@ def resign_step(config: SelfPlayConfig, games: Games, value: chex.Array,
     eligible = states.step_count >= jnp.maximum(games.opening_length,
                                                 config.temperature_moves)
     below = eligible & full & (value < config.resign_threshold)
-    resign = below & ~games.no_resign & ~step.ended  # a move that ends its game stands
+    resign = below & ~games.no_resign
     first = jnp.where((games.would_resign < 0) & below, mover, games.would_resign)
     outcome = jnp.where(resign, jnp.where(mover == 0, -1.0, 1.0), step.outcome)
     ended = step.ended | resign
