@@ -38,6 +38,7 @@ from azjax.run.checkpoint_files import (  # noqa: F401 - re-exported: the run di
     is_unfinished,
     params_files,
     read_manifest,
+    restore_without_new_fields,
     set_aside,
     step_dir,
     verify,
@@ -189,7 +190,10 @@ def _restore_tree(directory: Path, abstract: Any) -> Any:
             getattr(abstract, name).low.shape, np.int32,
             sharding=getattr(abstract, name).low.sharding) for name in old})
     with ocp.StandardCheckpointer() as checkpointer:
-        tree = checkpointer.restore(directory / ITEM_DIR, abstract)
+        try:
+            tree = checkpointer.restore(directory / ITEM_DIR, abstract)
+        except (ValueError, KeyError, TypeError):
+            tree = restore_without_new_fields(checkpointer, directory / ITEM_DIR, abstract)
     if old:
         tree = tree.replace(**{name: counters.from_int32(getattr(tree, name)) for name in old})
     return tree

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from flax import serialization
+
 from azjax.run.files import os_error_text, write_atomic
 
 CHECKPOINT_DIR = "checkpoints"
@@ -150,3 +152,31 @@ def damaged_steps(run_dir: Path, params_only: bool = False) -> dict[int, str]:
         if why is not None:
             out[step] = why
     return out
+
+
+def restore_without_new_fields(checkpointer: Any, path: Path, abstract: Any) -> Any:
+    """Restores a checkpoint written before optional fields (None when unused, e.g. the
+    replay's auxiliary targets) were added to the training state: the restore target
+    leaves out the None fields the saved tree lacks, which stay None."""
+    saved = checkpointer.metadata(path)
+    saved = getattr(getattr(saved, "item_metadata", saved), "tree", saved)
+
+    def prune(target, meta):
+        if not isinstance(target, dict):
+            return target
+        return {k: prune(v, meta.get(k) if isinstance(meta, dict) else None)
+                for k, v in target.items()
+                if not (v is None and isinstance(meta, dict) and k not in meta)}
+
+    def fill(target, restored):
+        if not isinstance(target, dict):
+            return restored
+        return {k: fill(v, restored[k]) if k in restored else None
+                for k, v in target.items()}
+
+    template = serialization.to_state_dict(abstract)
+    target = prune(template, saved)
+    target["opt_state"] = abstract.opt_state  # optax's tuples stay tuples
+    restored = checkpointer.restore(path, target)
+    restored["opt_state"] = serialization.to_state_dict(restored["opt_state"])
+    return serialization.from_state_dict(abstract, fill(template, restored))
