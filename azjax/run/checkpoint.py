@@ -194,6 +194,8 @@ def _restore_tree(directory: Path, abstract: Any) -> Any:
             tree = checkpointer.restore(directory / ITEM_DIR, abstract)
         except (ValueError, KeyError, TypeError):
             tree = restore_without_new_fields(checkpointer, directory / ITEM_DIR, abstract)
+            if tree is None:
+                raise
     if old:
         tree = tree.replace(**{name: counters.from_int32(getattr(tree, name)) for name in old})
     return tree

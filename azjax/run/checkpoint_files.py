@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 from flax import serialization
 
 from azjax.run.files import os_error_text, write_atomic
@@ -154,10 +155,14 @@ def damaged_steps(run_dir: Path, params_only: bool = False) -> dict[int, str]:
     return out
 
 
-def restore_without_new_fields(checkpointer: Any, path: Path, abstract: Any) -> Any:
+def restore_without_new_fields(checkpointer: Any, path: Path, abstract: Any) -> Any | None:
     """Restores a checkpoint written before optional fields (None when unused, e.g. the
     replay's auxiliary targets) were added to the training state: the restore target
-    leaves out the None fields the saved tree lacks, which stay None."""
+    leaves out the None fields the saved tree lacks, which stay None. None when that is
+    not why the checkpoint failed to restore (no such field is missing, or `abstract` is
+    not a training state)."""
+    if not hasattr(abstract, "opt_state"):
+        return None
     saved = checkpointer.metadata(path)
     saved = getattr(getattr(saved, "item_metadata", saved), "tree", saved)
 
@@ -174,9 +179,15 @@ def restore_without_new_fields(checkpointer: Any, path: Path, abstract: Any) -> 
         return {k: fill(v, restored[k]) if k in restored else None
                 for k, v in target.items()}
 
+    def leaves(tree):
+        return len(jax.tree.leaves(tree, is_leaf=lambda x: x is None))
+
     template = serialization.to_state_dict(abstract)
     target = prune(template, saved)
+    if leaves(target) == leaves(template):
+        return None
     target["opt_state"] = abstract.opt_state  # optax's tuples stay tuples
     restored = checkpointer.restore(path, target)
     restored["opt_state"] = serialization.to_state_dict(restored["opt_state"])
     return serialization.from_state_dict(abstract, fill(template, restored))
+
