@@ -240,7 +240,9 @@ GPU_RECIPES["go7x7"] = _variant(
     CPU_RECIPES["go7x7"], selfplay__num_games=1024, learner__batch_size=512,
     gradient_steps=64, replay_capacity=64 * 1024 * 8, network__channels=64,
     network__num_blocks=4, iterations=10_000_000, max_minutes=10.0, eval_every=0,
-    eval_every_minutes=2.0, checkpoint_every=0, checkpoint_every_minutes=2.0)
+    eval_every_minutes=2.0, checkpoint_every=0, checkpoint_every_minutes=2.0, keep_every=0)
+# (keep_every=0: checkpoints every 2 minutes seldom fall on a multiple of 100 iterations;
+# the newest three are go_curve.py's points.)
 
 PRESETS = ("cpu", "gpu")
 """The variants of every recipe: 'cpu' (a 2-core CPU) and 'gpu' (one accelerator)."""
