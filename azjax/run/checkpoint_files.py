@@ -190,4 +190,3 @@ def restore_without_new_fields(checkpointer: Any, path: Path, abstract: Any) -> 
     restored = checkpointer.restore(path, target)
     restored["opt_state"] = serialization.to_state_dict(restored["opt_state"])
     return serialization.from_state_dict(abstract, fill(template, restored))
-
