@@ -128,6 +128,9 @@ def main(defaults: TrainConfig | str, run_dir: str, argv: list[str] | None = Non
     checkpoint; 76 when another process of the run was lost; 130 when interrupted before
     training began)."""
     def start(experiment: Experiment) -> None:
+        if experiment.num_processes > 1:
+            # A bad value stops every process alike before any joins the others.
+            experiment.config.validate()
         if experiment.num_processes > 1 and experiment.heartbeat_timeout:
             guard(experiment.num_processes, experiment.coordinator_address, hint(experiment))
         arrange(experiment.config.run.devices, experiment.coordinator_address or None,

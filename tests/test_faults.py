@@ -193,11 +193,20 @@ def test_sigterm_to_a_run_of_one_process_saves_the_iteration_and_it_resumes_ther
     assert same_as_whole(run_dir, whole)
 
 
-def test_bad_input_to_both_processes_is_one_line_from_each_and_no_wait(tmp_path):
-    pair = Pair(tmp_path / "run", "--learner.learning-rate", "nan")
+@pytest.mark.parametrize("option, value, error", [
+    # found before the processes join each other
+    ("--learner.learning-rate", "nan",
+     "learner.learning_rate must be a finite number > 0, got nan"),
+    # found after they joined: the coordinator outlasts its peer, which tells its own error
+    ("--selfplay.num-games", "15", "cannot split the run over 2 devices: selfplay.num_games "
+     "15 is not a multiple of 2 (nearest that is: 16)"),
+])
+def test_bad_input_to_both_processes_is_one_line_from_each_and_no_wait(tmp_path, option,
+                                                                      value, error):
+    pair = Pair(tmp_path / "run", option, value)
     for i in (0, 1):
         code, _ = pair.wait(i, limit=120)
         lines = [line for line in pair.stderr(i).splitlines() if not line.startswith("[Gloo]")]
         assert code == 2, lines
-        assert lines == ["error: learner.learning_rate must be a finite number > 0, got nan"]
+        assert lines == [f"error: {error}"]
     assert not (tmp_path / "run").exists()

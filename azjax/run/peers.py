@@ -16,7 +16,9 @@ timeout is set longer (`jax_heartbeat_timeout`), so that its abort never comes f
 When the coordinator itself dies, JAX's client in every other process learns it at once
 and aborts the process; `azjax.run.guard` turns that abort into the same one line.
 
-A process that finished (or stopped at a signal) says so, and is not waited for.
+A process that finished (or stopped at a signal) says so, and is not waited for. A
+process that failed says so too; when it is the coordinator, it waits until its peers
+have read that and left, so that each tells its own failure, not a lost coordinator.
 """
 
 from __future__ import annotations
@@ -180,14 +182,45 @@ class PeerWatch:
             time.sleep(self.interval / 2)
 
     def leave(self, ok: bool) -> None:
-        """Says this process finished (`ok`) or failed, and stops watching."""
+        """Says this process finished (`ok`) or failed, and stops watching. The
+        coordinator, failing, then outlasts its peers (`_outlast_peers`)."""
         with self._lock:
             self._state = _FINISHED if ok else _FAILED
         self._stop.set()
         try:
             self._write()
         except Exception:  # noqa: BLE001 - the coordinator may be gone; nothing to tell
-            pass
+            return
+        if not ok and self.process_id == 0:
+            self._outlast_peers()
+
+    def _outlast_peers(self) -> None:
+        """Waits (at most `timeout` seconds) until every peer has said it finished or
+        failed, or has stopped beating (it ended on reading this failure): the
+        coordination service goes with process 0, and a peer that saw it go first would
+        say that it lost the coordinator instead of telling its own failure."""
+        now = time.monotonic()
+        deadline, quiet = now + self.timeout, 3 * self.interval
+        with self._lock:
+            last = {p: (self._seen.get(p, (0, now))[0], now) for p in self.peers}
+        waiting = set(self.peers)
+        while waiting and time.monotonic() < deadline:
+            try:
+                records = self.client.key_value_dir_get(_PREFIX + "/")
+            except Exception:  # noqa: BLE001 - no service to outlast
+                return
+            now = time.monotonic()
+            for key, value in records:
+                peer = int(key.rsplit("/", 1)[-1])
+                if peer not in waiting:
+                    continue
+                beat, state, _ = value.split("|")
+                if state != _RUNNING:
+                    waiting.discard(peer)
+                elif int(beat) != last[peer][0]:
+                    last[peer] = (int(beat), now)
+            waiting = {p for p in waiting if now - last[p][1] <= quiet}
+            time.sleep(self.interval / 2)
 
 
 _WATCH: PeerWatch | None = None
