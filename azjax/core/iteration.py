@@ -27,7 +27,7 @@ from jax.flatten_util import ravel_pytree
 
 from azjax.core import counters
 from azjax.core import replay as replay_lib
-from azjax.core.learner import alphazero_loss, auxiliary_losses
+from azjax.core.learner import alphazero_loss, auxiliary_losses, score_value_target
 from azjax.core.networks import init_params, make_network, observation_dtype
 from azjax.core.program import ProgramConfig, auxiliary_targets
 from azjax.core.search import SearchConfig, make_search_fn
@@ -105,10 +105,10 @@ def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainSta
             config.replay_capacity, env.observation_shape, env.num_actions,
             observation_dtype(env),
             ownership_cells=board_cells(env) if config.network.ownership_head else 0,
-            score=config.network.score_head,
+            score=config.keeps_score,
             full_search=config.selfplay.full_search_prob < 1.0,
             has_final=config.selfplay.resigns and bool(
-                config.network.ownership_head or config.network.score_head),
+                config.network.ownership_head or config.keeps_score),
         ),
         selfplay=init_games(env, games_key, config.selfplay),
         key=run_key,
@@ -184,11 +184,15 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
     symmetries = env.symmetries
     sample_symmetries = symmetries if config.augment == "sample" else None
     mix = config.value_target_mix
+    score_mix = config.learner.score_value_mix
     weight_decay = config.learner.weight_decay
 
     def loss_fn(params, batch: replay_lib.Positions):
         logits, value, heads = net.apply(params, batch.observation, aux=True)
         target = (1.0 - mix) * batch.z + mix * batch.search_value
+        if score_mix > 0:
+            target = score_value_target(target, batch.score, batch.player, batch.has_final,
+                                        score_mix, config.learner.score_value_scale)
         weights = batch.has_z.astype(jnp.float32)
         policy_weights = None
         if batch.full_search is not None:

@@ -4,7 +4,8 @@ loss = mean((z - v)^2) - mean(pi^T log p) + c * ||theta||^2
 
 plus, for a network with auxiliary heads (`NetworkConfig.ownership_head`, `score_head`),
 KataGo's auxiliary targets: the mean squared error of the ownership map and of the
-score margin per cell, weighted by `ownership_weight` and `score_weight`.
+score margin per cell, weighted by `ownership_weight` and `score_weight`; and with
+`score_value_mix` > 0 a value target that also sees the final score margin.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ class LearnerConfig:
     score_weight: float = 1.0
     """Weight of the score head's loss (squared error of the margin per cell), where the
     network has one."""
+    score_value_mix: float = 0.0
+    """Value target = (1 - mix) * the win/loss target + mix * tanh(final score margin
+    from the mover's view / `score_value_scale`): the value also learns by how much a
+    game was won (KataGo's score utility, as a target). 0: off; needs a game with
+    `Env.score_margin`. Positions of resigned games keep the win/loss target."""
+    score_value_scale: float = 20.0
+    """Points of margin at which the score part of the value target reaches tanh(1)."""
 
     def validate(self) -> None:
         """Raises ValueError for settings that cannot train."""
@@ -45,6 +53,8 @@ class LearnerConfig:
         check_setting("learner.max_grad_norm", self.max_grad_norm, float, 0)
         check_setting("learner.ownership_weight", self.ownership_weight, float, 0)
         check_setting("learner.score_weight", self.score_weight, float, 0)
+        check_setting("learner.score_value_mix", self.score_value_mix, float, 0, 1)
+        check_setting("learner.score_value_scale", self.score_value_scale, float, above=0)
 
     def optimizer(self) -> optax.GradientTransformation:
         """Adam with optional global-norm clipping; the learning rate is injectable."""
@@ -140,3 +150,15 @@ def auxiliary_losses(heads: dict[str, chex.Array], ownership: chex.Array | None,
         target = score * sign / cells
         losses["score"] = jnp.sum(weights * (heads["score"] - target) ** 2) / denom
     return losses
+
+
+def score_value_target(target: chex.Array, score: chex.Array, player: chex.Array,
+                       known: chex.Array | None, mix: float, scale: float) -> chex.Array:
+    """The value target `target` [B] (the mover's view) mixed with the final score
+    margin `score` [B] (player 0's view, points) squashed by tanh(margin / `scale`):
+    `(1 - mix) * target + mix * tanh(...)`; where `known` [B] is False (a resigned
+    game, no final score) the target stays as it is."""
+    chex.assert_equal_shape([target, score, player])
+    sign = jnp.where(player == 0, 1.0, -1.0)
+    mixed = (1.0 - mix) * target + mix * jnp.tanh(score * sign / scale)
+    return mixed if known is None else jnp.where(known, mixed, target)

@@ -113,13 +113,23 @@ class ProgramConfig:
         self.check_auxiliary(env)
         check_program_fits(self, env)
 
+    @property
+    def keeps_score(self) -> bool:
+        """Whether replay keeps each game's final score margin (for the score head or
+        the score-aware value target)."""
+        return self.network.score_head or self.learner.score_value_mix > 0
+
     def check_auxiliary(self, env: envs.Env) -> None:
-        """ValueError when the network has an auxiliary head whose target `env` lacks."""
+        """ValueError when the network has an auxiliary head whose target `env` lacks,
+        or the value target needs a score margin `env` does not give."""
         for head, hook in (("ownership_head", "ownership"), ("score_head", "score_margin")):
             if getattr(self.network, head) and getattr(env, hook)() is None:
                 raise ValueError(
                     f"network.{head} needs a game with targets for it: {env.name} has no "
                     f"Env.{hook} (switch it off with --network.no-{head.replace('_', '-')})")
+        if self.learner.score_value_mix > 0 and env.score_margin() is None:
+            raise ValueError(f"learner.score_value_mix needs a game with a score margin: "
+                             f"{env.name} has no Env.score_margin (set it to 0)")
 
     def compile_key(self) -> str:
         """Equal for configs that compile to one training program: everything but the
@@ -130,12 +140,13 @@ class ProgramConfig:
 def auxiliary_targets(env: envs.Env, program: ProgramConfig) -> dict:
     """The functions of a finished state that give the program's auxiliary targets, by
     `azjax.core.replay.Positions` field: 'ownership' (`Env.ownership`) and 'score'
-    (`Env.score_margin`), for the heads `program.network` has."""
+    (`Env.score_margin`), for the heads `program.network` has and the score-aware value
+    target (`LearnerConfig.score_value_mix`)."""
     program.check_auxiliary(env)
     targets = {}
     if program.network.ownership_head:
         targets["ownership"] = env.ownership()
-    if program.network.score_head:
+    if program.keeps_score:
         targets["score"] = env.score_margin()
     return targets
 
@@ -184,7 +195,7 @@ def auxiliary_entry_bytes(program: ProgramConfig, env: Env) -> int:
     (int8 a cell), the score (float32) and the full-search flag, where trained."""
     cells = math.prod(env.observation_shape[:-1])
     return ((cells if program.network.ownership_head else 0)
-            + (4 if program.network.score_head else 0)
+            + (4 if program.keeps_score else 0)
             + (1 if program.selfplay.full_search_prob < 1.0 else 0))
 
 

@@ -36,6 +36,7 @@ from azjax.run.checkpoint_files import (  # noqa: F401 - re-exported: the run di
     checkpoint_steps,
     damaged_steps,
     is_unfinished,
+    metadata_tree,
     params_files,
     read_manifest,
     restore_without_new_fields,
@@ -363,8 +364,7 @@ def _stored_tree(directory: Path) -> Any:
     """The tree of array metadata a checkpoint records (None if unreadable)."""
     try:
         with ocp.PyTreeCheckpointer() as checkpointer:
-            meta = checkpointer.metadata(directory / ITEM_DIR)
-        return getattr(meta, "item_metadata", None) or getattr(meta, "tree", None) or meta
+            return metadata_tree(checkpointer.metadata(directory / ITEM_DIR))
     except Exception:  # noqa: BLE001 - no readable metadata
         return None
 

@@ -155,6 +155,16 @@ def damaged_steps(run_dir: Path, params_only: bool = False) -> dict[int, str]:
     return out
 
 
+def metadata_tree(meta: Any) -> Any:
+    """The nested dict of array metadata in what orbax's `metadata()` returns (its form
+    differs by version: the tree itself, one under `.tree`, or `.item_metadata[.tree]`)."""
+    for name in ("item_metadata", "tree"):
+        inner = getattr(meta, name, None)
+        if inner is not None:
+            meta = inner
+    return meta
+
+
 def restore_without_new_fields(checkpointer: Any, path: Path, abstract: Any) -> Any | None:
     """Restores a checkpoint written before optional fields (None when unused, e.g. the
     replay's auxiliary targets) were added to the training state: the restore target
@@ -163,8 +173,7 @@ def restore_without_new_fields(checkpointer: Any, path: Path, abstract: Any) -> 
     not a training state)."""
     if not hasattr(abstract, "opt_state"):
         return None
-    saved = checkpointer.metadata(path)
-    saved = getattr(getattr(saved, "item_metadata", saved), "tree", saved)
+    saved = metadata_tree(checkpointer.metadata(path))
 
     def prune(target, meta):
         if not isinstance(target, dict):
