@@ -92,6 +92,12 @@ class PeerWatch:
                     for p in range(self.num)]
             return f"{self._beats}|{self._state}|{','.join(map(str, seen))}"
 
+    @staticmethod
+    def _parse(key: str, value: str) -> tuple[int, int, str, list[int]]:
+        """A record as `_record` writes it: (its process, counter, state, echoes)."""
+        beat, state, seen = value.split("|")
+        return int(key.rsplit("/", 1)[-1]), int(beat), state, [int(s) for s in seen.split(",")]
+
     def _write(self) -> None:
         self.client.key_value_set(f"{_PREFIX}/{self.process_id}", self._record(),
                                   allow_overwrite=True)
@@ -109,14 +115,13 @@ class PeerWatch:
                 with self._lock:
                     self._contact = now
                     for key, value in records:
-                        peer = int(key.rsplit("/", 1)[-1])
+                        peer, beat, state, seen = self._parse(key, value)
                         if peer == self.process_id or peer not in self._seen:
                             continue
-                        beat, state, seen = value.split("|")
-                        if int(beat) != self._seen[peer][0]:
-                            self._seen[peer] = (int(beat), now)
+                        if beat != self._seen[peer][0]:
+                            self._seen[peer] = (beat, now)
                         self._said[peer] = state
-                        self._echo[peer] = int(seen.split(",")[self.process_id])
+                        self._echo[peer] = seen[self.process_id]
             except Exception:  # noqa: BLE001 - no contact this round; `_check` counts it
                 pass
             self._stop.wait(self.interval)
@@ -211,14 +216,13 @@ class PeerWatch:
                 return
             now = time.monotonic()
             for key, value in records:
-                peer = int(key.rsplit("/", 1)[-1])
+                peer, beat, state, _ = self._parse(key, value)
                 if peer not in waiting:
                     continue
-                beat, state, _ = value.split("|")
                 if state != _RUNNING:
                     waiting.discard(peer)
-                elif int(beat) != last[peer][0]:
-                    last[peer] = (int(beat), now)
+                elif beat != last[peer][0]:
+                    last[peer] = (beat, now)
             waiting = {p for p in waiting if now - last[p][1] <= quiet}
             time.sleep(self.interval / 2)
 
