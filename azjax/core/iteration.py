@@ -215,13 +215,17 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
                             score_loss=aux.get("score"))
         return total, info
 
-    def grad_step(carry, key, replay):
+    def grad_step(carry, key, replay, learns):
         params, opt_state = carry
         batch = replay_lib.sample(replay, device_key(key, devices), config.learner.batch_size,
                                   sample_symmetries)
         grads, info = mean(jax.grad(loss_fn, has_aux=True)(params, batch))
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), info
+        updates, new_opt_state = optimizer.update(grads, opt_state, params)
+        stepped = (optax.apply_updates(params, updates), new_opt_state)
+        if config.learn_after == 0:
+            return stepped, info
+        return jax.tree.map(lambda new, old: jnp.where(learns, new, old), stepped,
+                            carry), info
 
     def iteration(state: TrainState):
         play_key, train_key, next_key = jax.random.split(state.key, 3)
@@ -237,8 +241,9 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
             positions = replay_lib.augment_all(positions, symmetries)
         replay = replay_lib.add(replay, positions)
 
+        learns = total(replay_lib.num_sampleable(replay)) >= config.learn_after
         (params, opt_state), infos = jax.lax.scan(
-            lambda carry, key: grad_step(carry, key, replay),
+            lambda carry, key: grad_step(carry, key, replay, learns),
             (state.params, state.opt_state),
             jax.random.split(train_key, config.gradient_steps),
         )

@@ -70,6 +70,14 @@ class NetworkConfig:
     """An auxiliary head that predicts the final score margin (`Env.score_margin`) from
     the mover's view, per cell of the board, beside the value (weight
     `learner.score_weight`)."""
+    pooled_heads: bool = False
+    """Heads whose weights fit every board size (KataGo's global pooling), for a conv
+    torso on a game whose actions are its board's cells (then any extra moves, e.g. pass):
+    each cell's policy logit from a 1x1 conv, the extra moves' logits and the value (and
+    score) from the mean and max of the torso's features over the board, and the stem
+    sees a plane of ones beside the observation, so that padding marks the board's edge.
+    A network trained on one board size then runs on another (`run.warm_start`: 7x7 Go
+    to 9x9). `value_filters` is unused."""
 
     def validate(self) -> None:
         """Raises ValueError for sizes that cannot build a network and unknown choices."""
@@ -82,6 +90,9 @@ class NetworkConfig:
             value = getattr(self, name)
             if not isinstance(value, str) or value not in allowed:
                 raise ValueError(f"network.{name} must be one of {allowed}, got {value!r}")
+        if self.pooled_heads and self.torso != "conv":
+            raise ValueError("network.pooled_heads needs network.torso 'conv' (dense layers "
+                             "over the flattened board fit one board size)")
 
 
 TORSOS = ("conv", "mlp")
@@ -133,9 +144,14 @@ class PolicyValueNet(nn.Module):
                 x = nn.relu(nn.Dense(cfg.channels, **dense)(x))
             logits, v = nn.Dense(self.num_actions, **dense)(x), x
         else:
+            if cfg.pooled_heads:
+                x = jnp.concatenate([x, jnp.ones_like(x[..., :1])], axis=-1)
             x = nn.relu(PatchConv(cfg.channels, impl=impl, dtype=dtype)(x))
             for _ in range(cfg.num_blocks):
                 x = ResidualBlock(cfg.channels, impl=impl, dtype=dtype)(x)
+        if cfg.pooled_heads:
+            logits, v = self._pooled_heads(x)
+        elif cfg.torso == "conv":
             p = nn.relu(PatchConv(cfg.policy_filters, 1, dtype=dtype)(x))
             logits = nn.Dense(self.num_actions, **dense)(p.reshape(batch, -1))
             v = nn.relu(PatchConv(cfg.value_filters, 1, dtype=dtype)(x))
@@ -154,6 +170,26 @@ class PolicyValueNet(nn.Module):
         if cfg.score_head:
             heads["score"] = nn.Dense(1, name="score", **dense)(v).astype(jnp.float32)[:, 0]
         return logits.astype(jnp.float32), value, heads
+
+    def _pooled_heads(self, x: chex.Array) -> tuple[chex.Array, chex.Array]:
+        """Policy logits [B, A] and the value's hidden features [B, value_hidden] of
+        torso features [B, H, W, C], with weights that do not depend on H and W."""
+        cfg = self.config
+        dtype = DTYPES[cfg.dtype]
+        dense = {"dtype": dtype, "param_dtype": jnp.float32}
+        batch, cells = x.shape[0], x.shape[1] * x.shape[2]
+        extra = self.num_actions - cells
+        if extra < 0:  # ProgramConfig.check says so first, for a run
+            raise ValueError(f"network.pooled_heads needs {cells} actions or more (one a "
+                             f"cell, then extra moves), not {self.num_actions}")
+        pooled = jnp.concatenate([jnp.mean(x, axis=(1, 2)), jnp.max(x, axis=(1, 2))], -1)
+        p = nn.relu(PatchConv(cfg.policy_filters, 1, dtype=dtype)(x))
+        logits = PatchConv(1, 1, dtype=dtype, name="cell_logits")(p).reshape(batch, cells)
+        if extra:
+            logits = jnp.concatenate(
+                [logits, nn.Dense(extra, name="extra_logits", **dense)(pooled)], -1)
+        v = nn.relu(nn.Dense(cfg.value_hidden, **dense)(pooled))
+        return logits, v
 
 
 def make_network(env: Env, config: NetworkConfig, gradients: bool = True) -> PolicyValueNet:

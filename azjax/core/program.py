@@ -48,6 +48,11 @@ class ProgramConfig:
     (all symmetric copies written to replay) or 'none'."""
     gradient_steps: int = 64
     """Gradient steps per iteration (K)."""
+    learn_after: int = 0
+    """Positions with a known outcome the replay must hold before the gradient steps
+    change the network (DQN's `learning_starts`): a run started from trained weights
+    (`run.warm_start`) does not fit them to its first few, short games. 0: from the
+    first iteration."""
     value_target_mix: float = 0.0
     """Value target = (1 - mix) * z + mix * search root value (0 = the paper's z)."""
     regime: Literal["alphazero", "gating"] = "alphazero"
@@ -67,6 +72,7 @@ class ProgramConfig:
         if self.augment not in AUGMENT_MODES:
             raise ValueError(f"augment must be one of {AUGMENT_MODES}, got {self.augment!r}")
         check_setting("gradient_steps", self.gradient_steps, int, 0)
+        check_setting("learn_after", self.learn_after, int, 0)
         check_setting("value_target_mix", self.value_target_mix, float, 0, 1)
         if self.regime not in REGIMES:
             raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}")
@@ -111,6 +117,7 @@ class ProgramConfig:
         check_int32("replay ring indices: replay_capacity + one iteration's entries",
                      self.replay_capacity + needed)
         self.check_auxiliary(env)
+        self.check_pooled_heads(env)
         check_program_fits(self, env)
 
     @property
@@ -130,6 +137,18 @@ class ProgramConfig:
         if self.learner.score_value_mix > 0 and env.score_margin() is None:
             raise ValueError(f"learner.score_value_mix needs a game with a score margin: "
                              f"{env.name} has no Env.score_margin (set it to 0)")
+
+    def check_pooled_heads(self, env: envs.Env) -> None:
+        """ValueError when `network.pooled_heads` is asked of a game whose observation is
+        not a board [H, W, C] or whose actions are not its cells (then extra moves)."""
+        if not self.network.pooled_heads:
+            return
+        shape = env.observation_shape
+        if len(shape) != 3 or env.num_actions < shape[0] * shape[1]:
+            raise ValueError(
+                f"network.pooled_heads needs a game whose actions are its board's cells "
+                f"(then any extra moves such as pass): {env.name} observes {shape} and has "
+                f"{env.num_actions} actions (switch it off with --network.no-pooled-heads)")
 
     def compile_key(self) -> str:
         """Equal for configs that compile to one training program: everything but the

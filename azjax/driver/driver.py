@@ -40,6 +40,7 @@ from azjax.core.stacked import (
 from azjax.driver.host_run import HostRun, Say
 from azjax.driver.plots import preload
 from azjax.driver.program_players import ProgramPlayers
+from azjax.driver.warm_up import warm_up, warm_up_config
 from azjax.evaluation.evaluators import Evaluator, PositionEvaluator
 from azjax.run import checkpoint as ckpt
 from azjax.run.config import TrainConfig, check_run_fits, game_settings, run_parts
@@ -231,6 +232,12 @@ def train_group(
     players.forget_loaded()
     for config in configs:
         players.opponents(config.run.eval_opponents)  # bad baselines fail before any write
+        if config.run.warm_up:
+            warm_up_config(config)  # so does a warm-up that cannot start this run
+    for config, run_dir in zip(configs, run_dirs):
+        if config.run.warm_up:
+            warm_up(config, run_dir, train, say)
+            clock_start = time.perf_counter()  # the run's minutes start after its warm-up
     num = len(configs)
     runs = []
     for config, run_dir, name in zip(configs, run_dirs, _names(run_dirs)):

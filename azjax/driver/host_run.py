@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from jax.sharding import Mesh
 
 from azjax.core import counters
@@ -29,6 +30,7 @@ from azjax.driver.status import (
     finished,
     format_progress,
 )
+from azjax.driver.warm_up import warm_start_source
 from azjax.evaluation.evaluators import Evaluator, versus
 from azjax.evaluation.gating import Gate
 from azjax.run import checkpoint as ckpt
@@ -37,6 +39,7 @@ from azjax.run.devices import agree, barrier, is_primary, local, peak_device_byt
 from azjax.run.files import error_line
 from azjax.run.metrics_log import MetricsLog, resume_records
 from azjax.run.progress import Progress
+from azjax.run.warm_start import placed_like, warm_start_params
 from envs import Env
 
 Say = Callable[[str], None]
@@ -74,7 +77,18 @@ class HostRun:
             if resumed is not None:
                 state = resumed.tree
             self.records, self.metrics_notice = resume_records(self.run_dir, resumed)
+        source = warm_start_source(self.config, self.run_dir)
+        if source and (self.restored is None or self.restored.tree is None):
+            state = self._warm_started(env, state, source)
         return state
+
+    def _warm_started(self, env: Env, state: TrainState, source: str) -> TrainState:
+        """`state` with the network weights of `source` (the best copy too)."""
+        params = placed_like(warm_start_params(source, env, self.config.program),
+                             state.params)
+        best = state.best_params
+        return state.replace(params=params, best_params=None if best is None else
+                             jax.tree.map(jnp.copy, params))
 
     def start(self, state: TrainState, clock_start: float) -> None:
         """Writes the run directory (after every run of the group restored) and sets the

@@ -28,7 +28,7 @@ from azjax.go.gnugo import gnugo_player
 from azjax.run import checkpoint as ckpt
 from azjax.run.agent import Agent
 from azjax.run.specs import RUN_KINDS, PlayerSpec, parse_spec
-from envs import Env
+from envs import Env, spec_of
 
 
 def _number(spec: PlayerSpec, value: str, cast, what: str):
@@ -65,6 +65,21 @@ def game_of(texts: list[str]) -> Env | None:
     return None
 
 
+def fits_any_board(agent: Agent, env: Env) -> bool:
+    """Whether `agent`'s network runs on `env`'s board though it was trained on another:
+    the same game, the same observation planes, and weights that fit every board size
+    (`network.pooled_heads`), e.g. a 7x7 Go agent playing 9x9."""
+    return (agent.program.network.pooled_heads and agent.env.name == env.name
+            and agent.env.observation_shape[-1:] == env.observation_shape[-1:]
+            and len(agent.env.observation_shape) == len(env.observation_shape) == 3)
+
+
+def _described(env: Env) -> str:
+    game, options = spec_of(env)
+    return repr(game) + (f" ({', '.join(f'{k}={v}' for k, v in options.items())})"
+                         if options else "")
+
+
 def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
     allowed = {"network": ("step", "greedy"), "alphazero": ("sims", "step", "policy", "greedy"),
                "alphago": ("lambda", "sims", "step", "policy", "greedy")}[spec.kind]
@@ -77,9 +92,10 @@ def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
     step = None if step is None else _number(spec, step, int, "step")
     agent = Agent.load(spec.arg, step=step)
     if agent.env.name != env.name or agent.env.num_actions != env.num_actions:
-        raise ValueError(
-            f"player {spec.text!r} was trained on {agent.env.name!r}, not on {env.name!r}"
-        )
+        if not fits_any_board(agent, env):
+            raise ValueError(f"player {spec.text!r} was trained on {_described(agent.env)}, "
+                             f"not on {_described(env)}")
+        agent = Agent.load(spec.arg, step=step, env=env)  # its weights, on this board
     if spec.kind == "network":
         return agent.player("network", name, greedy)
     changes = {}

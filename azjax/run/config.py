@@ -100,6 +100,19 @@ class RunConfig:
     one host device per core under the scripts). A run resumes on as many as it was
     trained on; its config.json records the number."""
 
+    warm_start: str = ""
+    """A run directory (its newest checkpoint) or agent file whose network weights start
+    this run instead of fresh ones; the optimizer, replay and counters start fresh. The
+    networks must have the same parameters (across board sizes: `network.pooled_heads`).
+    Read only when the run starts; a resumed run goes on from its own checkpoint."""
+    warm_up: str = ""
+    """A recipe to train first, with this run's network and seed, for `warm_up_minutes`,
+    into RUN_DIR/warm-up; its weights then start this run (a curriculum: 'go7x7' before
+    9x9 Go, with `network.pooled_heads`). Trained while the run has no checkpoint yet;
+    rerunning the command resumes it. '' for none."""
+    warm_up_minutes: float = 0.0
+    """Training minutes of the warm-up run (`warm_up`), beside this run's `max_minutes`."""
+
     @property
     def evaluates(self) -> bool:
         """Whether the run evaluates at all (by iterations or by minutes)."""
@@ -113,7 +126,8 @@ class RunConfig:
         for name in ("eval_every", "checkpoint_every", "eval_search_every", "eval_simulations", "keep_every",
                      "eval_openings", "gate_simulations", "gate_openings", "devices"):
             check_setting(name, getattr(self, name), int, 0)
-        for name in ("max_minutes", "eval_every_minutes", "checkpoint_every_minutes"):
+        for name in ("max_minutes", "eval_every_minutes", "checkpoint_every_minutes",
+                     "warm_up_minutes"):
             check_setting(name, getattr(self, name), float, 0)
         if self.preset not in ("", "cpu", "gpu"):
             raise ValueError(f"preset must be 'cpu', 'gpu' or '' (none), got {self.preset!r}")
@@ -121,6 +135,11 @@ class RunConfig:
         for name in ("stop_when_perfect", "tensorboard"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if not isinstance(self.warm_start, str):
+            raise ValueError(f"warm_start must be a path (a run directory or agent file), "
+                             f"got {self.warm_start!r}")
+        if not isinstance(self.warm_up, str):
+            raise ValueError(f"warm_up must be a recipe name, got {self.warm_up!r}")
         if isinstance(self.eval_search_with, str):
             raise ValueError("eval_search_with must be a list of NAME=VALUE settings, "
                              "not one string")

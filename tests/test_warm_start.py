@@ -1,0 +1,211 @@
+"""Networks whose weights fit every board size (`network.pooled_heads`) and runs that
+start from another run's weights (`run.warm_start`): 7x7 Go, then 9x9."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from azjax.core.learner import LearnerConfig
+from azjax.core.networks import NetworkConfig, init_params, make_network
+from azjax.core.program import ProgramConfig
+from azjax.core.search import SearchConfig
+from azjax.core.selfplay import SelfPlayConfig
+from azjax.driver import train
+from azjax.run.agent import Agent
+from azjax.run.checkpoint import RunDirError, checkpoint_steps, load_config
+from azjax.run.config import RunConfig, TrainConfig
+
+POOLED = NetworkConfig(channels=8, num_blocks=1, value_hidden=8, pooled_heads=True,
+                       ownership_head=True, score_head=True)
+
+
+def go(size: int) -> envs.Env:
+    return envs.make("go", size=size, komi=7.5, history=2)
+
+
+def leaves_equal(a, b) -> bool:
+    return all(np.array_equal(np.asarray(x), np.asarray(y))
+               for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+
+
+def random_positions(env: envs.Env, key, plies: int = 12, batch: int = 6):
+    """Observations and legal masks of `batch` games after `plies` random moves."""
+    def play(state, key):
+        logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
+        return env.step(state, jax.random.categorical(key, logits)), None
+
+    def one(key):
+        init_key, *keys = jax.random.split(key, plies + 1)
+        state, _ = jax.lax.scan(play, env.init(init_key), jnp.stack(keys))
+        return state
+    states = jax.vmap(one)(jax.random.split(key, batch))
+    return states.observation, states.legal_action_mask
+
+
+def test_one_set_of_weights_runs_on_every_board_size():
+    small, big = go(5), go(9)
+    params = init_params(small, POOLED, jax.random.key(0))
+    assert jax.tree.map(jnp.shape, params) == jax.tree.map(
+        jnp.shape, init_params(big, POOLED, jax.random.key(1)))
+    for env in (small, big):
+        obs, _ = random_positions(env, jax.random.key(2))
+        logits, value, heads = make_network(env, POOLED).apply(params, obs, aux=True)
+        cells = env.size ** 2
+        assert logits.shape == (6, cells + 1) and value.shape == (6,)
+        assert heads["ownership"].shape == (6, cells) and heads["score"].shape == (6,)
+        assert bool(jnp.all(jnp.isfinite(logits))) and bool(jnp.all(jnp.abs(value) <= 1))
+        # The network sees the board's edge: on the empty board, with White to play (no
+        # plane of the observation is on), a corner and the centre get different logits
+        # (weights jittered so that no ReLU is off everywhere).
+        jittered = jax.tree.map(
+            lambda p: p + 0.3 * jax.random.normal(jax.random.key(5), p.shape), params)
+        empty = jnp.zeros((1, *env.observation_shape), bool)
+        point = make_network(env, POOLED).apply(jittered, empty)[0][0]
+        assert float(point[0]) != pytest.approx(float(point[cells // 2]), abs=1e-4)
+
+
+def test_the_point_logits_move_with_the_board():
+    """Each cell's logit comes from the features at that cell: one stone changes the
+    logits of the cells within the torso's reach of it and no others (a dense head over
+    the flattened board would change them all), and the pooled pass logit."""
+    env = go(9)
+    params = init_params(env, POOLED, jax.random.key(4))
+    net = make_network(env, POOLED)
+    obs = jnp.zeros((1, 9, 9, env.observation_shape[-1]), bool).at[..., -1].set(True)
+    one = obs.at[0, 4, 4, 0].set(True)  # a lone stone of the mover in the centre
+    logits_empty = net.apply(params, obs)[0][0]
+    logits_one = net.apply(params, one)[0][0]
+    changed = np.flatnonzero(np.abs(np.asarray(logits_one - logits_empty))[:81] > 1e-7)
+    rows, cols = np.divmod(changed, 9)
+    # A 1-block network (3 3x3 convolutions) sees 3 cells away: only cells within that
+    # distance of the stone change their logit; the pass logit is pooled, so it changes.
+    assert changed.size > 0 and np.all(np.abs(rows - 4) <= 3) and np.all(np.abs(cols - 4) <= 3)
+    assert float(logits_one[81]) != pytest.approx(float(logits_empty[81]), abs=1e-7)
+
+
+@pytest.mark.parametrize("game, network, message", [
+    ("connect_four", POOLED, r"network.pooled_heads needs a game whose actions are its "
+                             r"board's cells .* connect_four observes \(6, 7, \d+\) and has 7"),
+])
+def test_a_game_whose_actions_are_not_its_cells_is_refused(game, network, message):
+    program = ProgramConfig(game=game, network=dataclasses.replace(
+        network, ownership_head=False, score_head=False))
+    with pytest.raises(ValueError, match=message):
+        program.check(program.make_env())
+
+
+def test_pooled_heads_need_the_conv_torso():
+    with pytest.raises(ValueError, match="network.pooled_heads needs network.torso 'conv'"):
+        NetworkConfig(torso="mlp", pooled_heads=True).validate()
+
+
+def _config(size: int, **run) -> TrainConfig:
+    program = ProgramConfig(
+        game="go", game_options={"size": size, "komi": 7.5, "history": 2}, network=POOLED,
+        search=SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=4),
+        selfplay=SelfPlayConfig(num_games=4, steps_per_iteration=4),
+        learner=LearnerConfig(batch_size=8), replay_capacity=128, gradient_steps=2)
+    run = {"iterations": 2, "eval_every": 0, "checkpoint_every": 1, **run}
+    return TrainConfig(program=program, run=RunConfig(**run), seed=size)
+
+
+def test_a_run_starts_from_the_weights_of_a_run_on_another_board(tmp_path):
+    train(_config(5), tmp_path / "small")
+    small = Agent.load(tmp_path / "small").params
+    # Without learning steps, the 7x7 run's weights are the 5x5 run's, unchanged.
+    frozen = _config(7, warm_start=str(tmp_path / "small")).replace(gradient_steps=0)
+    train(frozen, tmp_path / "big")
+    assert leaves_equal(Agent.load(tmp_path / "big").params, small)
+    fresh = _config(7).replace(gradient_steps=0)
+    train(fresh, tmp_path / "fresh")
+    assert not leaves_equal(Agent.load(tmp_path / "fresh").params, small)
+    # A resumed run goes on from its own checkpoint, not from warm_start's weights.
+    train(fresh.replace(iterations=3, warm_start=str(tmp_path / "small")), tmp_path / "fresh")
+    assert leaves_equal(Agent.load(tmp_path / "fresh").params,
+                        Agent.load(tmp_path / "fresh", step=2).params)
+    assert not leaves_equal(Agent.load(tmp_path / "fresh").params, small)
+    # With learning steps the warm-started run trains on from those weights.
+    learning = train(_config(7, warm_start=str(tmp_path / "small")), tmp_path / "learning")
+    assert learning is not None
+    assert not leaves_equal(Agent.load(tmp_path / "learning").params, small)
+
+
+def test_a_network_of_other_shapes_or_no_run_is_one_clear_error(tmp_path):
+    train(_config(5), tmp_path / "small")
+    dense = _config(7, warm_start=str(tmp_path / "small"))
+    dense = dense.replace(network=dataclasses.replace(POOLED, pooled_heads=False))
+    with pytest.raises(ValueError, match=r"run.warm_start: the network of .*small \(go .*"
+                       r"conv 8x1 with pooled_heads, ownership_head, score_head\) has other "
+                       r"parameters than this run's .*conv 8x1 with ownership_head, score_head"):
+        train(dense, tmp_path / "dense")
+    with pytest.raises(RunDirError):
+        train(_config(7, warm_start=str(tmp_path / "nowhere")), tmp_path / "lost")
+    with pytest.raises(ValueError, match="warm_start must be a path"):
+        RunConfig(warm_start=3).validate()
+
+
+@pytest.mark.slow  # compiles the go7x7 recipe's program besides the run's
+def test_a_warm_up_recipe_trains_first_and_starts_the_run(tmp_path):
+    config = _config(9, warm_up="go7x7", warm_up_minutes=0.02, iterations=1)
+    config = config.replace(gradient_steps=0, game_options={"size": 9, "komi": 7.5,
+                                                             "history": 4})
+    lines = []
+    train(config, tmp_path / "run", progress=lines.append)
+    warm_dir = tmp_path / "run" / "warm-up"
+    warm = load_config(warm_dir)
+    assert warm.program.game_options == {"size": 7, "komi": 9.0, "history": 4}
+    assert warm.program.network == config.program.network and warm.seed == config.seed
+    assert warm.run.max_minutes == 0.02
+    assert any(line.startswith("[warm-up] ") for line in lines)
+    assert leaves_equal(Agent.load(tmp_path / "run").params, Agent.load(warm_dir).params)
+    assert load_config(tmp_path / "run").run.warm_up == "go7x7"
+    # The run resumes from its own checkpoint; the warm-up is not trained again.
+    before = checkpoint_steps(warm_dir)
+    lines.clear()
+    train(config.replace(iterations=2), tmp_path / "run", progress=lines.append)
+    assert checkpoint_steps(warm_dir) == before
+    assert not any(line.startswith("[warm-up]") for line in lines)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"warm_up": "nope"}, r"run.warm_up: no recipe 'nope'; recipes: .*go7x7"),
+    ({"warm_up": "go7x7", "warm_start": "somewhere"},
+     "run.warm_up trains the run's starting weights; run.warm_start names them"),
+    ({"warm_up": "go7x7", "warm_up_minutes": 0.0}, r"run.warm_up needs run.warm_up_minutes > 0"),
+    ({"warm_up": "go7x7", "network": dataclasses.replace(POOLED, pooled_heads=False)},
+     r"run.warm_up: the network's weights on go .*'size': 7.* would not fit this run's go "
+     r".*'size': 9.*needs --network.pooled-heads"),
+])
+def test_a_warm_up_that_cannot_start_the_run_is_refused_before_any_training(
+        tmp_path, changes, message):
+    config = _config(9, warm_up_minutes=1.0).replace(
+        game_options={"size": 9, "komi": 7.5, "history": 4}, **changes)
+    with pytest.raises(ValueError, match=message):
+        train(config, tmp_path / "run")
+    assert not (tmp_path / "run" / "warm-up").exists()
+    with pytest.raises(ValueError, match="warm_up must be a recipe name"):
+        RunConfig(warm_up=7).validate()
+
+
+def test_a_warm_up_needs_a_run_directory():
+    config = _config(9, warm_up="go7x7", warm_up_minutes=1.0).replace(
+        game_options={"size": 9, "komi": 7.5, "history": 4})
+    with pytest.raises(ValueError, match="run.warm_up needs a run directory"):
+        train(config, None)
+
+
+def test_learning_waits_for_learn_after_positions_with_an_outcome():
+    base = _config(5).replace(iterations=3, checkpoint_every=0)
+    waiting = train(base.replace(learn_after=10**6), None, progress=None)
+    learning = train(base, None, progress=None)
+    fresh = train(base.replace(iterations=1, gradient_steps=0), None, progress=None)
+    assert leaves_equal(waiting.train_state.params, fresh.train_state.params)
+    assert not leaves_equal(learning.train_state.params, fresh.train_state.params)
+    with pytest.raises(ValueError, match="learn_after must be"):
+        base.replace(learn_after=-1).validate()
