@@ -3,13 +3,16 @@ against random play and GNU Go level 1.
 
     python experiments/go9x9.py [--game-options komi=K history=T] [--help]
 
-There is no exact solver for Go here, so every evaluation plays the network alone
-(and, every few evaluations, network + search) against a uniformly random player,
-half the games from each seat, and reports the score (wins + draws / 2); network +
-search also plays GNU Go level 1 (`gnugo:1`), whose score and points margin are logged.
-The defaults fit a 2-core CPU: 4 positions of history (AlphaGo Zero used 8), a small residual
-network, Gumbel search with 16 simulations, 20 minutes of training. On a GPU (or with
---preset gpu) its gpu variant: 1,024 games, a 64x4 network, 10 minutes.
+A curriculum over board sizes on a 2-core CPU, 20 minutes: the go7x7 recipe trains this
+recipe's network for 14 minutes (RUN_DIR/warm-up; `--warm-up-minutes`, or `--warm-up ''`
+for none), then 9x9 Go goes on from its weights for 6 (`--max-minutes`). The network's
+heads pool over the board (`--network.pooled-heads`), so one set of weights plays both
+sizes; it has ownership and score heads, Gumbel search with 32 simulations on a quarter
+of the moves and 8 on the others, 4 positions of history (AlphaGo Zero used 8).
+There is no exact solver for Go here, so every evaluation plays network + search against
+GNU Go level 1 (`gnugo:1`, 16 games every 3 minutes: score and points margin) and the
+network alone against a uniformly random player. On a GPU (or with --preset gpu) its
+gpu variant: 1,024 games, a 64x4 network, 5 minutes of go7x7's gpu variant, then 5 of 9x9.
 """
 
 import sys

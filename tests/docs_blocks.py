@@ -43,6 +43,7 @@ SMOKE = {
     "--learner.batch-size": 16, "--replay-capacity": 256, "--gradient-steps": 1,
     "--iterations": 2, "--eval-every": 2, "--eval-search-every": 1, "--eval-simulations": 4,
     "--checkpoint-every": 2, "--selfplay.cheap-simulations": 2,
+    "--warm-up-minutes": 0.01,  # go9x9's warm-up run (go7x7): one iteration
 }
 # Options of any command, shrunk wherever they appear.
 SMALL_OPTIONS = {
