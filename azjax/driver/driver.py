@@ -232,11 +232,12 @@ def train_group(
     players.forget_loaded()
     for config in configs:
         players.opponents(config.run.eval_opponents)  # bad baselines fail before any write
-        if config.run.warm_up:
-            warm_up_config(config)  # so does a warm-up that cannot start this run
-    for config, run_dir in zip(configs, run_dirs):
-        if config.run.warm_up:
-            warm_up(config, run_dir, train, say)
+    # So does a warm-up that cannot start its run.
+    warm_ups = [warm_up_config(config, run_dir) if config.run.warm_up else None
+                for config, run_dir in zip(configs, run_dirs)]
+    for config, warm, run_dir in zip(configs, warm_ups, run_dirs):
+        if warm is not None:
+            warm_up(config, warm, run_dir, train, say)
             clock_start = time.perf_counter()  # the run's minutes start after its warm-up
     num = len(configs)
     runs = []

@@ -21,12 +21,15 @@ WARM_UP_DIR = "warm-up"
 """The warm-up run's directory, inside the run's own."""
 
 
-def warm_up_config(config: TrainConfig) -> TrainConfig:
+def warm_up_config(config: TrainConfig, run_dir: Path | None) -> TrainConfig:
     """The warm-up run of `config`: the recipe `config.run.warm_up` (in the run's preset)
     with the run's network, seed and devices, for `warm_up_minutes`. Raises ValueError for
-    an unknown recipe, a warm start asked for twice, or a network whose weights would not
-    carry over to the run's board."""
+    no run directory, an unknown recipe, a warm start asked for twice, or a network whose
+    weights would not carry over to the run's board."""
     run = config.run
+    if run_dir is None:
+        raise ValueError("run.warm_up needs a run directory (the warm-up run goes into "
+                         "RUN_DIR/warm-up)")
     if run.warm_start:
         raise ValueError("run.warm_up trains the run's starting weights; run.warm_start "
                          "names them: set one of the two")
@@ -50,16 +53,10 @@ def warm_up_config(config: TrainConfig) -> TrainConfig:
     return warm
 
 
-def warm_up(config: TrainConfig, run_dir: Path | None, train: Callable[..., object],
-            say: Callable[[str], None]) -> None:
-    """Trains `config`'s warm-up run (in RUN_DIR/warm-up, resumed there if it stopped)
-    while the run has no checkpoint; nothing for a config without `run.warm_up`."""
-    if not config.run.warm_up:
-        return
-    if run_dir is None:
-        raise ValueError("run.warm_up needs a run directory (the warm-up run goes into "
-                         "RUN_DIR/warm-up)")
-    warm = warm_up_config(config)
+def warm_up(config: TrainConfig, warm: TrainConfig, run_dir: Path,
+            train: Callable[..., object], say: Callable[[str], None]) -> None:
+    """Trains `warm` (`warm_up_config(config, run_dir)`) in RUN_DIR/warm-up, resumed there
+    if it stopped, while the run has no checkpoint."""
     if not ckpt.checkpoint_steps(run_dir):
         say(f"warm-up: {config.run.warm_up} for {config.run.warm_up_minutes:g} minutes "
             f"in {run_dir / WARM_UP_DIR}, then this run from its weights")
