@@ -738,9 +738,7 @@ def test_make_player_baselines(ttt, monkeypatch):
     assert (tuned.name, default.name) == ("mcts:20,c=0.5", "m") and tuned.jittable
 
 
-def test_run_dir_specs(ttt, run, monkeypatch):
-    import azjax.run.agent
-
+def test_run_dir_specs(ttt, run, search_configs):
     run_dir, params = run
     assert game_of(["random", f"network:{run_dir}"]).name == "tictactoe"
     states = boards_to_states(SEARCH_BOARDS)
@@ -767,14 +765,7 @@ def test_run_dir_specs(ttt, run, monkeypatch):
     with pytest.raises(ValueError, match="greedy must be true or false, got 'maybe'"):
         make_player(f"network:{run_dir},greedy=maybe", ttt)
 
-    configs = []
-    original = azjax.run.agent.search_player
-
-    def spy(env, apply_fn, params, search, name="alphazero", greedy=True):
-        configs.append(search)
-        return original(env, apply_fn, params, search, name, greedy)
-
-    monkeypatch.setattr(azjax.run.agent, "search_player", spy)
+    configs = search_configs
     alphazero = make_player(f"alphazero:{run_dir},sims=3,policy=puct", ttt, name="az")
     alphago = make_player(f"alphago:{run_dir},lambda=0.5,sims=5", ttt)
     assert alphazero.name == "az" and alphago.name == f"alphago:{run_dir},lambda=0.5,sims=5"

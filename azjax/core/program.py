@@ -137,6 +137,9 @@ class ProgramConfig:
         if self.learner.score_value_mix > 0 and env.score_margin() is None:
             raise ValueError(f"learner.score_value_mix needs a game with a score margin: "
                              f"{env.name} has no Env.score_margin (set it to 0)")
+        if self.search.score_utility > 0 and not self.network.score_head:
+            raise ValueError("search.score_utility needs a network with a score head "
+                             "(--network.score-head)")
 
     def check_pooled_heads(self, env: envs.Env) -> None:
         """ValueError when `network.pooled_heads` is asked of a game whose observation is

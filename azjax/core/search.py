@@ -29,6 +29,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import mctx
+import numpy as np
 
 from azjax.core.fields import (
     check_setting,
@@ -43,6 +44,7 @@ from envs import Env, State
 
 ApplyFn = Callable[[chex.ArrayTree, chex.Array], tuple[chex.Array, chex.Array]]
 LeafFn = Callable[[chex.ArrayTree, chex.PRNGKey, State], tuple[chex.Array, chex.Array]]
+EndUtility = Callable[[chex.Array, State], chex.Array]
 POLICIES = ("puct", "gumbel")
 
 
@@ -56,6 +58,13 @@ class SearchConfig:
     """'puct' (mctx.muzero_policy, Dirichlet noise at the root) or 'gumbel'."""
     num_simulations: int = 32
     """Simulations per move."""
+    play_simulations: int = 0
+    """Simulations per move of the trained agent when it plays (`play_search`: the
+    arena, GTP, `play`, the league; not self-play, nor training's evaluations): 0 =
+    `num_simulations`. Self-play searches little to play many games; a finished agent
+    can afford more. Compiled in."""
+    play_policy: Literal["", "puct", "gumbel"] = ""
+    """The trained agent's search policy when it plays (`play_search`): '' = `policy`."""
     c_puct: float = traced(1.25)
     """PUCT exploration constant (mctx pb_c_init)."""
     pb_c_base: float = traced(19652.0)
@@ -84,12 +93,25 @@ class SearchConfig:
     """Evaluate every position (root and leaves) as the mean of the network over the
     game's symmetries (`symmetric_apply`): a less noisy value and prior for G times the
     network's cost. Compiled in."""
+    score_utility: float = 0.0
+    """KataGo's score utility: the search values a position at the network's value plus
+    this weight times tanh(margin / `score_utility_scale`), the margin from the mover's
+    view (the score head's prediction; the game's own count where it ended), so a decided
+    game is still played for points. 0: off. Needs a game with `Env.score_margin` and
+    `network.score_head`; the search's values (and value targets mixed from them) carry
+    it too. Compiled in."""
+    score_utility_scale: float = 20.0
+    """Points of margin at which the score utility reaches tanh(1) of its weight."""
 
     def validate(self) -> None:
         """Raises ValueError for settings mctx would reject or mis-handle."""
         if self.policy not in POLICIES:
             raise ValueError(f"search.policy must be one of {POLICIES}, got {self.policy!r}")
         check_setting("search.num_simulations", self.num_simulations, int, 1)
+        check_setting("search.play_simulations", self.play_simulations, int, 0)
+        if self.play_policy not in ("", *POLICIES):
+            raise ValueError(f"search.play_policy must be one of {POLICIES} or '' (the "
+                             f"training policy), got {self.play_policy!r}")
         check_setting("search.max_num_considered_actions", self.max_num_considered_actions,
                       int, 1)
         for name in ("c_puct", "pb_c_base", "dirichlet_alpha"):
@@ -102,11 +124,28 @@ class SearchConfig:
         if not isinstance(self.average_symmetries, bool):
             raise ValueError(f"search.average_symmetries must be true or false, got "
                              f"{self.average_symmetries!r}")
+        check_setting("search.score_utility", self.score_utility, float, 0)
+        check_setting("search.score_utility_scale", self.score_utility_scale, float, above=0)
+        if self.score_utility > 0 and self.average_symmetries:
+            raise ValueError("search.score_utility does not combine with "
+                             "search.average_symmetries (set one of them off)")
 
     def as_arrays(self) -> "SearchConfig":
         """The same settings with the traced ones as float32 arrays (what a `TrainState`
         carries and a compiled search receives)."""
         return jax.tree.map(jnp.float32, self)
+
+
+def play_search(config: SearchConfig) -> SearchConfig:
+    """The search a trained agent plays with: `config` with `play_simulations` and
+    `play_policy` in place of its own budget and policy where they are set."""
+    config.validate()
+    changes = {}
+    if config.play_simulations > 0:
+        changes["num_simulations"] = config.play_simulations
+    if config.play_policy:
+        changes["policy"] = config.play_policy
+    return dataclasses.replace(config, **changes)
 
 
 def search_changes(pairs: Sequence[str]) -> dict[str, Any]:
@@ -186,13 +225,41 @@ def symmetric_apply(env: Env, apply_fn: ApplyFn) -> ApplyFn:
     return averaged
 
 
-def make_recurrent_fn(env: Env, leaf_fn: LeafFn, discount: float = 1.0) -> mctx.RecurrentFn:
+def score_utility(env: Env, apply_fn: ApplyFn,
+                  config: SearchConfig) -> tuple[ApplyFn, EndUtility]:
+    """`config.score_utility` as an evaluation of live positions (the network's value
+    plus the utility of its score head's margin, `PolicyValueNet(aux=True)`) and an extra
+    reward for the mover at the end of a game (the utility of the game's own margin)."""
+    margin_of = env.score_margin()
+    if margin_of is None:
+        raise ValueError(f"search.score_utility needs a game with a score margin: "
+                         f"{env.name} has no Env.score_margin (set it to 0)")
+    cells = int(np.prod(env.observation_shape[:-1], dtype=np.int64))
+    weight, scale = config.score_utility, config.score_utility_scale
+
+    def evaluate(params, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
+        logits, value, heads = apply_fn(params, obs, aux=True)
+        if "score" not in heads:
+            raise ValueError("search.score_utility needs a network with a score head "
+                             "(network.score_head)")
+        return logits, value + weight * jnp.tanh(heads["score"] * cells / scale)
+
+    def end_utility(mover: chex.Array, finished: State) -> chex.Array:
+        margin = jax.vmap(margin_of)(finished)
+        return weight * jnp.tanh(jnp.where(mover == 0, margin, -margin) / scale)
+
+    return evaluate, end_utility
+
+
+def make_recurrent_fn(env: Env, leaf_fn: LeafFn, discount: float = 1.0,
+                      end_utility: EndUtility | None = None) -> mctx.RecurrentFn:
     """The mctx model of `env`: step the game, evaluate the new positions with `leaf_fn`.
 
     `leaf_fn(params, key, states [B]) -> (prior logits [B, A], value [B])` sees the
     search's `params` and a fresh key; priors are masked to the legal moves and a finished
-    game is worth 0 (its result was paid as the reward of the move that ended it). A
-    child's value reaches its parent times `-discount` (the opponent's view, one ply on).
+    game is worth 0 (its result was paid as the reward of the move that ended it, plus
+    `end_utility(mover [B], finished states [B])` where given). A child's value reaches
+    its parent times `-discount` (the opponent's view, one ply on).
     """
 
     def recurrent_fn(params, rng_key, action, state: State):
@@ -201,6 +268,8 @@ def make_recurrent_fn(env: Env, leaf_fn: LeafFn, discount: float = 1.0) -> mctx.
         logits, value = leaf_fn(params, rng_key, next_state)
         reward = jnp.take_along_axis(next_state.rewards, mover[:, None], axis=1)[:, 0]
         ended = next_state.terminated
+        if end_utility is not None:
+            reward = reward + jnp.where(ended, end_utility(mover, next_state), 0.0)
         output = mctx.RecurrentFnOutput(
             reward=reward,
             discount=jnp.where(ended, 0.0, -discount),
@@ -225,6 +294,9 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
     rollouts = config.rollout_lambda > 0
     if config.average_symmetries:
         apply_fn = symmetric_apply(env, apply_fn)
+    end_utility = None
+    if config.score_utility > 0:
+        apply_fn, end_utility = score_utility(env, apply_fn, config)
 
     def network_leaf(params, key, states: State):
         params, search = params
@@ -233,7 +305,7 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
             value = mixed_value(env, value, states, search.rollout_lambda, key)
         return logits, value
 
-    recurrent_fn = make_recurrent_fn(env, network_leaf, config.discount)
+    recurrent_fn = make_recurrent_fn(env, network_leaf, config.discount, end_utility)
 
     def search_fn(params, search: SearchConfig, key: chex.PRNGKey, states: State):
         chex.assert_rank(states.legal_action_mask, 2)

@@ -10,7 +10,7 @@ Grammar: `kind[:arg][,key=value ...]`:
 | `alphabeta:D[,eval=lines\\|zero]` | minimax with alpha-beta pruning to depth D (host) |
 | `gnugo:LEVEL[,seed=S][,timeout=T]` | GNU Go at level 0-10 (Go only; host; needs the `gnugo` program, or `$AZJAX_GNUGO`; T: seconds to wait for a move, default 120) |
 | `network:DIR[,step=S][,greedy=false]` | a trained run's policy head alone (argmax, or sampled) |
-| `alphazero:DIR[,sims=N][,step=S][,policy=puct\\|gumbel][,greedy=false]` | a trained run's network + search (noise off and the search's choice, or noise on and sampled from its policy) |
+| `alphazero:DIR[,sims=N][,step=S][,policy=puct\\|gumbel][,utility=U][,greedy=false]` | a trained run's network + search (noise off and the search's choice, or noise on and sampled from its policy); U: weight of the score head's margin in the search's values (`search.score_utility`) |
 | `alphago:DIR,lambda=L[,sims=N][,step=S][,policy=...]` | the same with AlphaGo leaf mix L |
 
 DIR is a training run directory, or an agent file written by `python -m azjax.export`
@@ -81,8 +81,8 @@ def _described(env: Env) -> str:
 
 
 def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
-    allowed = {"network": ("step", "greedy"), "alphazero": ("sims", "step", "policy", "greedy"),
-               "alphago": ("lambda", "sims", "step", "policy", "greedy")}[spec.kind]
+    allowed = {"network": ("step", "greedy"), "alphazero": ("sims", "step", "policy", "utility", "greedy"),
+               "alphago": ("lambda", "sims", "step", "policy", "utility", "greedy")}[spec.kind]
     _check_options(spec, allowed)
     greedy = spec.options.get("greedy", "true").lower()
     if greedy not in ("true", "false"):
@@ -103,6 +103,8 @@ def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
         changes["num_simulations"] = _number(spec, spec.options["sims"], int, "sims")
     if "policy" in spec.options:
         changes["policy"] = spec.options["policy"]
+    if "utility" in spec.options:
+        changes["score_utility"] = _number(spec, spec.options["utility"], float, "utility")
     if spec.kind == "alphago":
         if "lambda" not in spec.options:
             raise ValueError(f"player {spec.text!r}: alphago needs lambda=L")

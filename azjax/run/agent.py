@@ -19,6 +19,7 @@ from azjax.core.search import (
     greedy_action,
     make_search_fn,
     masked_logits,
+    play_search,
     principal_variation,
     root_q,
     root_value,
@@ -47,7 +48,7 @@ class Agent:
 
     `evaluate(obs)` runs the network alone; `act(states, key)` runs network + search.
     `program` is the program config it was trained with; `search_config` the search `act`
-    uses (the training one unless overridden).
+    uses (unless overridden, the training one with its play settings: `play_search`).
     """
 
     def __init__(self, env: Env, program: ProgramConfig, params: chex.ArrayTree,
@@ -55,7 +56,7 @@ class Agent:
         self.env = env
         self.program = program
         self.params = params
-        self.search_config = search or program.search
+        self.search_config = search or play_search(program.search)
         self.search_config.validate()
         self.network = make_network(env, program.network, gradients=False)
         self._templates: dict[tuple[str, bool], Player] = {}
