@@ -20,7 +20,6 @@ from collections.abc import Callable
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import struct
 from jax.flatten_util import ravel_pytree
@@ -30,7 +29,7 @@ from azjax.core import replay as replay_lib
 from azjax.core.learner import alphazero_loss, auxiliary_losses, score_value_target
 from azjax.core.networks import init_params, make_network, observation_dtype
 from azjax.core.program import ProgramConfig, auxiliary_targets
-from azjax.core.search import SearchConfig, make_search_fn
+from azjax.core.search import SearchConfig, board_cells, make_search_fn
 from azjax.core.selfplay import (
     Games,
     assign_outcomes,
@@ -118,11 +117,6 @@ def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainSta
         best_params=jax.tree.map(jnp.copy, params) if config.regime == "gating" else None,
         best_iteration=counters.zero() if config.regime == "gating" else None,
     )
-
-
-def board_cells(env: Env) -> int:
-    """The cells of `env`'s board: those of its observation's [H, W] (or [cells]) part."""
-    return int(np.prod(env.observation_shape[:-1], dtype=np.int64))
 
 
 def per_device(config: ProgramConfig, devices: int) -> ProgramConfig:

@@ -225,6 +225,11 @@ def symmetric_apply(env: Env, apply_fn: ApplyFn) -> ApplyFn:
     return averaged
 
 
+def board_cells(env: Env) -> int:
+    """The cells of `env`'s board: those of its observation's [H, W] (or [cells]) part."""
+    return int(np.prod(env.observation_shape[:-1], dtype=np.int64))
+
+
 def score_utility(env: Env, apply_fn: ApplyFn,
                   config: SearchConfig) -> tuple[ApplyFn, EndUtility]:
     """`config.score_utility` as an evaluation of live positions (the network's value
@@ -234,7 +239,7 @@ def score_utility(env: Env, apply_fn: ApplyFn,
     if margin_of is None:
         raise ValueError(f"search.score_utility needs a game with a score margin: "
                          f"{env.name} has no Env.score_margin (set it to 0)")
-    cells = int(np.prod(env.observation_shape[:-1], dtype=np.int64))
+    cells = board_cells(env)
     weight, scale = config.score_utility, config.score_utility_scale
 
     def evaluate(params, obs: chex.Array) -> tuple[chex.Array, chex.Array]:

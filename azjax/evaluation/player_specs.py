@@ -81,8 +81,9 @@ def _described(env: Env) -> str:
 
 
 def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
-    allowed = {"network": ("step", "greedy"), "alphazero": ("sims", "step", "policy", "utility", "greedy"),
-               "alphago": ("lambda", "sims", "step", "policy", "utility", "greedy")}[spec.kind]
+    search = ("sims", "step", "policy", "utility", "greedy")
+    allowed = {"network": ("step", "greedy"), "alphazero": search,
+               "alphago": ("lambda", *search)}[spec.kind]
     _check_options(spec, allowed)
     greedy = spec.options.get("greedy", "true").lower()
     if greedy not in ("true", "false"):
