@@ -224,6 +224,13 @@ class Env(abc.ABC):
         (the default): no such target."""
         return None
 
+    def futile_moves(self) -> "Callable[[State], chex.Array] | None":
+        """Moves that never help the mover, which a search may leave out
+        (`search.skip_futile`): a function from one live state to bool [A] (Go: filling
+        one of the mover's own true eyes; jit/vmap-able), never flagging every legal move;
+        None (the default): none."""
+        return None
+
     def ground_truth(self) -> "GroundTruthSource | None":
         """Positions with known right moves that training scores the network on
         (`envs.ground_truth`); None (the default): training scores against random play."""

@@ -62,6 +62,7 @@ from envs.go_board import (
     format_move,
     hash_rows,
     neighbour_table,
+    own_true_eyes,
     parse_move,
     shifted,
     tromp_taylor_area,
@@ -371,11 +372,8 @@ class Go(Env):
             cells = " ".join(marks[int(v)] for v in board[r])
             rows.append(f"{n - r:>2} {cells} {n - r}")
         rows.append(letters)
-        if bool(state.terminated):
-            rows.append("game over")
-        else:
-            who = "Black (X)" if int(state.current_player) == BLACK else "White (O)"
-            rows.append(f"{who} to move")
+        who = "Black (X)" if int(state.current_player) == BLACK else "White (O)"
+        rows.append("game over" if bool(state.terminated) else f"{who} to move")
         return "\n".join(rows)
 
     def picture(self, state: GoState, last_move: int | None = None):
@@ -389,6 +387,11 @@ class Go(Env):
     def ownership(self):
         """Each point's Tromp-Taylor owner: +1 Black, -1 White, 0 neither."""
         return lambda state: tromp_taylor_owner(state.board, self.size, jnp.bool_(True))
+
+    def futile_moves(self):
+        """Filling one of the mover's own true eyes (`envs.go_board.own_true_eyes`)."""
+        return lambda state: jnp.append(
+            own_true_eyes(state.board, self.size, state.current_player), False)
 
     def result_text(self, state: GoState) -> str:
         """The area count of the final position."""

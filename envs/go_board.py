@@ -100,6 +100,22 @@ def _reach(board: chex.Array, n: int, needed: chex.Array) -> chex.Array:
     return reach
 
 
+def own_true_eyes(board: chex.Array, n: int, player: chex.Array) -> chex.Array:
+    """bool [N*N]: the empty points of `board` [N*N] that are true eyes of `player`: every
+    neighbour on the board is the player's stone, and no diagonal point holds an opponent's
+    stone (at most one where all four diagonals are on the board)."""
+    grid = board.reshape(n, n)
+    own = grid == player.astype(jnp.int8)
+    opp = grid == (1 - player).astype(jnp.int8)
+    walled = (grid == EMPTY) & jnp.all(jnp.stack(shifted(own, True)), axis=0)
+    p_opp = jnp.pad(opp, 1, constant_values=False).astype(jnp.int32)
+    p_on = jnp.pad(jnp.ones((n, n), jnp.int32), 1)
+    corners = ((0, 0), (0, 2), (2, 0), (2, 2))
+    enemies = sum(p_opp[r:r + n, c:c + n] for r, c in corners)
+    on_board = sum(p_on[r:r + n, c:c + n] for r, c in corners)
+    return (walled & (enemies <= jnp.where(on_board == 4, 1, 0))).reshape(n * n)
+
+
 def tromp_taylor_area(board: chex.Array, n: int, needed: chex.Array) -> chex.Array:
     """float32 [2] Tromp-Taylor area (black, white) of `board` [N*N]; only computed where
     `needed` (a while loop under vmap runs only while some game needs it)."""

@@ -29,7 +29,6 @@ import chex
 import jax
 import jax.numpy as jnp
 import mctx
-import numpy as np
 
 from azjax.core.fields import (
     check_setting,
@@ -40,11 +39,17 @@ from azjax.core.fields import (
     traced,
 )
 from azjax.core.rollouts import random_playout
+from azjax.core.search_extras import (
+    EndUtility,
+    MoveMask,
+    legal_moves,
+    score_utility,
+    without_futile,
+)
 from envs import Env, State
 
 ApplyFn = Callable[[chex.ArrayTree, chex.Array], tuple[chex.Array, chex.Array]]
 LeafFn = Callable[[chex.ArrayTree, chex.PRNGKey, State], tuple[chex.Array, chex.Array]]
-EndUtility = Callable[[chex.Array, State], chex.Array]
 POLICIES = ("puct", "gumbel")
 
 
@@ -102,6 +107,11 @@ class SearchConfig:
     it too. Compiled in."""
     score_utility_scale: float = 20.0
     """Points of margin at which the score utility reaches tanh(1) of its weight."""
+    skip_futile: bool = False
+    """Leave the game's futile moves (`Env.futile_moves`: Go's filling of the mover's own
+    true eyes) out of the search, at its root and every node. Compiled in."""
+    play_skip_futile: bool = False
+    """`skip_futile` for the trained agent when it plays (`play_search`) only."""
 
     def validate(self) -> None:
         """Raises ValueError for settings mctx would reject or mis-handle."""
@@ -121,9 +131,10 @@ class SearchConfig:
         check_setting("search.gumbel_value_scale", self.gumbel_value_scale, float, above=0)
         check_setting("search.rollout_lambda", self.rollout_lambda, float, 0, 1)
         check_setting("search.discount", self.discount, float, above=0, high=1)
-        if not isinstance(self.average_symmetries, bool):
-            raise ValueError(f"search.average_symmetries must be true or false, got "
-                             f"{self.average_symmetries!r}")
+        for name in ("average_symmetries", "skip_futile", "play_skip_futile"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"search.{name} must be true or false, got "
+                                 f"{getattr(self, name)!r}")
         check_setting("search.score_utility", self.score_utility, float, 0)
         check_setting("search.score_utility_scale", self.score_utility_scale, float, above=0)
         if self.score_utility > 0 and self.average_symmetries:
@@ -137,10 +148,10 @@ class SearchConfig:
 
 
 def play_search(config: SearchConfig) -> SearchConfig:
-    """The search a trained agent plays with: `config` with `play_simulations` and
-    `play_policy` in place of its own budget and policy where they are set."""
+    """The search a trained agent plays with: `config` with `play_simulations`,
+    `play_policy` and `play_skip_futile` in place of its own settings where they are set."""
     config.validate()
-    changes = {}
+    changes = {"skip_futile": True} if config.play_skip_futile else {}
     if config.play_simulations > 0:
         changes["num_simulations"] = config.play_simulations
     if config.play_policy:
@@ -225,43 +236,14 @@ def symmetric_apply(env: Env, apply_fn: ApplyFn) -> ApplyFn:
     return averaged
 
 
-def board_cells(env: Env) -> int:
-    """The cells of `env`'s board: those of its observation's [H, W] (or [cells]) part."""
-    return int(np.prod(env.observation_shape[:-1], dtype=np.int64))
-
-
-def score_utility(env: Env, apply_fn: ApplyFn,
-                  config: SearchConfig) -> tuple[ApplyFn, EndUtility]:
-    """`config.score_utility` as an evaluation of live positions (the network's value
-    plus the utility of its score head's margin, `PolicyValueNet(aux=True)`) and an extra
-    reward for the mover at the end of a game (the utility of the game's own margin)."""
-    margin_of = env.score_margin()
-    if margin_of is None:
-        raise ValueError(f"search.score_utility needs a game with a score margin: "
-                         f"{env.name} has no Env.score_margin (set it to 0)")
-    cells = board_cells(env)
-    weight, scale = config.score_utility, config.score_utility_scale
-
-    def evaluate(params, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
-        logits, value, heads = apply_fn(params, obs, aux=True)
-        if "score" not in heads:
-            raise ValueError("search.score_utility needs a network with a score head "
-                             "(network.score_head)")
-        return logits, value + weight * jnp.tanh(heads["score"] * cells / scale)
-
-    def end_utility(mover: chex.Array, finished: State) -> chex.Array:
-        margin = jax.vmap(margin_of)(finished)
-        return weight * jnp.tanh(jnp.where(mover == 0, margin, -margin) / scale)
-
-    return evaluate, end_utility
-
-
 def make_recurrent_fn(env: Env, leaf_fn: LeafFn, discount: float = 1.0,
-                      end_utility: EndUtility | None = None) -> mctx.RecurrentFn:
+                      end_utility: EndUtility | None = None,
+                      playable: MoveMask = legal_moves) -> mctx.RecurrentFn:
     """The mctx model of `env`: step the game, evaluate the new positions with `leaf_fn`.
 
     `leaf_fn(params, key, states [B]) -> (prior logits [B, A], value [B])` sees the
-    search's `params` and a fresh key; priors are masked to the legal moves and a finished
+    search's `params` and a fresh key; priors are masked to the `playable` moves (by
+    default the legal ones) and a finished
     game is worth 0 (its result was paid as the reward of the move that ended it, plus
     `end_utility(mover [B], finished states [B])` where given). A child's value reaches
     its parent times `-discount` (the opponent's view, one ply on).
@@ -278,7 +260,7 @@ def make_recurrent_fn(env: Env, leaf_fn: LeafFn, discount: float = 1.0,
         output = mctx.RecurrentFnOutput(
             reward=reward,
             discount=jnp.where(ended, 0.0, -discount),
-            prior_logits=masked_logits(logits, next_state.legal_action_mask),
+            prior_logits=masked_logits(logits, playable(next_state)),
             value=jnp.where(ended, 0.0, value),
         )
         return output, next_state
@@ -301,7 +283,9 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
         apply_fn = symmetric_apply(env, apply_fn)
     end_utility = None
     if config.score_utility > 0:
-        apply_fn, end_utility = score_utility(env, apply_fn, config)
+        apply_fn, end_utility = score_utility(env, apply_fn, config.score_utility,
+                                              config.score_utility_scale)
+    playable = without_futile(env) if config.skip_futile else legal_moves
 
     def network_leaf(params, key, states: State):
         params, search = params
@@ -310,7 +294,8 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
             value = mixed_value(env, value, states, search.rollout_lambda, key)
         return logits, value
 
-    recurrent_fn = make_recurrent_fn(env, network_leaf, config.discount, end_utility)
+    recurrent_fn = make_recurrent_fn(env, network_leaf, config.discount, end_utility,
+                                     playable)
 
     def search_fn(params, search: SearchConfig, key: chex.PRNGKey, states: State):
         chex.assert_rank(states.legal_action_mask, 2)
@@ -318,7 +303,7 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
         if rollouts:
             root_key, key = jax.random.split(key)
             value = mixed_value(env, value, states, search.rollout_lambda, root_key)
-        legal = states.legal_action_mask
+        legal = playable(states)
         root = mctx.RootFnOutput(
             prior_logits=masked_logits(logits, legal), value=value, embedding=states
         )

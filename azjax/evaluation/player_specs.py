@@ -10,7 +10,7 @@ Grammar: `kind[:arg][,key=value ...]`:
 | `alphabeta:D[,eval=lines\\|zero]` | minimax with alpha-beta pruning to depth D (host) |
 | `gnugo:LEVEL[,seed=S][,timeout=T]` | GNU Go at level 0-10 (Go only; host; needs the `gnugo` program, or `$AZJAX_GNUGO`; T: seconds to wait for a move, default 120) |
 | `network:DIR[,step=S][,greedy=false]` | a trained run's policy head alone (argmax, or sampled) |
-| `alphazero:DIR[,sims=N][,step=S][,policy=puct\\|gumbel][,utility=U][,greedy=false]` | a trained run's network + search (noise off and the search's choice, or noise on and sampled from its policy); U: weight of the score head's margin in the search's values (`search.score_utility`) |
+| `alphazero:DIR[,sims=N][,step=S][,policy=puct\\|gumbel][,utility=U][,futile=skip\\|keep][,greedy=false]` | a trained run's network + search (noise off and the search's choice, or noise on and sampled from its policy); U: weight of the score head's margin in the search's values (`search.score_utility`); futile: leave the game's futile moves out of the search or not (`search.skip_futile`) |
 | `alphago:DIR,lambda=L[,sims=N][,step=S][,policy=...]` | the same with AlphaGo leaf mix L |
 
 DIR is a training run directory, or an agent file written by `python -m azjax.export`
@@ -81,7 +81,7 @@ def _described(env: Env) -> str:
 
 
 def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
-    search = ("sims", "step", "policy", "utility", "greedy")
+    search = ("sims", "step", "policy", "utility", "futile", "greedy")
     allowed = {"network": ("step", "greedy"), "alphazero": search,
                "alphago": ("lambda", *search)}[spec.kind]
     _check_options(spec, allowed)
@@ -106,6 +106,12 @@ def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
         changes["policy"] = spec.options["policy"]
     if "utility" in spec.options:
         changes["score_utility"] = _number(spec, spec.options["utility"], float, "utility")
+    if "futile" in spec.options:
+        futile = spec.options["futile"].lower()
+        if futile not in ("skip", "keep"):
+            raise ValueError(f"player {spec.text!r}: futile must be skip or keep, got "
+                             f"{futile!r}")
+        changes["skip_futile"] = futile == "skip"
     if spec.kind == "alphago":
         if "lambda" not in spec.options:
             raise ValueError(f"player {spec.text!r}: alphago needs lambda=L")
