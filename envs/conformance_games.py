@@ -111,6 +111,7 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
     hash_mask = _hasher(num_actions, 1)
     margin = env.score_margin()
     owner = env.ownership()
+    futile = env.futile_moves()
 
     def take(tree, idx):
         return jax.tree.map(lambda x: x[idx], tree)
@@ -186,6 +187,12 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
                 samples, size),
             "commute": diff[2 * n:].reshape(samples, size, -1),
         }
+        if futile is not None:
+            flags = jax.vmap(futile)(state)
+            typed = flags.dtype == jnp.bool_ and flags.shape == mask.shape
+            record["futile_type"] = jnp.bool_(typed)
+            record["futile_all"] = (live & ~jnp.any(mask & ~flags, axis=1) if typed
+                                    else jnp.zeros_like(live))
         if masks:
             record["mask"] = mask
         trace = jax.tree.map(lambda x: _plain(x[0]), nxt)

@@ -77,6 +77,10 @@ RULES: dict[str, str] = {
         "for a game with an ownership, every finished random game's map is int8 of one "
         "entry per cell of the observation's [H, W] (or [cells]) part, each -1, 0 or 1"
     ),
+    "futile-moves": (
+        "for a game with futile_moves, every live random position's flags are bool "
+        "[num_actions] and leave at least one legal move unflagged"
+    ),
     "picture": (
         "env.picture(state, last_move) returns an envs.picture.Picture whose svg() is "
         "well-formed XML and whose spots map int actions in [0, num_actions) to points "

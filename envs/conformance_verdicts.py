@@ -79,6 +79,7 @@ def check_games(g: Games) -> None:
     _check_winners(g)
     _check_score_margin(g)
     _check_ownership(g)
+    _check_futile_moves(g)
 
 
 def _check_after_end_and_forfeits(g: Games) -> None:
@@ -266,6 +267,20 @@ def _check_ownership(g: Games) -> None:
         if wrong.size:
             _fail(g, "ownership", f"ownership gave a cell the owner {int(wrong[0])}, not -1, "
                                   f"0 or 1", _moves(g, t + 1, i), i, t)
+
+
+def _check_futile_moves(g: Games) -> None:
+    rec = g.rec
+    if "futile_all" not in rec:
+        return
+    if not rec["futile_type"].all():
+        _fail(g, "futile-moves", f"futile_moves does not return bool "
+                                 f"[{g.env.num_actions}] (one flag per action)", [], 0, 0)
+    if hit := _first(rec["futile_all"]):
+        t, i = hit
+        _fail(g, "futile-moves", f"after {t} plies futile_moves flags every one of the "
+                                 f"{rec['legal_count'][t, i]} legal moves",
+              _moves(g, t, i), i, t)
 
 
 def _picture_problem(g: Games, state, last_move: int | None) -> str | None:

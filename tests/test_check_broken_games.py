@@ -272,3 +272,28 @@ def test_an_ownership_map_that_is_no_map_of_owners(broken, says):
     with pytest.raises(EnvCheckError) as caught:
         check_env(broken(size=5), num_games=16)
     assert caught.value.property == "ownership" and says in str(caught.value)
+
+
+class GoEverythingFutile(Go):
+    """Futile moves that take in every legal move, pass included."""
+
+    def futile_moves(self):
+        return lambda state: state.legal_action_mask
+
+
+class GoFutileWithoutPass(Go):
+    """Futile flags of the board's points only: one short of the actions."""
+
+    def futile_moves(self):
+        inner = super().futile_moves()
+        return lambda state: inner(state)[:-1]
+
+
+@pytest.mark.parametrize("broken, says", [
+    (GoEverythingFutile, "after 0 plies futile_moves flags every one of the 26 legal moves"),
+    (GoFutileWithoutPass, "futile_moves does not return bool [26]"),
+])
+def test_futile_moves_that_leave_no_move_or_miss_actions(broken, says):
+    with pytest.raises(EnvCheckError) as caught:
+        check_env(broken(size=5), num_games=16)
+    assert caught.value.property == "futile-moves" and says in str(caught.value)
