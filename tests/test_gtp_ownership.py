@@ -3,6 +3,8 @@ on a 5x5 network whose ownership and score heads are set to known outputs."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from azjax import Agent
 from azjax.core.networks import NetworkConfig, abstract_params
 from azjax.go import ownership
 from azjax.go.gtp_engine import Engine
+from envs.go_board import COLUMNS, parse_move
 
 SIZE = 5
 OWNER_BIAS = 1.0  # every point's predicted ownership, mover's view: tanh(1) = 0.76
@@ -127,3 +130,31 @@ def test_no_score_line_without_a_score_head():
     assert last == ""
     np.testing.assert_array_equal(rows, round(float(np.tanh(OWNER_BIAS)), 2))
     assert not any("score" in line for line in ok(engine, "showboard").split("\n"))
+
+
+def test_a_network_with_pooled_heads_plays_every_board_size():
+    """`boardsize N` for weights that fit every board: the game, the search and the
+    ownership board follow the new size; back to the first size, all as before."""
+    engine = Engine(agent_with(dataclasses.replace(HEADS, pooled_heads=True)))
+    for size, bad_vertex in ((7, "H8"), (SIZE, "F5"), (9, "K9")):
+        assert ok(engine, f"boardsize {size}") == ""
+        rows, score = numbers(ok(engine, "azjax-ownership"))
+        assert rows.shape == (size, size)
+        assert score == f"score B+{SCORE_BIAS * size * size:.1f}"
+        corner = f"{COLUMNS[size - 1]}{size}"  # the top right point
+        ok(engine, f"play black {corner}")
+        assert fails(engine, f"play white {bad_vertex}").startswith("syntax error")
+        top_row = f"{size:>2} " + " ".join(["."] * (size - 1) + ["X"]) + f" {size}"
+        assert top_row in ok(engine, "showboard").split("\n")
+        move = ok(engine, "genmove white")
+        assert move == "pass" or 0 <= parse_move(move, size) < size * size
+        assert move != corner and engine.state.board.shape == (size * size,)
+    for size in (1, 20):
+        assert fails(engine, f"boardsize {size}") == "unacceptable size"
+    assert engine.env.size == 9
+
+
+def test_a_network_with_flat_heads_keeps_its_size():
+    engine = Engine(agent_with(HEADS))
+    assert fails(engine, "boardsize 7") == "unacceptable size"
+    assert ok(engine, f"boardsize {SIZE}") == "" and engine.env.size == SIZE

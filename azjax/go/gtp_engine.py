@@ -8,8 +8,9 @@ stderr), so any GTP controller (GoGui, gogui-twogtp, Sabaki, `azjax.gtp_referee`
 drive it. `Engine(agent).handle(line)` answers one line and `serve(engine, input,
 output)` runs the loop on any text streams (tests and notebooks use them in-process).
 
-Commands: protocol_version, name, version, known_command, list_commands, boardsize (only
-the size the agent was trained on), clear_board, komi, play, genmove, reg_genmove, undo,
+Commands: protocol_version, name, version, known_command, list_commands, boardsize (the
+size the agent was trained on; any size from 2 to 19 for a network with pooled heads,
+`network.pooled_heads`), clear_board, komi, play, genmove, reg_genmove, undo,
 showboard, final_score, time_settings and time_left (accepted and ignored), quit, and
 azjax-ownership (the network's predicted ownership and score: `azjax.go.ownership`).
 
@@ -55,12 +56,14 @@ from azjax.go.gtp_protocol import (
     PROTOCOL_VERSION,
     GtpFailure,
     colour_name,
+    command_words,
     package_version,
     parse_colour,
+    success,
 )
 from azjax.go.sgf import sgf_result
 from azjax.run.agent import Agent
-from envs.go_board import format_move, parse_move
+from envs.go_board import MAX_SIZE, format_move, parse_move
 
 RESIGN_AFTER = 20
 """Plies played before the engine may resign."""
@@ -76,8 +79,8 @@ class Move(NamedTuple):
 
 
 _GAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-"""Per loaded agent: {(komi, max_moves): (agent in that env, its compiled init, step,
-area count and score margin)}."""
+"""Per loaded agent: {(komi, max_moves, size): (agent in that env, its compiled init,
+step, area count and score margin)}."""
 
 
 class Engine:
@@ -101,8 +104,8 @@ class Engine:
         self.base_agent = agent
         self.size = agent.env.size
         self.resign = resign
-        self.max_moves = (max(agent.env.max_moves, MAX_MOVES_PER_POINT * self.size**2)
-                          if max_moves is None else max_moves)
+        self._moves_per_size = max_moves is None
+        self.max_moves = self._move_cap() if max_moves is None else max_moves
         if isinstance(self.max_moves, bool) or not isinstance(self.max_moves, int) \
                 or self.max_moves < 1:
             raise ValueError(f"--max-moves must be an integer of at least 1, got {max_moves!r}")
@@ -141,15 +144,18 @@ class Engine:
     def env(self) -> envs.Env:
         return self.agent.env
 
+    def _move_cap(self) -> int:
+        return max(self.base_agent.env.max_moves, MAX_MOVES_PER_POINT * self.size ** 2)
+
     def _agent_for(self, komi: float) -> Agent:
-        """The agent in the env with this komi, shared by the engines of one agent (so
-        that its search and rules are compiled once)."""
+        """The agent in the env with this komi (and the current size), shared by the
+        engines of one agent (so that its search and rules are compiled once)."""
         games = _GAMES.setdefault(self.base_agent, {})
-        key = (komi, self.max_moves)
+        key = (komi, self.max_moves, self.size)
         if key not in games:
             program = self.base_agent.program
             env = envs.make(program.game, **{**program.game_options, "komi": komi,
-                                             "max_moves": self.max_moves})
+                                             "max_moves": self.max_moves, "size": self.size})
             agent = Agent(env, self.base_agent.program, self.base_agent.params,
                           self.base_agent.search_config)
             games[key] = (agent, (jax.jit(env.init), jax.jit(env.step),
@@ -255,7 +261,11 @@ class Engine:
         except ValueError:
             raise GtpFailure(f"syntax error: board size {args[0]!r} is not an integer") from None
         if size != self.size:
-            raise GtpFailure("unacceptable size")
+            if not (self.base_agent.program.network.pooled_heads and 2 <= size <= MAX_SIZE):
+                raise GtpFailure("unacceptable size")
+            self.size = size
+            self.max_moves = self._move_cap() if self._moves_per_size else self.max_moves
+            self.agent, self._predict = self._agent_for(self.komi), None
         self.cmd_clear_board([])
         return ""
 
@@ -313,11 +323,9 @@ class Engine:
     def cmd_undo(self, args: list[str]) -> str:
         if not self.moves:
             raise GtpFailure("cannot undo")
-        self.moves.pop()
-        self.states.pop()
+        del self.moves[-1], self.states[-1]
         while self.moves and self.moves[-1].inserted:
-            self.moves.pop()
-            self.states.pop()
+            del self.moves[-1], self.states[-1]
         return ""
 
     def cmd_showboard(self, args: list[str]) -> str:
@@ -332,7 +340,7 @@ class Engine:
     def prediction(self) -> ownership.Prediction:
         """The network's ownership and score of the current position (Black's view)."""
         if self._predict is None:
-            self._predict = ownership.predictor(self.base_agent)
+            self._predict = ownership.predictor(self.agent)
         return self._predict(self.state)
 
     def cmd_ownership(self, args: list[str]) -> str:
@@ -356,16 +364,12 @@ class Engine:
     def handle(self, line: str) -> str | None:
         """The full reply (`=id text` or `?id message`, ending in a blank line) to one
         input line, or None for a line GTP ignores (empty, or only a comment)."""
-        line = "".join(c if c >= " " or c in "\t\n" else "" for c in line.replace("\x7f", ""))
-        line = line.split("#", 1)[0].replace("\t", " ").strip()
-        if not line:
+        parsed = command_words(line)
+        if parsed is None:
             return None
-        words = line.split()
-        ident = ""
-        if words[0].isascii() and words[0].isdigit():
-            ident = words.pop(0)
-            if not words:
-                return f"?{ident} syntax error: no command after the id\n\n"
+        ident, words = parsed
+        if not words:
+            return f"?{ident} syntax error: no command after the id\n\n"
         name, args = words[0], words[1:]
         try:
             command = self.commands.get(name)
@@ -378,10 +382,7 @@ class Engine:
             self._say("internal error: " + "".join(
                 traceback.format_exception_only(type(err), err)).strip())
             return f"?{ident} internal error: {' '.join(str(err).split()) or type(err).__name__}\n\n"
-        if "\n" in text:  # a blank line would end the reply early
-            first, *rest = text.split("\n")
-            text = "\n".join([first, *(part for part in rest if part.strip())])
-        return f"={ident} {text}\n\n" if text else f"={ident}\n\n"
+        return success(ident, text)
 
 
 def serve(engine: Engine, input: TextIO, output: TextIO) -> int:

@@ -50,3 +50,23 @@ def parse_score(text: str) -> float:
             raise ValueError(f"not a score: {text!r}")
         return value if t[0] == "B" else -value
     raise ValueError(f"not a score: {text!r}")
+
+
+def command_words(line: str) -> tuple[str, list[str]] | None:
+    """An engine's input line as its id ('' if none) and its words (control characters
+    and the comment after '#' dropped, tabs as spaces); None for a line GTP ignores."""
+    line = "".join(c if c >= " " or c in "\t\n" else "" for c in line.replace("\x7f", ""))
+    words = line.split("#", 1)[0].replace("\t", " ").split()
+    if not words:
+        return None
+    ident = words.pop(0) if words[0].isascii() and words[0].isdigit() else ""
+    return ident, words
+
+
+def success(ident: str, text: str) -> str:
+    """The reply `=id text` to a command that succeeded, ending in a blank line (a blank
+    line inside `text` would end it early, so those are dropped)."""
+    if "\n" in text:
+        first, *rest = text.split("\n")
+        text = "\n".join([first, *(part for part in rest if part.strip())])
+    return f"={ident} {text}\n\n" if text else f"={ident}\n\n"
