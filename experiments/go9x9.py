@@ -9,8 +9,9 @@ for none), then 9x9 Go goes on from its weights for 6 (`--max-minutes`). The net
 heads pool over the board (`--network.pooled-heads`), so one set of weights plays both
 sizes; it has ownership and score heads, Gumbel search with 32 simulations on a quarter
 of the moves and 8 on the others, 4 positions of history (AlphaGo Zero used 8). The
-trained agent plays with 128 simulations of PUCT (`--search.play-simulations`,
-`--search.play-policy`): in the arena, over GTP and in `python -m azjax.play`.
+trained agent plays with 128 simulations of PUCT that never fill its own eyes
+(`--search.play-simulations`, `--search.play-policy`, `--search.play-skip-futile`): in
+the arena, over GTP and in `python -m azjax.play`.
 There is no exact solver for Go here, so every evaluation plays network + search against
 GNU Go level 1 (`gnugo:1`, 16 games every 3 minutes: score and points margin) and the
 network alone against a uniformly random player. On a GPU (or with --preset gpu) its
