@@ -264,16 +264,6 @@ class GoOwnershipWithPass(Go):
         return lambda state: jnp.concatenate([inner(state), jnp.zeros(1, jnp.int8)])
 
 
-@pytest.mark.parametrize("broken, says", [
-    (GoOwnedByColourIds, "ownership gave a cell the owner 2, not -1, 0 or 1"),
-    (GoOwnershipWithPass, "ownership returned int8[26] for a finished game, expected int8[25]"),
-])
-def test_an_ownership_map_that_is_no_map_of_owners(broken, says):
-    with pytest.raises(EnvCheckError) as caught:
-        check_env(broken(size=5), num_games=16)
-    assert caught.value.property == "ownership" and says in str(caught.value)
-
-
 class GoEverythingFutile(Go):
     """Futile moves that take in every legal move, pass included."""
 
@@ -289,11 +279,17 @@ class GoFutileWithoutPass(Go):
         return lambda state: inner(state)[:-1]
 
 
-@pytest.mark.parametrize("broken, says", [
-    (GoEverythingFutile, "after 0 plies futile_moves flags every one of the 26 legal moves"),
-    (GoFutileWithoutPass, "futile_moves does not return bool [26]"),
+@pytest.mark.parametrize("broken, rule, says", [
+    (GoOwnedByColourIds, "ownership", "ownership gave a cell the owner 2, not -1, 0 or 1"),
+    (GoOwnershipWithPass, "ownership",
+     "ownership returned int8[26] for a finished game, expected int8[25]"),
+    (GoEverythingFutile, "futile-moves",
+     "after 0 plies futile_moves flags every one of the 26 legal moves"),
+    (GoFutileWithoutPass, "futile-moves", "futile_moves does not return bool [26]"),
 ])
-def test_futile_moves_that_leave_no_move_or_miss_actions(broken, says):
+def test_a_go_hook_that_breaks_its_rule(broken, rule, says):
+    """Ownership maps that are no maps of owners, and futile moves that leave no move or
+    miss actions."""
     with pytest.raises(EnvCheckError) as caught:
         check_env(broken(size=5), num_games=16)
-    assert caught.value.property == "futile-moves" and says in str(caught.value)
+    assert caught.value.property == rule and says in str(caught.value)

@@ -40,6 +40,7 @@ from azjax.core.fields import (
 )
 from azjax.core.rollouts import random_playout
 from azjax.core.search_extras import (
+    ApplyFn,
     EndUtility,
     MoveMask,
     legal_moves,
@@ -48,7 +49,6 @@ from azjax.core.search_extras import (
 )
 from envs import Env, State
 
-ApplyFn = Callable[[chex.ArrayTree, chex.Array], tuple[chex.Array, chex.Array]]
 LeafFn = Callable[[chex.ArrayTree, chex.PRNGKey, State], tuple[chex.Array, chex.Array]]
 POLICIES = ("puct", "gumbel")
 
