@@ -1,11 +1,12 @@
 """Go ablations: score and points margin against GNU Go against training time, each
 training lever on and off at the same budget (a Go counterpart of connect_four_accuracy.py).
 
-Trains every variant of `VARIANTS` (the recipe with some levers turned off) for each seed,
-one training at a time, into OUT/<variant>/seed=<s> (a run already there resumes; one
-whose metrics show it used its budget is not trained again), then plays each trained
-variant against `--final-opponents` in the arena (`--final-games` games, seats swapped
-for half of them, 2 random opening plies). Prints a markdown table, also written to
+Trains each chosen variant of `VARIANTS` (the recipe with some levers turned off or on;
+by default `DEFAULT_VARIANTS`) for each seed, one training at a time, into
+OUT/<variant>/seed=<s> (a run already there resumes; one whose metrics show it used its
+budget is not trained again), then plays each trained variant against
+`--final-opponents` in the arena (`--final-games` games, seats swapped for half of them,
+2 random opening plies). Prints a markdown table, also written to
 OUT/ablations.md (raw numbers: OUT/ablations.json): the score and mean margin of network +
 search against gnugo:1 at each of the run's evaluations (`metrics.jsonl`, the k-th
 evaluation averaged over seeds, each seed's last one in the `end` row), and the final
@@ -14,7 +15,7 @@ mean margin). The recipe's script is experiments/<recipe>.py (where a tree has n
 experiments/go7x7.py: go9x9.py on 7x7, komi 9, the levers turned on, `FALLBACK`, said so).
 
     python benchmarks/go_ablations.py [--recipe go7x7] [--minutes 20] [--seeds 0 ...]
-        [--variants all no-ownership no-score no-pcr none] [--out runs/go_ablations]
+        [--variants all no-ownership no-score none pcr] [--out runs/go_ablations]
         [--final-games 32] [--final-opponents gnugo:1 gnugo:10] [--report-only]
         [--define NAME='--flag value ...'] [any training script option, e.g. --eval-games 32]
 """
@@ -39,20 +40,25 @@ FINAL_OPENINGS = 2
 Z95 = 1.959963984540054
 
 OFF = {"ownership": ["--network.no-ownership-head"],
-       "score": ["--network.no-score-head"],
-       "pcr": ["--selfplay.full-search-prob", "1.0"]}
-"""The training flags that turn each lever off (tyro spelling of the scripts)."""
+       "score": ["--network.no-score-head"]}
+"""The training flags that turn each of the recipe's levers off (tyro spelling)."""
+PCR = ["--selfplay.full-search-prob", "0.25"]
+"""Playout cap randomisation on (off in the recipe): a quarter of the moves searched in
+full, the others with `selfplay.cheap_simulations` (8)."""
 VARIANTS: dict[str, list[str]] = {
     "all": [],  # the recipe as it is
     "no-ownership": OFF["ownership"],
     "no-score": OFF["score"],
-    "no-pcr": OFF["pcr"],
-    "none": OFF["ownership"] + OFF["score"] + OFF["pcr"],
+    "none": OFF["ownership"] + OFF["score"],
+    "pcr": PCR,
+    "pcr-no-ownership": PCR + OFF["ownership"],
+    "pcr-no-score": PCR + OFF["score"],
 }
 """Variant name -> training flags laid over the recipe (add a lever here, e.g. resignation)."""
+DEFAULT_VARIANTS = ("all", "no-ownership", "no-score", "none", "pcr")
+"""The variants trained without --variants (with those of --define)."""
 FALLBACK = {"go7x7": ("go9x9", ["--game-options", "size=7", "komi=9",
-                                "--network.ownership-head", "--network.score-head",
-                                "--selfplay.full-search-prob", "0.25"])}
+                                "--network.ownership-head", "--network.score-head"])}
 """Recipe -> (script used while experiments/<recipe>.py is absent, its flags)."""
 RESERVED = ("--run-dir", "--seed", "--max-minutes")
 
@@ -323,7 +329,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, dict[str, list[str]], li
     parser.add_argument("--minutes", type=float, default=20.0, help="training per variant")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--variants", nargs="+", default=None,
-                        help=f"default: all of {', '.join(VARIANTS)}")
+                        help=f"default: {', '.join(DEFAULT_VARIANTS)} and those of --define; "
+                             f"known: {', '.join(VARIANTS)}")
     parser.add_argument("--define", action="append", default=[], metavar="NAME=FLAGS",
                         help="add (or replace) a variant: its training flags, quoted")
     parser.add_argument("--out", type=Path, default=Path("runs/go_ablations"))
@@ -337,7 +344,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, dict[str, list[str]], li
         if not eq or not name:
             parser.error(f"--define expects NAME=FLAGS, got {item!r}")
         table[name] = shlex.split(flags)
-    names = args.variants or list(table)
+    names = args.variants or [*DEFAULT_VARIANTS, *(n for n in table
+                                                    if n not in VARIANTS)]
     unknown = [n for n in names if n not in table]
     if unknown:
         parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(table)}")

@@ -178,9 +178,39 @@ def test_training_skips_complete_runs_and_resumes_the_others(out: Path, monkeypa
                                   "bad=--b-flag", "--variants", "bad"]))
 
 
+@pytest.mark.parametrize("name", sorted(abl.VARIANTS))
+def test_each_variant_sets_the_levers_its_name_says(name: str):
+    """A variant's flags, parsed as experiments/go7x7.py parses them over the recipe, turn
+    off the heads its name says and turn playout cap randomisation on only for `pcr*`."""
+    sys.path.insert(0, str(ROOT / "experiments"))
+    import tyro
+    from _cli import Experiment
+
+    from azjax.run.recipes import recipe
+
+    base = recipe("go7x7", "cpu")
+    assert base.program.selfplay.full_search_prob == 1.0  # the recipe searches in full
+    program = tyro.cli(Experiment, default=Experiment(config=base),
+                       args=abl.VARIANTS[name]).config.program
+    assert program.network.ownership_head == (name not in ("none", "no-ownership",
+                                                           "pcr-no-ownership"))
+    assert program.network.score_head == (name not in ("none", "no-score", "pcr-no-score"))
+    assert program.selfplay.full_search_prob == (0.25 if name.startswith("pcr") else 1.0)
+    assert program.search == base.program.search and program.learner == base.program.learner
+
+
+def test_default_variants_and_defined_ones():
+    _, variants, _ = abl.parse(["--define", "eye=--search.skip-futile"])
+    assert list(variants) == ["all", "no-ownership", "no-score", "none", "pcr", "eye"]
+    assert variants["eye"] == ["--search.skip-futile"]
+    _, variants, _ = abl.parse(["--variants", "pcr-no-score", "all"])
+    assert variants == {"pcr-no-score": ["--selfplay.full-search-prob", "0.25",
+                                         "--network.no-score-head"], "all": []}
+
+
 def test_report_only_prints_the_table(out: Path):
     result = subprocess.run([sys.executable, str(SCRIPT), "--report-only", "--out", str(out),
-                             "--seeds", "0", "1", "--variants", "all", "none", "no-pcr",
+                             "--seeds", "0", "1", "--variants", "all", "none", "pcr",
                              "--final-opponents", "gnugo:1"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -188,7 +218,7 @@ def test_report_only_prints_the_table(out: Path):
     assert "| all | 4.9 | 20 | 2 | 32 | 37.5% | -8.0 |" in lines
     assert "| all | 20.0 (end) | 52 | 2 | 32 | 87.5% | +6.0 |" in lines
     assert "| none | 20.1 (end) | 30 | 1 | 8 | 37.5% | -7.5 |" in lines
-    assert "| no-pcr | no run | | | | | |" in lines
+    assert "| pcr | no run | | | | | |" in lines
     assert "| all | gnugo:1 | 1 | 10 | 75.0% (44.2%-91.9%) | 7/1/2 | +5.0 |" in lines
     assert "| none | gnugo:1 | 1 | 10 | 20.0% (5.7%-51.0%) | 2/0/8 | -12.0 |" in lines
     assert (out / "ablations.md").read_text() == result.stdout.lstrip("\n")
@@ -202,7 +232,7 @@ def test_failures_are_one_line(tmp_path: Path):
                              str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        f"error: no run of all, no-ownership, no-score, no-pcr, none in {tmp_path}"]
+        f"error: no run of all, no-ownership, no-score, none, pcr in {tmp_path}"]
 
 
 # --------------------------------------------------------------------------------------

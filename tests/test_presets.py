@@ -12,6 +12,7 @@ from test_training import SMALL
 
 from azjax import train
 from azjax.core.program import program_bytes
+from azjax.driver.warm_up import warm_up_config
 from azjax.run import checkpoint as ckpt
 from azjax.run.checkpoint import read_metrics
 from azjax.run.recipes import CPU_RECIPES, GPU_RECIPES, PRESETS, defaults_for, recipe
@@ -55,6 +56,20 @@ def test_each_gpu_variant_plays_more_games_of_the_same_game_and_fits_a_16_gb_car
     if not gpu.run.stop_when_perfect:  # runs of a fixed time: cadences in minutes
         assert gpu.run.eval_every == gpu.run.checkpoint_every == 0
         assert gpu.run.eval_every_minutes > 0 and gpu.run.checkpoint_every_minutes > 0
+
+
+@pytest.mark.parametrize("preset, full_search_prob", [("cpu", 1.0), ("gpu", 0.25)])
+def test_go9x9_and_its_go7x7_warm_up_search_as_their_figures_were_measured(
+        preset, full_search_prob, tmp_path):
+    """The CPU Go recipes search every move in full (docs/go.md: which levers help); the
+    gpu variants keep playout cap randomisation, as measured on an H200. go9x9's warm-up
+    takes go7x7's self-play in the same preset, so the two parts agree."""
+    config = recipe("go9x9", preset)
+    warm = warm_up_config(config, tmp_path / "run")
+    assert warm.program.game_options["size"] == 7 and config.program.game_options["size"] == 9
+    for program in (config.program, warm.program):
+        assert program.selfplay.full_search_prob == full_search_prob
+        assert program.selfplay.cheap_simulations < program.search.num_simulations
 
 
 def test_preset_gpu_trains_that_variant_and_a_resumed_run_keeps_it(tmp_path, capsys):

@@ -154,9 +154,11 @@ CPU_RECIPES: dict[str, TrainConfig] = {
     ),
     "gomoku": _GOMOKU,
     # 7x7 Go (area scoring, komi 9: by the 1989 analysis Black wins by 9 with best play),
-    # with KataGo's cheap-learning levers: ownership and score heads trained on each
-    # game's final position, and playout cap randomisation (a quarter of the moves get
-    # the full 32-simulation search and are policy targets; the others 8 simulations).
+    # with KataGo's ownership and score heads trained on each game's final position;
+    # every move gets the 32-simulation search. Playout cap randomisation (a quarter of
+    # the moves searched in full, the others with 8 simulations) played 1.75 times the
+    # games but scored 50.0% against 60.8% without it after 20 minutes (gnugo:1, 200
+    # games over seeds 0 and 1), and within the intervals after 60 (docs/go.md).
     # 60 minutes, scored against GNU Go level 1 (20 games) every 5 minutes; every 100th
     # iteration's checkpoint is kept, for the curve against both levels afterwards.
     "go7x7": _GOMOKU.replace(
@@ -166,8 +168,7 @@ CPU_RECIPES: dict[str, TrainConfig] = {
                                     score_head=True),
         search=SearchConfig(policy="gumbel", num_simulations=32,
                             max_num_considered_actions=16),
-        selfplay=dataclasses.replace(_GOMOKU.program.selfplay, temperature_moves=6,
-                                     full_search_prob=0.25, cheap_simulations=8),
+        selfplay=dataclasses.replace(_GOMOKU.program.selfplay, temperature_moves=6),
         replay_capacity=64 * 128 * 8,
         gradient_steps=16,
         max_minutes=60.0,
@@ -185,10 +186,11 @@ CPU_RECIPES: dict[str, TrainConfig] = {
 # history) from its weights for 6, searched as on 7x7. Global-pooling heads give both
 # boards one set of weights; learning waits for 10,000 positions of finished 9x9 games.
 # Scored against GNU Go level 1 (16 games) every 3 minutes of the 9x9 part. The trained
-# agent plays with 128 simulations of PUCT (self-play: 32 / 8 of Gumbel) that never fill
-# its own eyes: over 100 games against gnugo:1 the mean margin went from -44.2 / -51.3
-# to -42.3 / -36.3 with the 128 simulations, to -19.9 / -15.9 without eye fills (seeds 0
-# / 1; score 37-38% / 28-31% throughout).
+# agent plays with 128 simulations of PUCT (self-play: 32 of Gumbel) that never fill its
+# own eyes: 31% / 35% of 100 games against gnugo:1, mean margin -16.2 / -18.3 (seeds 0 /
+# 1). Trained with playout cap randomisation (go7x7's until 2026-11-28), the margin went
+# from -44.2 / -51.3 with the training search to -42.3 / -36.3 with the 128 simulations,
+# to -19.9 / -15.9 without eye fills (score 37-38% / 28-31% throughout).
 CPU_RECIPES["go9x9"] = CPU_RECIPES["go7x7"].replace(
     game_options={"size": 9, "komi": 7.5, "history": 4},
     network=dataclasses.replace(CPU_RECIPES["go7x7"].program.network, pooled_heads=True),
@@ -244,18 +246,22 @@ GPU_RECIPES: dict[str, TrainConfig] = {
 # 9x9 as on the CPU, widened as go7x7's gpu variant, 6 minutes: 3 of the go7x7 gpu recipe
 # (about 85,000 games on an H200), then 3 of 9x9 (about 35,000). Measured on an H200,
 # 100 games against gnugo:1 after the run: 82% / 73% (seeds 0 / 1), margin -4.0 / -10.7
-# with the training search; seed 0 with 128 simulations of PUCT: 84%, -2.5.
+# with the training search; seed 0 with 128 simulations of PUCT: 84%, -2.5. Both Go gpu
+# variants keep playout cap randomisation (8 simulations on 3 moves in 4), as measured:
+# the CPU recipes dropped it after CPU measurements only.
 GPU_RECIPES["go9x9"] = _variant(
-    CPU_RECIPES["go9x9"], selfplay__num_games=1024, learner__batch_size=512,
-    gradient_steps=64, replay_capacity=64 * 1024 * 8, network__channels=64,
-    network__num_blocks=4, learn_after=80_000, iterations=10_000_000, max_minutes=3.0,
-    warm_up_minutes=3.0, eval_every=0, eval_every_minutes=2.0, checkpoint_every=0,
+    CPU_RECIPES["go9x9"], selfplay__num_games=1024, selfplay__full_search_prob=0.25,
+    selfplay__cheap_simulations=8, learner__batch_size=512, gradient_steps=64,
+    replay_capacity=64 * 1024 * 8, network__channels=64, network__num_blocks=4,
+    learn_after=80_000, iterations=10_000_000, max_minutes=3.0, warm_up_minutes=3.0,
+    eval_every=0, eval_every_minutes=2.0, checkpoint_every=0,
     checkpoint_every_minutes=2.0)
 GPU_RECIPES["go7x7"] = _variant(
-    CPU_RECIPES["go7x7"], selfplay__num_games=1024, learner__batch_size=512,
-    gradient_steps=64, replay_capacity=64 * 1024 * 8, network__channels=64,
-    network__num_blocks=4, iterations=10_000_000, max_minutes=10.0, eval_every=0,
-    eval_every_minutes=2.0, checkpoint_every=0, checkpoint_every_minutes=2.0, keep_every=0)
+    CPU_RECIPES["go7x7"], selfplay__num_games=1024, selfplay__full_search_prob=0.25,
+    selfplay__cheap_simulations=8, learner__batch_size=512, gradient_steps=64,
+    replay_capacity=64 * 1024 * 8, network__channels=64, network__num_blocks=4,
+    iterations=10_000_000, max_minutes=10.0, eval_every=0, eval_every_minutes=2.0,
+    checkpoint_every=0, checkpoint_every_minutes=2.0, keep_every=0)
 # (keep_every=0: checkpoints every 2 minutes seldom fall on a multiple of 100 iterations;
 # the newest three are go_curve.py's points.)
 
