@@ -302,7 +302,7 @@ def test_the_command_serves_a_game_and_stops_at_ctrl_c(tmp_path):
         connection.close()
         assert view["game"] == "tictactoe" and len(view["moves"]) == 1
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
+        out, err = finish(process, 180)  # its output, should it not stop
     finally:
         process.kill()
     assert process.returncode == 0 and "stopped" in out and "Traceback" not in err
