@@ -258,8 +258,18 @@ def test_the_page_is_served_and_unknown_pages_are_404(server):
     connection.close()
 
 
+# Ctrl-C as a terminal gives it: the child starts with SIGINT unblocked and raising
+# KeyboardInterrupt, whatever the test process passes down (a disposition of SIG_IGN or
+# a blocked signal survives exec, and a shell's background job ignores SIGINT).
+AS_AT_A_TERMINAL = ("import runpy, signal; "
+                    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+                    "signal.signal(signal.SIGINT, signal.default_int_handler); "
+                    "runpy.run_module('azjax.serve', run_name='__main__', alter_sys=True)")
+
+
 def serve(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "azjax.serve", *args], cwd=ROOT,
+    """`python -m azjax.serve ARGS` (as from a terminal), its output piped."""
+    return subprocess.Popen([sys.executable, "-c", AS_AT_A_TERMINAL, *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
