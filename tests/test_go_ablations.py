@@ -182,7 +182,8 @@ def test_training_skips_complete_runs_and_resumes_the_others(out: Path, monkeypa
 def test_each_variant_sets_the_levers_its_name_says(name: str):
     """A variant's flags, parsed as experiments/go7x7.py parses them over the recipe, turn
     off the heads its name says and turn playout cap randomisation on only for `pcr*`."""
-    sys.path.insert(0, str(ROOT / "experiments"))
+    if str(ROOT / "experiments") not in sys.path:
+        sys.path.insert(0, str(ROOT / "experiments"))
     import tyro
     from _cli import Experiment
 

@@ -249,16 +249,16 @@ GPU_RECIPES: dict[str, TrainConfig] = {
 # with the training search; seed 0 with 128 simulations of PUCT: 84%, -2.5. Both Go gpu
 # variants keep playout cap randomisation (8 simulations on 3 moves in 4), as measured:
 # the CPU recipes dropped it after CPU measurements only.
+_GPU_GO_SELFPLAY = {"selfplay__num_games": 1024, "selfplay__full_search_prob": 0.25,
+                    "selfplay__cheap_simulations": 8}
 GPU_RECIPES["go9x9"] = _variant(
-    CPU_RECIPES["go9x9"], selfplay__num_games=1024, selfplay__full_search_prob=0.25,
-    selfplay__cheap_simulations=8, learner__batch_size=512, gradient_steps=64,
+    CPU_RECIPES["go9x9"], **_GPU_GO_SELFPLAY, learner__batch_size=512, gradient_steps=64,
     replay_capacity=64 * 1024 * 8, network__channels=64, network__num_blocks=4,
     learn_after=80_000, iterations=10_000_000, max_minutes=3.0, warm_up_minutes=3.0,
     eval_every=0, eval_every_minutes=2.0, checkpoint_every=0,
     checkpoint_every_minutes=2.0)
 GPU_RECIPES["go7x7"] = _variant(
-    CPU_RECIPES["go7x7"], selfplay__num_games=1024, selfplay__full_search_prob=0.25,
-    selfplay__cheap_simulations=8, learner__batch_size=512, gradient_steps=64,
+    CPU_RECIPES["go7x7"], **_GPU_GO_SELFPLAY, learner__batch_size=512, gradient_steps=64,
     replay_capacity=64 * 1024 * 8, network__channels=64, network__num_blocks=4,
     iterations=10_000_000, max_minutes=10.0, eval_every=0, eval_every_minutes=2.0,
     checkpoint_every=0, checkpoint_every_minutes=2.0, keep_every=0)
