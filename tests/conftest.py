@@ -1,26 +1,128 @@
-"""Session set-up: one persistent XLA compilation cache for the whole test session.
+"""Session set-up: one persistent XLA compilation cache, settings that make XLA compile
+the tests' small programs quickly, and the test files handed to the workers longest
+first.
 
 Many tests train, evaluate or start an experiment script in a subprocess, and compile
-the same programs again and again; JAX's persistent cache (in a fresh temporary
-directory per session, so nothing carries over between sessions) compiles each once.
-Set before JAX is imported; subprocesses and notebook kernels inherit it (and the
-experiment scripts' own cache, `azjax.run.compile_cache`, is pointed at it).
+the same programs again and again; JAX's persistent cache compiles each once. It lives in
+`$XDG_CACHE_HOME/azjax/test-xla` (`~/.cache/...`), kept between sessions: JAX keys each
+entry on the program, the JAX and XLA versions, the devices and the XLA flags, so a
+changed program never loads a stale entry, and the oldest entries go past 2 GB.
+`AZJAX_TEST_CACHE=off` compiles everything afresh, in a directory of this session's that
+is removed at its end (a cold run, as on a fresh machine); `AZJAX_TEST_CACHE=DIR` keeps
+the cache in DIR (CI shares one between its steps). Everything is set before JAX is
+imported; subprocesses and notebook kernels inherit it (and the experiment scripts' own
+cache, `azjax.run.compile_cache`, is pointed at it).
+
+The tests' programs are small and run briefly, so compiling is most of their cost: XLA
+skips LLVM's optimisation of the generated code (`--xla_backend_optimization_level=0`),
+which leaves the programs' results as they are and halves the time they take to compile.
 
 Tests run on one CPU device, experiment scripts in subprocesses included (their default
 is one host device per core); the tests of several devices ask for them by `--devices`.
+
+The files go to the xdist workers longest first, by the seconds that
+`tests/file_costs.json` records for them (`tests/cost_table.py` writes it from a run with
+`AZJAX_TEST_COSTS`, the cost plugin `tests/cost_plugin.py`); a file it does not know goes
+first.
 """
 
+from __future__ import annotations
+
+import json
 import os
+import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="azjax-xla-"))
+_CACHE_ENV = "AZJAX_TEST_CACHE"
+_MAX_CACHE_BYTES = 2 * 10**9
+_FAST_COMPILE = "--xla_backend_optimization_level=0"
+
+
+def _cache_directory() -> tuple[str, bool]:
+    """The compilation cache's directory, and whether it is this session's own (to be
+    removed at its end)."""
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:  # set by the user, or by the controller
+        return os.environ["JAX_COMPILATION_CACHE_DIR"], False
+    chosen = os.environ.get(_CACHE_ENV, "").strip()
+    if chosen.lower() in ("off", "0", "none"):
+        return tempfile.mkdtemp(prefix="azjax-test-xla-"), True
+    if chosen:
+        return str(Path(chosen).expanduser()), False
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return str(Path(base) / "azjax" / "test-xla"), False
+
+
+_CACHE_DIR, _OWN_CACHE = _cache_directory()
+os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE_DIR
 # and for scripts started without the JAX_ variables (azjax.run.compile_cache): not ~/.cache
-os.environ.setdefault("AZJAX_COMPILE_CACHE", os.environ["JAX_COMPILATION_CACHE_DIR"])
+os.environ.setdefault("AZJAX_COMPILE_CACHE", _CACHE_DIR)
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(_MAX_CACHE_BYTES))
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FAST_COMPILE}".strip()
 os.environ["JAX_NUM_CPU_DEVICES"] = "1"
+
+_FILE_COSTS = Path(__file__).resolve().parent / "file_costs.json"
+
+
+def pytest_configure(config):
+    import cost_plugin  # the plugin is on when AZJAX_TEST_COSTS is set
+
+    cost_plugin.register(config)
+
+
+def pytest_unconfigure(config):
+    # The controller (or the only process) made the session's own cache; it goes last.
+    if _OWN_CACHE and not hasattr(config, "workerinput"):
+        shutil.rmtree(_CACHE_DIR, ignore_errors=True)
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` has deselected what does not run
+def pytest_collection_modifyitems(config, items):
+    """Orders the items file by file, the longest files first (the order in which
+    `--dist loadfile` hands them out with `--no-loadscope-reorder`)."""
+    try:
+        costs = json.loads(_FILE_COSTS.read_text())
+    except (OSError, ValueError):
+        return
+    slow = {item.nodeid.split("::")[0]: False for item in items}
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            slow[item.nodeid.split("::")[0]] = True
+
+    def cost(path: str) -> float:
+        if path not in costs:
+            return float("inf")
+        return costs[path]["slow" if slow[path] else "default"]
+
+    first = {}
+    for index, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::")[0], index)
+    items.sort(key=lambda item: (-cost(item.nodeid.split("::")[0]),
+                                 first[item.nodeid.split("::")[0]]))
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """A run directory of the tiny program (`tests/tiny.py`), trained once per worker:
+    2 iterations, a checkpoint after each. Read it; copy it (`tiny_run_copy`) to change it."""
+    from tiny import CONFIG
+
+    from azjax import train
+
+    path = tmp_path_factory.mktemp("tiny") / "run"
+    train(CONFIG, path, progress=None)
+    return path
+
+
+@pytest.fixture
+def tiny_run_copy(tiny_run, tmp_path) -> Path:
+    """A copy of `tiny_run` of the test's own, at `tmp_path / "run"`, to damage or resume."""
+    return Path(shutil.copytree(tiny_run, tmp_path / "run"))
 
 
 @pytest.fixture
