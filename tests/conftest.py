@@ -61,7 +61,6 @@ os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE_DIR
 os.environ.setdefault("AZJAX_COMPILE_CACHE", _CACHE_DIR)
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
-os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(_MAX_CACHE_BYTES))
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FAST_COMPILE}".strip()
 os.environ["JAX_NUM_CPU_DEVICES"] = "1"
@@ -73,6 +72,26 @@ def pytest_configure(config):
     import cost_plugin  # the plugin is on when AZJAX_TEST_COSTS is set
 
     cost_plugin.register(config)
+    if not _OWN_CACHE and not hasattr(config, "workerinput"):
+        _prune(Path(_CACHE_DIR), _MAX_CACHE_BYTES)
+
+
+def _prune(directory: Path, limit: int) -> None:
+    """Removes the oldest files of a kept cache larger than `limit` bytes until it holds
+    half of that (JAX's own size limit needs the filelock package)."""
+    try:
+        files = [(entry.stat().st_mtime, entry.stat().st_size, entry)
+                 for entry in directory.iterdir() if entry.is_file()]
+    except OSError:
+        return
+    size = sum(entry_size for _, entry_size, _ in files)
+    if size <= limit:
+        return
+    for _, entry_size, entry in sorted(files, key=lambda item: item[0]):
+        if size <= limit // 2:
+            break
+        entry.unlink(missing_ok=True)
+        size -= entry_size
 
 
 def pytest_unconfigure(config):
@@ -85,25 +104,13 @@ def pytest_unconfigure(config):
 def pytest_collection_modifyitems(config, items):
     """Orders the items file by file, the longest files first (the order in which
     `--dist loadfile` hands them out with `--no-loadscope-reorder`)."""
+    import cost_plugin
+
     try:
         costs = json.loads(_FILE_COSTS.read_text())
     except (OSError, ValueError):
         return
-    slow = {item.nodeid.split("::")[0]: False for item in items}
-    for item in items:
-        if item.get_closest_marker("slow") is not None:
-            slow[item.nodeid.split("::")[0]] = True
-
-    def cost(path: str) -> float:
-        if path not in costs:
-            return float("inf")
-        return costs[path]["slow" if slow[path] else "default"]
-
-    first = {}
-    for index, item in enumerate(items):
-        first.setdefault(item.nodeid.split("::")[0], index)
-    items.sort(key=lambda item: (-cost(item.nodeid.split("::")[0]),
-                                 first[item.nodeid.split("::")[0]]))
+    cost_plugin.order_longest_first(items, costs)
 
 
 @pytest.fixture(scope="session")

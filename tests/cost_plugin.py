@@ -68,7 +68,7 @@ class CostPlugin:
         self._patch_popen()
 
     def _patch_popen(self) -> None:
-        original = subprocess.Popen.__init__
+        self._original_popen_init = original = subprocess.Popen.__init__
         counters = self.counters
 
         def counting_init(process, *args, **kwargs):
@@ -76,6 +76,14 @@ class CostPlugin:
             original(process, *args, **kwargs)
 
         subprocess.Popen.__init__ = counting_init
+
+    def pytest_unconfigure(self, config):
+        subprocess.Popen.__init__ = self._original_popen_init
+        if self._listening:
+            from jax import monitoring
+
+            monitoring.unregister_event_duration_listener(self.counters.on_duration)
+            monitoring.unregister_event_listener(self.counters.on_event)
 
     def _listen(self) -> None:
         # jax is imported by the tests anyway; listening before the first test keeps the
@@ -152,6 +160,35 @@ class CostPlugin:
             f"{sums['cache_hits']:.0f} from the persistent cache), "
             f"{sums['trace_seconds']:.0f} s tracing and lowering, "
             f"{sums['children']:.0f} child processes; per test in {self.path}")
+
+
+def order_longest_first(items: list, costs: dict[str, dict[str, float]]) -> None:
+    """Sorts pytest `items` file by file, the longest files first, keeping the order of
+    the tests within a file and of files of equal cost.
+
+    Args:
+        items: collected test items (with `nodeid` and `get_closest_marker`), sorted in
+            place.
+        costs: {file: {"default": seconds, "slow": seconds}} (`tests/file_costs.json`);
+            a file runs its slow seconds when any of its items is marked slow, and a file
+            it does not know counts as the longest.
+    """
+    def file_of(item) -> str:
+        return item.nodeid.split("::")[0]
+
+    slow: dict[str, bool] = {}
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first.setdefault(file_of(item), index)
+        slow[file_of(item)] = (slow.get(file_of(item), False)
+                               or item.get_closest_marker("slow") is not None)
+
+    def cost(path: str) -> float:
+        if path not in costs:
+            return float("inf")
+        return costs[path]["slow" if slow[path] else "default"]
+
+    items.sort(key=lambda item: (-cost(file_of(item)), first[file_of(item)]))
 
 
 def register(config) -> None:

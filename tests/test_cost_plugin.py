@@ -1,0 +1,124 @@
+"""The tests' own cost meter (`tests/cost_plugin.py`, `tests/cost_table.py`): per test the
+compilations, cache hits and child processes it caused; the table of docs/trust.md; the
+files handed out longest first."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import cost_plugin
+import cost_table
+import jax  # noqa: F401 - the inner runs' JAX: pytester forgets the modules they import
+import pytest
+
+pytest_plugins = ["pytester"]
+
+# Two programs of this session's own (a fresh constant: no cache holds them yet) and a
+# child process in the first test; nothing in the second.
+MEASURED = """
+import subprocess, sys
+
+import jax
+import jax.numpy as jnp
+
+def test_compiles_two_programs_and_starts_a_child():
+    x = jnp.ones(5)  # made before the count: the programs below are the test's
+    jax.jit(lambda v: v * {a} + 1.0)(x).block_until_ready()
+    jax.jit(lambda v: v - {a})(x).block_until_ready()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+def test_does_nothing():
+    assert True
+"""
+
+
+def run_measured(pytester, path) -> dict[str, dict]:
+    result = pytester.runpytest_inprocess(
+        "-p", "no:xdist", "-p", "no:randomly",
+        plugins=[cost_plugin.CostPlugin(str(path), writes=True)])
+    result.assert_outcomes(passed=2)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    path.unlink()
+    return {r.get("test", "total").split("::")[-1]: r for r in records}
+
+
+def test_each_test_gets_its_own_compilations_hits_and_children(pytester, tmp_path):
+    constant = 1.0 + uuid.uuid4().int % 10**6 / 10**7
+    pytester.makepyfile(test_measured=MEASURED.format(a=constant))
+    first = run_measured(pytester, tmp_path / "first.jsonl")
+    busy, idle = first["test_compiles_two_programs_and_starts_a_child"], first["test_does_nothing"]
+    # The two new programs miss the cache; what JAX compiles around them (converting
+    # the constant) may come from it.
+    assert busy["compiles"] - busy["cache_hits"] == 2 and busy["compile_seconds"] > 0
+    assert busy["children"] == 1 and busy["outcome"] == "passed" and not busy["slow"]
+    assert idle["compiles"] == idle["cache_hits"] == idle["children"] == 0
+    assert first["total"]["tests"] == 2 and first["total"]["compiles"] == busy["compiles"]
+    # Run again in this process: new functions, the same programs, now from the
+    # persistent cache the first run wrote.
+    again = run_measured(pytester, tmp_path / "again.jsonl")
+    hit = again["test_compiles_two_programs_and_starts_a_child"]
+    assert hit["cache_hits"] == hit["compiles"] >= 2
+    assert hit["children"] == 1
+
+
+def _record(test: str, seconds: float, slow: bool = False, **counts) -> dict:
+    return {"test": test, "file": test.split("::")[0], "slow": slow, "outcome": "passed",
+            "seconds": seconds, "compiles": counts.get("compiles", 0),
+            "compile_seconds": counts.get("compile_seconds", 0.0),
+            "cache_hits": counts.get("cache_hits", 0), "children": counts.get("children", 0)}
+
+
+def test_the_table_sums_each_file_and_lists_the_long_tests():
+    tests = [_record("tests/test_a.py::one", 12.0, compiles=3, compile_seconds=9.0),
+             _record("tests/test_a.py::two", 1.0, slow=True, children=2),
+             _record("tests/test_b.py::three", 30.0, cache_hits=4)]
+    files = cost_table.per_file(tests)
+    assert files["tests/test_a.py"]["seconds"] == 12.0
+    assert files["tests/test_a.py"]["slow_seconds"] == 1.0
+    assert files["tests/test_a.py"]["children"] == 2
+    total = {"total": True, "name": "default", "tests": 3, "seconds": 43.0,
+             "wall_seconds": 25.0, "compiles": 3, "compile_seconds": 9.0, "cache_hits": 4,
+             "children": 2}
+    table = cost_table.markdown(tests, [total], over=10.0).splitlines()
+    file_rows = [line for line in table if line.startswith("| `test_")]
+    assert file_rows[0].startswith("| `test_b.py` | 1 (0) | 30 (0) |")
+    assert file_rows[1].startswith("| `test_a.py` | 1 (1) | 12 (1) | 3 | 9 | 0 | 2 |")
+    long_rows = [line for line in table if line.startswith("| `test_") and "::" in line]
+    assert [row.split("`")[1] for row in long_rows] == ["test_b.py::three", "test_a.py::one"]
+    assert "| default | 3 | 43 | 25 | 3 | 9 | 4 | 2 |" in table
+
+
+class _Item:
+    def __init__(self, nodeid: str, slow: bool = False):
+        self.nodeid, self.slow = nodeid, slow
+
+    def get_closest_marker(self, name):
+        return object() if name == "slow" and self.slow else None
+
+
+def test_files_go_out_longest_first_by_the_seconds_of_what_runs():
+    items = [_Item("tests/test_a.py::x"), _Item("tests/test_a.py::y"),
+             _Item("tests/test_b.py::z"), _Item("tests/test_c.py::w", slow=True),
+             _Item("tests/test_new.py::v"), _Item("tests/test_d.py::u")]
+    costs = {"tests/test_a.py": {"default": 5.0, "slow": 0.0},
+             "tests/test_b.py": {"default": 50.0, "slow": 0.0},
+             "tests/test_c.py": {"default": 1.0, "slow": 100.0},
+             "tests/test_d.py": {"default": 5.0, "slow": 0.0}}
+    cost_plugin.order_longest_first(items, costs)
+    assert [item.nodeid for item in items] == [
+        "tests/test_new.py::v",  # unknown: first
+        "tests/test_c.py::w",    # its slow test runs: 100 s
+        "tests/test_b.py::z",
+        "tests/test_a.py::x", "tests/test_a.py::y",  # ties keep the collected order
+        "tests/test_d.py::u"]
+
+
+@pytest.mark.parametrize("name", ["default", "slow"])
+def test_the_recorded_file_costs_name_existing_files(name):
+    from conftest import _FILE_COSTS
+
+    costs = json.loads(_FILE_COSTS.read_text())
+    root = _FILE_COSTS.parents[1]
+    assert costs and all((root / path).is_file() for path in costs)
+    assert all(entry[name] >= 0 for entry in costs.values())
