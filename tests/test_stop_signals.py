@@ -64,25 +64,45 @@ def test_a_signal_stops_after_the_iteration_with_a_checkpoint_that_resumes_exact
     assert same_leaves(resumed.train_state, straight)
 
 
+# The handler's verdicts go by the clock StopSignals is given: the echo comes half the
+# echo window after the first signal, the second signal half a window after it closes,
+# however slowly the process runs. Each signal is waited for (the handler has run)
+# before the next is sent. The module needs only the standard library: loaded alone,
+# from its file, it spares the process JAX's import.
 SECOND_SIGNAL = """
-import os, signal, time
-from azjax.run.stop_signals import StopSignals
-with StopSignals() as stop:
+import importlib.util, os, signal, sys
+spec = importlib.util.spec_from_file_location("stop_signals", sys.argv[1])
+stop_signals = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(stop_signals)
+now = [0.0]
+
+class Counted(stop_signals.StopSignals):
+    handled = 0
+
+    def _handle(self, signum, frame):
+        super()._handle(signum, frame)
+        self.handled += 1
+
+def signal_and_wait(stop, count):
     os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(0.05)
-    os.kill(os.getpid(), signal.SIGTERM)  # within a second: the first one's echo
-    time.sleep(0.05)
+    while stop.handled < count:
+        pass
+
+with Counted(clock=lambda: now[0]) as stop:
+    signal_and_wait(stop, 1)
+    now[0] = stop_signals.REPEAT_S / 2
+    signal_and_wait(stop, 2)  # within the window: the first one's echo
     print("received", stop.received, flush=True)
-    time.sleep(1.5)
-    os.kill(os.getpid(), signal.SIGTERM)  # a second signal
-    time.sleep(30)
+    now[0] = stop_signals.REPEAT_S * 1.5
+    signal_and_wait(stop, 3)  # after it: a second signal
 print("still here", flush=True)
 """
 
 
 def test_a_second_signal_ends_the_process_at_once():
-    done = subprocess.run([sys.executable, "-c", SECOND_SIGNAL], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", SECOND_SIGNAL, str(ROOT / "azjax" / "run" / "stop_signals.py")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.stdout.splitlines() == [f"received {int(signal.SIGTERM)}"], done.stderr
     assert done.returncode == -signal.SIGTERM
 
@@ -149,11 +169,13 @@ def test_the_guard_holds_back_only_the_lines_of_a_native_abort():
 
 class FakeStore:
     """JAX's coordination key-value store, as the watch uses it; `down` makes it
-    unreachable."""
+    unreachable; `before_read`, when set, runs before each read (another process's
+    write that lands between a round's write and its read)."""
 
     def __init__(self):
         self.data: dict[str, str] = {}
         self.down = False
+        self.before_read = None
 
     def key_value_set(self, key, value, allow_overwrite=False):
         if self.down:
@@ -163,125 +185,188 @@ class FakeStore:
     def key_value_dir_get(self, prefix):
         if self.down:
             raise RuntimeError("UNAVAILABLE: Failed to send RPC to coordination service")
+        if self.before_read is not None:
+            self.before_read()
         return [(k, v) for k, v in list(self.data.items()) if k.startswith(prefix)]
 
 
 class FakePeer:
-    """Process `peer` of two as the watch sees it: its counter, its state, and its echo of
-    the other process's counter; `stop` ends it as SIGKILL would."""
+    """Process `peer` of two as the watch sees it, beating when the test says: its
+    counter, its state, and its echo of the other process's counter. `alive = False`
+    ends it as SIGKILL would; so does a store that is down."""
 
     def __init__(self, store: FakeStore, peer: int):
         self.store, self.peer, self.state = store, peer, "running"
-        self.stop = threading.Event()
-        threading.Thread(target=self._run, daemon=True).start()
+        self.alive, self.count = True, 0
 
-    def _run(self):
-        count = 0
-        while not self.stop.is_set() and not self.store.down:
-            count += 1
-            other = self.store.data.get(f"azjax/peers/{1 - self.peer}", "0|running|0,0")
-            echo = [0, 0]
-            echo[self.peer], echo[1 - self.peer] = count, int(other.split("|")[0])
-            self.store.key_value_set(f"azjax/peers/{self.peer}",
-                                     f"{count}|{self.state}|{echo[0]},{echo[1]}", True)
-            time.sleep(0.02)
+    def beat(self) -> None:
+        if not self.alive or self.store.down:
+            return
+        self.count += 1
+        other = self.store.data.get(f"azjax/peers/{1 - self.peer}", "0|running|0,0")
+        echo = [0, 0]
+        echo[self.peer], echo[1 - self.peer] = self.count, int(other.split("|")[0])
+        self.store.key_value_set(f"azjax/peers/{self.peer}",
+                                 f"{self.count}|{self.state}|{echo[0]},{echo[1]}", True)
 
 
-def watched(store: FakeStore, process_id: int, timeout: float = 0.5):
-    watch = PeerWatch(store, process_id, 2, timeout, "127.0.0.1:1")
-    ended = []
-    watch._end = lambda why: (ended.append(why), watch._stop.set())
-    return watch.start(), ended
+# Simulated time: whole seconds, so that every sum of them is exact.
+TIMEOUT = 10.0  # the watch's rounds: every second
+NO_HEARTBEAT = "lost process 1 of 2: no heartbeat for 10 s (killed, crashed or cut off)"
 
 
-def wait_for(condition, limit: float = 10.0) -> bool:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return False
+class Watched:
+    """A watch of process `process_id` of two and its peer, run in simulated time: the
+    watch's clock moves only when `run` (or the watch's own waits) move it, by rounds of
+    the watch's interval, in each of which the peer beats, then the watch beats and
+    checks, as their threads would. What ended the watch is in `ended`."""
+
+    def __init__(self, process_id: int):
+        self.store, self.now, self.ended = FakeStore(), 0.0, []
+        self.peer = FakePeer(self.store, 1 - process_id)
+        self.watch = PeerWatch(self.store, process_id, 2, TIMEOUT, "127.0.0.1:1",
+                               clock=lambda: self.now, sleep=self._wait)
+        self.watch._end = self._end
+        self.rounds = 0
+
+    def _end(self, why: str) -> None:
+        """As the watch ends the process, without ending it: its threads stop."""
+        self.ended.append(why)
+        self.watch._stop.set()
+
+    def _round(self, seconds: float) -> None:
+        self.rounds += 1
+        assert self.rounds < 10_000, "the watch waited for ever"
+        self.now += seconds
+        self.peer.beat()
+        if not self.watch._stop.is_set():  # its heartbeat stops when it leaves or ends
+            self.watch.beat_once()
+
+    def _wait(self, seconds: float) -> None:
+        """The watch's own waits (`settle`, `leave`): the world goes on meanwhile."""
+        self._round(seconds)
+
+    def run(self, seconds: float) -> None:
+        """`seconds` of both threads' rounds, or fewer if the watch ends."""
+        for _ in range(round(seconds / self.watch.interval)):
+            if self.ended:
+                return
+            self._round(self.watch.interval)
+            self.watch.check_once()
 
 
 def test_the_watch_ends_the_run_when_a_peer_stops_beating():
-    store = FakeStore()
-    peer = FakePeer(store, 1)
-    watch, ended = watched(store, 0)
-    time.sleep(1.0)  # twice the timeout with the peer beating: no verdict
-    assert ended == [] and watch.verdict() is None
-    peer.stop.set()  # the peer dies
-    assert wait_for(lambda: ended)
-    assert ended[0] == ("lost process 1 of 2: no heartbeat for 0.5 s (killed, crashed or "
-                        "cut off)")
+    world = Watched(0)
+    assert world.watch.interval == 1.0
+    world.run(3 * TIMEOUT)  # the peer beating: no verdict
+    assert world.ended == [] and world.watch.verdict() is None
+    world.peer.alive = False  # the peer dies
+    world.run(TIMEOUT)  # its last heartbeat just a timeout old: not yet
+    assert world.ended == []
+    world.run(2.0)
+    assert world.ended == [NO_HEARTBEAT]
 
 
 @pytest.mark.parametrize("state, lost", [("finished", False), ("failed", True)])
 def test_the_watch_lets_a_finished_peer_go_and_stops_for_a_failed_one(state, lost):
-    store = FakeStore()
-    peer = FakePeer(store, 1)
-    watch, ended = watched(store, 0)
-    peer.state = state
-    time.sleep(0.1)
-    peer.stop.set()
-    if lost:
-        assert wait_for(lambda: ended)
-        assert ended[0] == "lost process 1 of 2: it failed (see its output)"
-    else:
-        time.sleep(1.5)  # three timeouts without a heartbeat
-        assert ended == []
-    watch.leave(ok=True)
-    assert store.data["azjax/peers/0"].split("|")[1] == "finished"
+    world = Watched(0)
+    world.run(2.0)
+    world.peer.state = state
+    world.peer.beat()  # says so
+    world.peer.alive = False
+    world.run(3 * TIMEOUT)  # three timeouts without a heartbeat
+    assert world.ended == (["lost process 1 of 2: it failed (see its output)"] if lost else [])
+    world.watch.leave(ok=True)
+    assert world.store.data["azjax/peers/0"].split("|")[1] == "finished"
 
 
 def test_the_watch_ends_the_run_when_the_coordinator_is_gone():
-    store = FakeStore()
-    FakePeer(store, 0)
-    watch, ended = watched(store, 1)
-    time.sleep(0.8)
-    assert ended == []
-    store.down = True  # process 0, and its store with it
-    assert wait_for(lambda: ended)
-    assert ended[0].startswith("lost process 0 of 2, the coordinator at 127.0.0.1:1: not "
-                               "reachable for 0.5 s")
+    world = Watched(1)
+    world.run(3 * TIMEOUT)
+    assert world.ended == []
+    world.store.down = True  # process 0, and its store with it
+    world.run(TIMEOUT)
+    assert world.ended == []
+    world.run(2.0)
+    assert world.ended == [("lost process 0 of 2, the coordinator at 127.0.0.1:1: not "
+                            "reachable for 10 s (killed, crashed or cut off)")]
 
 
 def test_after_a_failure_the_watch_tells_a_lost_peer_from_a_live_or_failed_one():
-    store = FakeStore()
-    peer = FakePeer(store, 1)
-    watch, ended = watched(store, 0)
-    time.sleep(0.2)
-    watch.settle()  # the peer echoes on: this process's own failure is told as it is
-    assert ended == []
-    peer.state = "failed"  # failed as well: no reason to end, each tells its own
-    time.sleep(0.1)
-    peer.stop.set()
-    watch.settle()
-    assert ended == []
-    watch.leave(ok=False)
+    world = Watched(0)
+    world.run(2.0)
+    world.watch.settle()  # the peer echoes on: this process's own failure is told as it is
+    assert world.ended == []
+    world.peer.state = "failed"  # failed as well: no reason to end, each tells its own
+    world.peer.beat()
+    world.peer.alive = False
+    world.watch.settle()
+    assert world.ended == []
+    world.watch.leave(ok=False)  # the coordinator outlasts its peer: it has said it failed
+    assert world.store.data["azjax/peers/0"].split("|")[1] == "failed"
 
     # The peer's last heartbeat, read after this process failed, is no proof of life:
     # only an echo of a counter written after the failure is.
-    store = FakeStore()
-    peer = FakePeer(store, 1)
-    watch, ended = watched(store, 0)
-    time.sleep(0.2)
-    peer.stop.set()  # the peer dies as this process fails inside a collective with it
+    world = Watched(0)
+    world.run(2.0)
+    # The peer's last beat lands between this process's write and its read: it echoes
+    # the newest counter, which this process reads; then the peer dies as this process
+    # fails inside a collective with it.
+    world.store.before_read = world.peer.beat
+    world.now += 1.0
+    world.watch.beat_once()
+    world.store.before_read = None
+    assert world.watch._echo[1] == world.watch._beats  # (the echo, as the setup means)
+    world.peer.alive = False
+    before = world.now
+
     def end(why):  # as the watch ends the process: in the main thread, SystemExit
-        ended.append(why)
-        watch._stop.set()
-        if threading.current_thread() is threading.main_thread():
-            sys.exit(76)
+        world.ended.append(why)
+        sys.exit(EXIT_PEER_LOST)
 
-    watch._end = end
+    world.watch._end = end
     with pytest.raises(SystemExit):
-        watch.settle()
-    assert ended[-1].startswith("lost process 1 of 2: no heartbeat")
-    watch.leave(ok=False)
+        world.watch.settle()
+    assert world.ended == [NO_HEARTBEAT]
+    assert world.now - before > TIMEOUT  # not before the last heartbeat was a timeout old
 
 
-def test_each_process_checks_its_share_of_a_checkpoint(tmp_path):
-    run_dir = tmp_path / "run"
-    train(SMALL.replace(iterations=2), run_dir, progress=None)
+def test_a_failed_coordinator_waits_for_its_peers_to_read_it():
+    """Process 0, failing, stays until its peer has said it failed or has gone quiet,
+    so that the peer tells its own failure, not a lost coordinator."""
+    world = Watched(0)
+    world.run(2.0)
+    start = world.now
+    world.watch.leave(ok=False)  # the peer beats on and never says it failed
+    assert world.now - start >= TIMEOUT  # waited for it, until the timeout
+    world = Watched(0)
+    world.run(2.0)
+    world.peer.alive = False
+    start = world.now
+    world.watch.leave(ok=False)  # a peer already quiet is not waited for
+    assert world.now - start < TIMEOUT / 2
+
+
+def test_the_watch_threads_end_the_run_when_no_peer_beats():
+    """The watch's own threads, in real time: with no peer ever beating, the check thread
+    ends the run once the timeout has passed (only a verdict that must come is awaited,
+    however slowly the threads run); the heartbeat thread has written this process's
+    record."""
+    store = FakeStore()
+    watch = PeerWatch(store, 0, 2, 0.5, "127.0.0.1:1")
+    ended = []
+    watch._end = lambda why: (ended.append(why), watch._stop.set())
+    watch.start()
+    deadline = time.monotonic() + 120
+    while not ended and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ended[:1] == [("lost process 1 of 2: no heartbeat for 0.5 s (killed, crashed or "
+                          "cut off)")]
+    assert int(store.data["azjax/peers/0"].split("|")[0]) >= 1
+
+
+def test_each_process_checks_its_share_of_a_checkpoint(tiny_run_copy):
+    run_dir = tiny_run_copy
     manifest = json.loads((step_dir(run_dir, 2) / "azjax_manifest.json").read_text())
     names = sorted(manifest["files"])
     second = names[1]  # the share of process 1 of 2: the second, fourth, ... files

@@ -29,6 +29,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -53,31 +54,40 @@ def jax_heartbeat_timeout(timeout: float) -> int:
 
 class PeerWatch:
     """Watches the other processes of a run through `client` (JAX's distributed
-    runtime client); see the module's docstring."""
+    runtime client); see the module's docstring.
+
+    `start` runs the two rounds, `beat_once` and `check_once`, each in a thread of its
+    own. `clock` (seconds) and `sleep` are the time the verdicts and the waits of
+    `settle` and `leave` go by: a test gives its own and drives the rounds itself, so
+    that no verdict depends on how the threads are scheduled."""
 
     def __init__(self, client: Any, process_id: int, num_processes: int, timeout: float,
-                 coordinator: str = ""):
+                 coordinator: str = "", clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
         if timeout <= 0:
             raise ValueError(f"--heartbeat-timeout must be > 0 seconds, got {timeout}")
         self.client, self.process_id, self.num = client, process_id, num_processes
         self.timeout, self.coordinator = float(timeout), coordinator
         self.interval = min(1.0, self.timeout / 10)
         self.resume_hint = "rerun every process's command to resume from the newest checkpoint"
+        self._clock, self._sleep = clock, sleep
         self._lock = threading.Lock()
         self._beats = 0
-        self._seen: dict[int, tuple[int, float]] = {}  # peer -> (its counter, when it moved)
+        self.peers = [p for p in range(num_processes) if p != process_id]
+        now = clock()
+        # peer -> (its counter, when it moved)
+        self._seen: dict[int, tuple[int, float]] = {p: (0, now) for p in self.peers}
         self._said: dict[int, str] = {}  # peer -> its state
         self._echo: dict[int, int] = {}  # peer -> the newest of our counters it has read
-        self._contact = time.monotonic()
+        self._contact = now
         self._state = _RUNNING
         self._settling = False
         self._stop = threading.Event()
         self._ending = threading.Lock()
-        self.peers = [p for p in range(num_processes) if p != process_id]
 
     def start(self) -> PeerWatch:
         """Starts the heartbeat and the check (daemon threads)."""
-        now = time.monotonic()
+        now = self._clock()
         self._seen = {p: (0, now) for p in self.peers}
         self._contact = now
         for target, name in ((self._beat, "azjax-heartbeat"), (self._check, "azjax-peer-watch")):
@@ -103,32 +113,37 @@ class PeerWatch:
                                   allow_overwrite=True)
 
     def _beat(self) -> None:
-        """Each round: bumps this process's counter, writes its record, and reads every
-        record in one call (the RPCs: they may block, so the verdict is `_check`'s)."""
+        """The heartbeat thread: `beat_once` every `interval` seconds."""
         while not self._stop.is_set():
-            try:
-                with self._lock:
-                    self._beats += 1
-                self._write()
-                now = time.monotonic()
-                records = self.client.key_value_dir_get(_PREFIX + "/")
-                with self._lock:
-                    self._contact = now
-                    for key, value in records:
-                        peer, beat, state, seen = self._parse(key, value)
-                        if peer == self.process_id or peer not in self._seen:
-                            continue
-                        if beat != self._seen[peer][0]:
-                            self._seen[peer] = (beat, now)
-                        self._said[peer] = state
-                        self._echo[peer] = seen[self.process_id]
-            except Exception:  # noqa: BLE001 - no contact this round; `_check` counts it
-                pass
+            self.beat_once()
             self._stop.wait(self.interval)
+
+    def beat_once(self) -> None:
+        """One round of the heartbeat: bumps this process's counter, writes its record,
+        and reads every record in one call (the RPCs: they may block, so the verdict is
+        `check_once`'s). A round without contact changes nothing but the counter."""
+        try:
+            with self._lock:
+                self._beats += 1
+            self._write()
+            now = self._clock()
+            records = self.client.key_value_dir_get(_PREFIX + "/")
+            with self._lock:
+                self._contact = now
+                for key, value in records:
+                    peer, beat, state, seen = self._parse(key, value)
+                    if peer == self.process_id or peer not in self._seen:
+                        continue
+                    if beat != self._seen[peer][0]:
+                        self._seen[peer] = (beat, now)
+                    self._said[peer] = state
+                    self._echo[peer] = seen[self.process_id]
+        except Exception:  # noqa: BLE001 - no contact this round; `check_once` counts it
+            pass
 
     def verdict(self) -> str | None:
         """Why the run lost a process (None while every peer is alive or finished)."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             if self._state != _RUNNING:
                 return None
@@ -150,10 +165,15 @@ class PeerWatch:
         return None
 
     def _check(self) -> None:
+        """The check thread: `check_once` every `interval` seconds."""
         while not self._stop.wait(self.interval):
-            why = self.verdict()
-            if why is not None:
-                self._end(why)
+            self.check_once()
+
+    def check_once(self) -> None:
+        """One round of the check: ends the process (`_end`) when the run lost a peer."""
+        why = self.verdict()
+        if why is not None:
+            self._end(why)
 
     def _end(self, why: str) -> None:
         """Says why, with how to resume, and exits at once (no atexit: JAX's shutdown
@@ -184,7 +204,7 @@ class PeerWatch:
                             or self._echo.get(p, 0) > sent for p in self.peers)
             if alive:
                 return
-            time.sleep(self.interval / 2)
+            self._sleep(self.interval / 2)
 
     def leave(self, ok: bool) -> None:
         """Says this process finished (`ok`) or failed, and stops watching. The
@@ -204,17 +224,17 @@ class PeerWatch:
         failed, or has stopped beating (it ended on reading this failure): the
         coordination service goes with process 0, and a peer that saw it go first would
         say that it lost the coordinator instead of telling its own failure."""
-        now = time.monotonic()
+        now = self._clock()
         deadline, quiet = now + self.timeout, 3 * self.interval
         with self._lock:
             last = {p: (self._seen.get(p, (0, now))[0], now) for p in self.peers}
         waiting = set(self.peers)
-        while waiting and time.monotonic() < deadline:
+        while waiting and self._clock() < deadline:
             try:
                 records = self.client.key_value_dir_get(_PREFIX + "/")
             except Exception:  # noqa: BLE001 - no service to outlast
                 return
-            now = time.monotonic()
+            now = self._clock()
             for key, value in records:
                 peer, beat, state, _ = self._parse(key, value)
                 if peer not in waiting:
@@ -224,7 +244,7 @@ class PeerWatch:
                 elif beat != last[peer][0]:
                     last[peer] = (beat, now)
             waiting = {p for p in waiting if now - last[p][1] <= quiet}
-            time.sleep(self.interval / 2)
+            self._sleep(self.interval / 2)
 
 
 _WATCH: PeerWatch | None = None

@@ -18,7 +18,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -65,16 +65,19 @@ class StopSignals:
     """While entered: SIGTERM and SIGINT request a stop (`received`) instead of ending
     the process; a second one ends it at once. Outside the main thread (where Python
     cannot take signals) it does nothing. `notice`, when given, is written to stderr
-    at the first signal."""
+    at the first signal. `clock` (seconds) tells an echo from a second signal: a test
+    gives its own, so that no answer depends on how fast the signals came."""
 
-    def __init__(self, notice: str | None = None):
+    def __init__(self, notice: str | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.received = 0
         self.received_at = 0.0
         self.notice = notice
+        self._clock = clock
         self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if self.received:
             if signum == self.received and now - self.received_at < REPEAT_S:
                 return  # the first one's echo
