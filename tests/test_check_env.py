@@ -1,5 +1,6 @@
 """`envs.check_env`: every shipped game passes; deliberately broken games fail with the
-property they break; the `python -m envs.check` command line."""
+property they break; the `python -m envs.check` command line (a real process for a game
+that passes, its `main` in this process, output captured, for the others)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from cli_in_process import command
 from flax import struct
 
 import envs
 from envs import EnvCheckError, check_env
 from envs.check import PROPERTIES, RULES, CheckReport, init_keys
+from envs.check import main as check_main
 
 # Small options where they save time (the CLI test checks tictactoe as well).
 SHIPPED_OPTIONS = {"go": {"size": 5}, "gomoku": {"size": 7, "k": 4}}
@@ -402,8 +405,14 @@ def test_symmetries_that_are_not_a_group():
 
 
 def run_cli(*args, cwd=None):
+    """`python -m envs.check ARGS` in a child process."""
     return subprocess.run([sys.executable, "-m", "envs.check", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=300, check=False)
+
+
+def cli_in_process(*args):
+    """`python -m envs.check ARGS` (`sys.exit(main())`) in this process."""
+    return command(check_main, list(args))
 
 
 def test_cli_passes_a_shipped_game():
@@ -419,7 +428,7 @@ def test_cli_unknown_game_and_bad_arguments():
     for args, says in ((["no_such_game"], "unknown game 'no_such_game'"),
                        (["tictactoe", "--games", "0"], "--games"),
                        (["tictactoe", "--option", "size=4"], "size")):
-        out = run_cli(*args)
+        out = cli_in_process(*args)
         assert out.returncode == 2, (args, out.stderr)
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], lines
@@ -456,9 +465,14 @@ class Broken(envs.Env):
 """
 
 
-def test_cli_import_path_to_a_broken_game(tmp_path):
+def test_cli_import_path_to_a_broken_game(tmp_path, monkeypatch):
     (tmp_path / "my_broken_game.py").write_text(BROKEN_MODULE)
-    out = run_cli("my_broken_game:Broken", "--games", "8", cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)  # the command finds the module in the current directory
+    monkeypatch.setattr(sys, "path", list(sys.path))  # which it adds to sys.path
+    try:
+        out = cli_in_process("my_broken_game:Broken", "--games", "8")
+    finally:
+        sys.modules.pop("my_broken_game", None)
     assert out.returncode == 1, out.stderr
     assert any(line.startswith("error: rewards-zero-sum: ") for line in out.stderr.splitlines())
     assert "moves from env.init(key): " in out.stderr and "Traceback" not in out.stderr

@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_play import CONFIG
+from cli_in_process import experiment
 
 import envs.limits
-from azjax import Agent, arena, cli, export, league, play, train
+from azjax import Agent, arena, cli, export, league, play
 from azjax.core import memory
 from azjax.evaluation import league as league_lib
 from azjax.run import files
@@ -32,12 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PYTHON_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    """A tic-tac-toe run of one iteration (one checkpoint)."""
-    path = tmp_path_factory.mktemp("cli") / "run"
-    train(CONFIG, path, progress=None)
-    return path
+@pytest.fixture
+def run_dir(tiny_run) -> Path:
+    """A tic-tac-toe run (the tiny one of the session: checkpoints it1 and it2), to read."""
+    return tiny_run
 
 
 @pytest.fixture
@@ -376,7 +374,7 @@ def test_league_refuses_bad_seeds_directories_and_what_does_not_fit(run_dir, tmp
     assert league.main(["--run-dir", str(copy), "--games", "2"]) == 2
     only_error(capsys.readouterr().err, "league.png", "is a directory")
     small_memory(monkeypatch)
-    assert league.main(["--run-dir", str(run_dir), "--games", "1000000",
+    assert league.main(["--run-dir", str(run_dir), "--steps", "1", "--games", "1000000",
                         "--simulations", "100000", "--baselines", "random,mcts:10"]) == 2
     only_error(capsys.readouterr().err, "a match of 1,000,000 games of tictactoe would need",
                "search trees of it1", "search trees of mcts:10", "more than the 8.0 GB")
@@ -480,6 +478,9 @@ def test_a_damaged_checkpoint_is_one_line(name, run_dir, tmp_path, capsys):
 # ----------------------------------------------------------------- experiments/sweep.py
 
 
+SWEEP = ["--param", "c_puct=1,2", "--iterations", "1"]
+
+
 @pytest.mark.parametrize("args, words", [
     (["--seed", "-1"], ["--seed must be an integer from 0 to"]),
     (["--seed", str(MAX_SEED), "--seeds", "2"], ["--seed + --seeds - 1"]),
@@ -487,9 +488,17 @@ def test_a_damaged_checkpoint_is_one_line(name, run_dir, tmp_path, capsys):
 ])
 def test_sweep_errors_before_training_are_one_line(args, words, a_file):
     args = [a.replace("{file}", str(a_file)) for a in args]
-    done = subprocess.run([sys.executable, str(ROOT / "experiments" / "sweep.py"),
-                           "--param", "c_puct=1,2", "--iterations", "1", *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    done = experiment("sweep", *SWEEP, *args)  # the script's __main__, in this process
     assert done.returncode == 2, done.stderr
     only_error(done.stderr, *words)
     assert done.stdout == ""  # no group started
+
+
+def test_sweep_subprocess_error_is_one_line():
+    """The same through the real script: exit status 2, the one line alone on stderr."""
+    done = subprocess.run([sys.executable, str(ROOT / "experiments" / "sweep.py"), *SWEEP,
+                           "--seed", "-1"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    assert done.returncode == 2, done.stderr
+    only_error(done.stderr, "--seed must be an integer from 0 to")
+    assert done.stdout == ""

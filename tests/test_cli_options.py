@@ -1,8 +1,14 @@
-"""Options of the command lines, each through the real command (a subprocess with a
-timeout), checked by what it does: a sampling `alphazero:RUN,greedy=false` arena player,
-`python -m azjax.gtp --max-moves`, the referee's `--komi`, `--max-moves`, `--alternate`
-and `--timeout`, Ctrl-C during training, a run directory whose path has spaces, a
-replay ring too big for any machine, and the repair message quoted in docs/trust.md."""
+"""Options of the command lines, each through the command's own entry point, checked by
+what it does: a sampling `alphazero:RUN,greedy=false` arena player, `python -m azjax.gtp
+--max-moves`, the referee's `--komi`, `--max-moves`, `--alternate` and `--timeout`,
+Ctrl-C during training, a run directory whose path has spaces, a replay ring too big for
+any machine, and the repair message quoted in docs/trust.md.
+
+The commands run in this process (`cli_in_process`: the script's `__main__` block or the
+module's `run_script(main)`, with its output captured) unless the test needs a real
+process: Ctrl-C (a signal to the child) and a taken coordinator port (JAX's distributed
+start-up, which this process, its devices started, cannot do). Their runs are the tiny
+program (`tests/tiny.py`), whose compiled programs this process and the children share."""
 
 from __future__ import annotations
 
@@ -20,27 +26,26 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from cli_in_process import command, experiment
+from gnugo_start_up import wait_for_start_up
 from sgfmill import sgf as sgfmill_sgf
 from test_gtp import untrained
+from tiny import FLAGS
 
 import envs
+from azjax import arena, gtp, gtp_referee, play
 from azjax.go.gtp_client import gnugo_command
 from azjax.run import checkpoint as ckpt
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = str(ROOT / "experiments" / "tictactoe.py")
-# A tic-tac-toe run of seconds an iteration, checkpointed every 2 iterations.
-TINY = ["--network.channels", "16", "--network.policy-filters", "4",
-        "--search.num-simulations", "8", "--selfplay.num-games", "16",
-        "--learner.batch-size", "32", "--replay-capacity", "1152", "--gradient-steps", "4",
-        "--eval-every", "2", "--eval-search-every", "0", "--checkpoint-every", "2",
-        "--no-stop-when-perfect"]
+# The tiny program, checkpointed every 2 iterations (a run-half setting: the same program).
+TINY = [*FLAGS, "--checkpoint-every", "2"]
 
 
-def run(*args: str | Path, timeout: float = 300, stdin: str = "",
-        cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *map(str, args)], input=stdin, capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd, check=False)
+def tictactoe(*argv: str | Path) -> subprocess.CompletedProcess:
+    """`python experiments/tictactoe.py ARGV`, in this process."""
+    return experiment("tictactoe", *argv)
 
 
 def one_error_line(done: subprocess.CompletedProcess, text: str) -> None:
@@ -63,8 +68,8 @@ def spaced_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess,
                                           subprocess.CompletedProcess]:
     """A run in "my runs/tic tac toe": 2 iterations, then resumed to 4."""
     run_dir = tmp_path_factory.mktemp("cli") / "my runs" / "tic tac toe"
-    first = run(SCRIPT, *TINY, "--iterations", "2", "--run-dir", run_dir)
-    resumed = run(SCRIPT, *TINY, "--iterations", "4", "--run-dir", run_dir)
+    first = tictactoe(*TINY, "--iterations", "2", "--run-dir", run_dir)
+    resumed = tictactoe(*TINY, "--iterations", "4", "--run-dir", run_dir)
     return run_dir, first, resumed
 
 
@@ -76,17 +81,17 @@ def test_a_run_directory_with_spaces_trains_resumes_and_loads(spaced_run, tmp_pa
     assert iterations(run_dir) == [1, 2, 3, 4]
     assert ckpt.checkpoint_steps(run_dir) == [4, 2]
     out = tmp_path / "a result.json"
-    arena = run("-m", "azjax.arena", f"alphazero:{run_dir},sims=4", "random", "--games", "4",
-                "--json", out)
-    assert arena.returncode == 0, arena.stderr[-2000:]
+    match = command(arena.main, [f"alphazero:{run_dir},sims=4", "random", "--games", "4",
+                                 "--json", str(out)])
+    assert match.returncode == 0, match.stderr[-2000:]
     result = json.loads(out.read_text())
     assert result["game"] == "tictactoe" and result["games"] == 4
     assert result["a"].startswith("alphazero") and result["b"] == "random"
     moves = "".join(f"{k}\n" for k in range(1, 10)) + "n\n"
-    play = run("-m", "azjax.play", "tictactoe", "--run-dir", run_dir, "--side", "second",
-               stdin=moves)
-    assert play.returncode == 0, play.stderr[-2000:]
-    assert "Score: " in play.stdout and "Traceback" not in play.stderr
+    game = command(play.main, ["tictactoe", "--run-dir", str(run_dir), "--side", "second"],
+                   stdin=moves)
+    assert game.returncode == 0, game.stderr[-2000:]
+    assert "Score: " in game.stdout and "Traceback" not in game.stderr
 
 
 # --------------------------------------------------------------------------------------
@@ -97,8 +102,8 @@ def test_a_run_directory_with_spaces_trains_resumes_and_loads(spaced_run, tmp_pa
 def seat_results(run_dir: Path, spec_a: str, seed: int, out: Path) -> list[tuple[int, ...]]:
     """(wins, draws, losses) of A in each seat of a 16-game arena match of `spec_a`
     against the greedy search of the same run."""
-    done = run("-m", "azjax.arena", spec_a, f"alphazero:{run_dir},sims=4", "--games", "16",
-               "--seed", str(seed), "--json", out)
+    done = command(arena.main, [spec_a, f"alphazero:{run_dir},sims=4", "--games", "16",
+                                "--seed", str(seed), "--json", str(out)])
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads(out.read_text())
     return [tuple(data[f"as_player{seat}"][k] for k in ("wins", "draws", "losses"))
@@ -151,7 +156,7 @@ def test_ctrl_c_stops_after_a_checkpoint_and_the_rerun_resumes(tmp_path):
     assert stopped, text[-2000:]
     at = int(stopped[1])
     assert ckpt.checkpoint_steps(run_dir)[0] == at and iterations(run_dir)[-1] == at
-    resumed = run(SCRIPT, *TINY, "--iterations", str(at + 1), "--run-dir", run_dir)
+    resumed = tictactoe(*TINY, "--iterations", str(at + 1), "--run-dir", run_dir)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"resumed {run_dir} at iteration {at}" in resumed.stdout
     assert iterations(run_dir) == list(range(1, at + 2))
@@ -159,7 +164,7 @@ def test_ctrl_c_stops_after_a_checkpoint_and_the_rerun_resumes(tmp_path):
 
 def test_a_replay_ring_too_big_is_one_error_line_and_no_run_directory(tmp_path):
     run_dir = tmp_path / "run"
-    done = run(SCRIPT, "--replay-capacity", "2000000000", "--run-dir", run_dir, timeout=120)
+    done = tictactoe("--replay-capacity", "2000000000", "--run-dir", run_dir)
     one_error_line(done, "replay")
     assert not run_dir.exists()
 
@@ -177,8 +182,8 @@ def go5(tmp_path_factory) -> Path:
 
 
 def gtp_replies(agent: Path, lines: list[str], *options: str) -> list[str]:
-    done = run("-m", "azjax.gtp", "--agent", agent, *options, stdin="\n".join(lines) + "\n",
-               timeout=120)
+    """The replies of `python -m azjax.gtp --agent AGENT OPTIONS` to `lines` on its stdin."""
+    done = command(gtp.main, ["--agent", str(agent), *options], stdin="\n".join(lines) + "\n")
     assert done.returncode == 0, done.stderr[-2000:]
     replies = done.stdout.split("\n\n")
     assert replies[-1] == ""
@@ -192,7 +197,7 @@ def test_gtp_max_moves_ends_the_engines_game_after_that_many_plies(go5):
     assert capped[3:] == ["?4 illegal move", "=5 pass"]  # the game is over at ply 3
     free = gtp_replies(go5, session[:4])
     assert free == ["=1", "=2", "=3", "=4"]
-    one_error_line(run("-m", "azjax.gtp", "--agent", go5, "--max-moves", "0", timeout=120),
+    one_error_line(command(gtp.main, ["--agent", str(go5), "--max-moves", "0"]),
                    "--max-moves must be at least 1")
 
 
@@ -201,8 +206,9 @@ def test_gtp_max_moves_ends_the_engines_game_after_that_many_plies(go5):
 # --------------------------------------------------------------------------------------
 
 
-def referee(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    return run("-m", "azjax.gtp_referee", *args, timeout=timeout)
+def referee(*args: str | Path) -> subprocess.CompletedProcess:
+    """`python -m azjax.gtp_referee ARGS`, in this process (the engines are processes)."""
+    return command(gtp_referee.main, [str(a) for a in args])
 
 
 def test_referee_komi_move_cap_and_alternating_colours(tmp_path):
@@ -245,13 +251,14 @@ for line in sys.stdin:
 """
 
 
-def test_referee_timeout_ends_a_game_whose_engine_never_answers(tmp_path):
+def test_referee_timeout_ends_a_game_whose_engine_never_answers(tmp_path, monkeypatch):
+    wait_for_start_up(monkeypatch)  # the 3 s are for genmove, not the engine's start
     script = tmp_path / "silent.py"
     script.write_text(SILENT_ENGINE)
     silent = shlex.join([sys.executable, str(script)])
     out = tmp_path / "result.json"
     done = referee("--black", silent, "--white", shlex.join(gnugo_command(0)), "--size", "5",
-                   "--timeout", "3", "--json", out, timeout=120)
+                   "--timeout", "3", "--json", out)
     assert done.returncode == 0, done.stderr[-2000:]
     (game,) = json.loads(out.read_text())["games"]
     assert (game["ending"], game["result"], game["actions"]) == ("error", "W+F", [])
@@ -263,7 +270,8 @@ def test_referee_timeout_ends_a_game_whose_engine_never_answers(tmp_path):
 # --------------------------------------------------------------------------------------
 
 
-def test_the_quoted_message_for_a_deleted_config_is_the_one_printed(spaced_run, tmp_path):
+def test_the_quoted_message_for_a_deleted_config_is_the_one_printed(spaced_run, tmp_path,
+                                                                    monkeypatch):
     """docs/trust.md's example, on a copy of a run with its checkpoint at 2: delete its
     config.json, cut metrics.jsonl short, resume; the quoted lines are printed."""
     docs = (ROOT / "docs" / "trust.md").read_text()
@@ -277,7 +285,8 @@ def test_the_quoted_message_for_a_deleted_config_is_the_one_printed(spaced_run, 
     shutil.rmtree(ckpt.step_dir(repaired, 4))  # its newest checkpoint is 2, as in the docs
     (repaired / "config.json").unlink()
     os.truncate(repaired / "metrics.jsonl", 100)
-    done = run(SCRIPT, *TINY, "--iterations", "2", "--run-dir", "runs/repaired", cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)  # the run directory as the docs write it: runs/repaired
+    done = tictactoe(*TINY, "--iterations", "2", "--run-dir", "runs/repaired")
     assert done.returncode == 0, done.stderr[-2000:]
     printed = (done.stdout + done.stderr).splitlines()
     missing = [line for line in quoted if line not in printed]

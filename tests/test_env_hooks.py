@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_games_training import TINY
+from tiny import CONFIG
 
 import envs
 from azjax import Agent
@@ -130,8 +130,8 @@ def test_the_hooks_reach_the_evaluator_the_solver_player_and_alphabeta():
 
 
 def _agent(env):
-    params = init_params(env, TINY.program.network, jax.random.key(0))
-    return Agent(env, TINY.program, params)
+    params = init_params(env, CONFIG.program.network, jax.random.key(0))
+    return Agent(env, CONFIG.program, params)
 
 
 def test_play_speaks_the_default_notation_and_the_games_marks_and_result():
@@ -150,7 +150,7 @@ def test_play_speaks_the_default_notation_and_the_games_marks_and_result():
 
 def test_the_driver_trains_an_env_object_and_records_how_to_build_it(tmp_path):
     env = PlainTicTacToe()
-    config = TINY.replace(iterations=1, checkpoint_every=1)
+    config = CONFIG.replace(iterations=1, checkpoint_every=1)
     result = train(config, tmp_path / "run", progress=None, env=env)
     recorded = json.loads((tmp_path / "run" / "config.json").read_text())
     assert recorded["program"]["game"] == "test_env_hooks:PlainTicTacToe"
@@ -168,5 +168,5 @@ def test_the_driver_refuses_an_env_that_its_recorded_name_would_not_rebuild(tmp_
     env = PlainTicTacToe()
     env.name = "renamed after it was built"
     with pytest.raises(ValueError, match="builds another game than the env given"):
-        train(TINY, tmp_path / "run", progress=None, env=env)
+        train(CONFIG, tmp_path / "run", progress=None, env=env)
     assert not (tmp_path / "run").exists()

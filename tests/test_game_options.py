@@ -1,18 +1,24 @@
 """Game options: one spelling, `--game-options KEY=VALUE ...`, on every command (the older
 `--game-options KEY VALUE`, `--game-options.KEY VALUE` and the arena's `--game-option`
 still work); a resumed run fills in the game's defaults before it compares; a sweep
-sweeps `game_options.NAME`."""
+sweeps `game_options.NAME`.
+
+The commands run in this process (`cli_in_process`: each experiment script's own
+`__main__` block, each module's `run_script(main)`), their output captured: what is
+checked here is what they read from their command lines. Each command is started as a
+real process elsewhere (tests/test_cli_errors.py, test_cli_options.py, test_play.py,
+test_train_checks_game.py)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
+from cli_in_process import command, experiment
 from docs_blocks import SMOKE
-from test_training import ROOT
 
+from azjax import arena, play
 from azjax.core.program import ProgramConfig
 from azjax.run.config import TrainConfig, game_defaults
 from azjax.run.recipes import split_game_options
@@ -23,13 +29,9 @@ TINY = [str(a) for item in SMOKE.items() for a in item] + ["--iterations", "1",
                                                            "--eval-every", "1"]
 
 
-def command(*argv: str, cwd=ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *map(str, argv)], capture_output=True, text=True,
-                          cwd=cwd, timeout=600, check=False)
-
-
-def script(name: str, *argv: str, cwd=ROOT) -> subprocess.CompletedProcess:
-    return command(ROOT / "experiments" / f"{name}.py", *argv, cwd=cwd)
+def script(name: str, *argv: str) -> subprocess.CompletedProcess:
+    """`python experiments/NAME.py ARGV`, in this process."""
+    return experiment(name, *argv)
 
 
 def one_line_error(done: subprocess.CompletedProcess, message: str) -> None:
@@ -107,12 +109,16 @@ def run_dir(tmp_path_factory):
     return path
 
 
+# Slow (with the spellings below, which resume the same run): a coin-splitting run.
+@pytest.mark.slow
 def test_resume_with_the_default_left_out_is_accepted(run_dir):
     done = script("train", "--game", GAME, "--run-dir", run_dir, *TINY)
     assert done.returncode == 0, done.stderr
     assert f"run directory: {run_dir}" in done.stdout
 
 
+# Slow: the run of the test above.
+@pytest.mark.slow
 @pytest.mark.parametrize("spelling", [
     ["--game-options", "coins=6"],
     ["--game-options", "coins", "6"],
@@ -136,10 +142,12 @@ def test_train_takes_every_spelling_and_a_change_is_refused(run_dir, spelling):
     ("sweep", ["--game", "coin_split", "--game-options", "coins=2"], "coins=2"),
     ("train", ["--game", "gomoku", "--game-options", "k=99"], "got 99"),
 ])
-def test_every_script_reads_the_options_into_its_game(name, spelling, message, tmp_path):
+def test_every_script_reads_the_options_into_its_game(name, spelling, message, tmp_path,
+                                                      monkeypatch):
     # a value the game refuses: its own message shows that the option reached it
+    monkeypatch.chdir(tmp_path)
     done = script(name, *spelling, *(["--out", tmp_path / "s"] if name == "sweep" else
-                                     ["--run-dir", tmp_path / "r"]), cwd=tmp_path)
+                                     ["--run-dir", tmp_path / "r"]))
     one_line_error(done, message)
     assert not (tmp_path / "r").exists() and not (tmp_path / "s").exists()
 
@@ -151,36 +159,35 @@ def test_every_script_reads_the_options_into_its_game(name, spelling, message, t
 def test_the_arena_takes_every_spelling(spelling, tmp_path):
     # five coins: the first player wins, so the solver wins every game it starts
     out = tmp_path / "result.json"
-    done = command("-m", "azjax.arena", "solver", "random", "--game", "coin_split",
-                   *spelling, "--games", "4", "--json", out)
+    done = command(arena.main, ["solver", "random", "--game", "coin_split", *spelling,
+                                "--games", "4", "--json", str(out)])
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text())["as_player0"]["wins"] == 2
-    bad = command("-m", "azjax.arena", "solver", "random", "--game", "coin_split",
-                  *spelling[:-1], spelling[-1].replace("5", "2"))
+    bad = command(arena.main, ["solver", "random", "--game", "coin_split", *spelling[:-1],
+                               spelling[-1].replace("5", "2")])
     one_line_error(bad, "coins=2")
 
 
 def test_play_checks_the_options_against_the_agent(tmp_path):
     from test_gtp import untrained
     path = untrained("coin_split", coins=9).export(tmp_path / "coins9.azjax")
-    done = command("-m", "azjax.play", "coin_split", "--game-options", "coins=5",
-                   "--agent", path)
+    done = command(play.main, ["coin_split", "--game-options", "coins=5", "--agent",
+                               str(path)])
     one_line_error(done, "of another board")
-    done = subprocess.run([sys.executable, "-m", "azjax.play", "coin_split",
-                           "--game-options", "coins=9", "--agent", str(path), "--side",
-                           "first"], input="quit\n", capture_output=True, text=True,
-                          cwd=ROOT, timeout=300, check=False)
+    done = command(play.main, ["coin_split", "--game-options", "coins=9", "--agent",
+                               str(path), "--side", "first"], stdin="quit\n")
     assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.slow  # two programs to compile; the grid itself is checked above
-def test_a_sweep_over_a_game_option(tmp_path):
+def test_a_sweep_over_a_game_option(tmp_path, monkeypatch):
     out = tmp_path / "sweep"
+    monkeypatch.chdir(tmp_path)
     done = script("sweep", "--game", "coin_split", "--param", "game_options.coins=5,6",
                   "--seeds", "1", "--out", out, "--iterations", "1", "--network.channels",
                   "8", "--network.num-blocks", "1", "--selfplay.num-games", "8",
                   "--gradient-steps", "1", "--search.num-simulations", "4",
-                  "--learner.batch-size", "16", "--replay-capacity", "256", cwd=tmp_path)
+                  "--learner.batch-size", "16", "--replay-capacity", "256")
     assert done.returncode == 0, done.stderr
     for coins in (5, 6):
         config = json.loads((out / "runs" / f"coins={coins}" / "seed=0" / "config.json"

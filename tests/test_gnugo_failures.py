@@ -2,7 +2,13 @@
 in the commands that play it (arena, training, referee): one clear line, no traceback, no
 hang. The failures come from fake GNU Go programs (Python scripts in tmp_path that speak
 enough GTP), chosen with `$AZJAX_GNUGO` (the referee runs the command line it is given).
-Every command runs as a subprocess with a timeout; its processes are checked gone."""
+The commands run in this process (`cli_in_process`: `run_script(main)`, output captured),
+except the arena once and the referee once, as real processes (their exit status, and
+their GNU Go processes gone after they exit); the fake GNU Go processes are checked gone.
+
+A reply limit of 1 s times only what a fake engine deliberately leaves unanswered: each
+engine is waited for, generously, until it answers a first command (`started_engines`),
+so a fake that starts slowly on a busy machine is not taken for one that stalls."""
 
 from __future__ import annotations
 
@@ -16,12 +22,16 @@ from pathlib import Path
 
 import jax
 import pytest
+from cli_in_process import command, experiment
+from gnugo_start_up import wait_for_start_up
 
 import envs
+from azjax import arena, gtp_referee
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.evaluators import versus
 from azjax.evaluation.match import play_match
 from azjax.evaluation.player_specs import make_player
+from azjax.go import gnugo, gtp_client
 from azjax.go.gtp_client import GNUGO_ENV, INSTALL_GNUGO, GnuGoFailed
 from azjax.go.referee import referee
 
@@ -30,9 +40,30 @@ GO5 = envs.make("go", size=5)
 ARENA_OPTIONS = ["--game", "go", "--game-options", "size=5", "--games", "2"]
 
 
-def arena(spec: str) -> list[str]:
-    """The arena command line of 2 games on 5x5, player `spec` against random play."""
-    return ["-m", "azjax.arena", spec, "random", *ARENA_OPTIONS]
+def arena_argv(spec: str) -> list[str]:
+    """The arena's arguments for 2 games on 5x5, player `spec` against random play."""
+    return [spec, "random", *ARENA_OPTIONS]
+
+
+def arena_command(spec: str) -> list[str]:
+    """The same as a command line: `python -m azjax.arena ...`."""
+    return ["-m", "azjax.arena", *arena_argv(spec)]
+
+
+@pytest.fixture
+def started_engines(monkeypatch):
+    """Every GTP engine started in the test answers a first command before its reply
+    limit counts (`gnugo_start_up`): the 1-s limits below time what a fake engine leaves
+    unanswered, not how fast its interpreter starts."""
+    wait_for_start_up(monkeypatch)
+
+
+@pytest.fixture
+def gnugo_pools():
+    """Closes the GNU Go processes the test left in the pools, as the end of a command's
+    process does (`gnugo.close_all` at exit), so that the test can check them gone."""
+    yield gnugo.close_all
+    gnugo.close_all()
 
 # Answers every command with `=`, genmove with PASS, until its AFTER-th genmove (counted
 # over all its processes) and from then on (only then, for a MODE ending in `_once`):
@@ -123,30 +154,32 @@ def error_line(done: subprocess.CompletedProcess) -> str:
 # GNU Go missing: one line saying what was looked for and how to install it
 # --------------------------------------------------------------------------------------
 
-def test_a_missing_gnugo_named_by_the_variable_stops_arena_and_training(tmp_path):
+def test_a_missing_gnugo_named_by_the_variable_stops_arena_and_training(tmp_path,
+                                                                        monkeypatch):
     missing = tmp_path / "no" / "gnugo"
     expected = (f"error: GNU Go not found: ${GNUGO_ENV} names {str(missing)!r}, which is not "
                 f"an executable file; {INSTALL_GNUGO}, or set ${GNUGO_ENV} to its path")
-    assert error_line(run(*arena("gnugo:1"), env={GNUGO_ENV: str(missing)})) == expected
+    monkeypatch.setenv(GNUGO_ENV, str(missing))
+    assert error_line(command(arena.main, arena_argv("gnugo:1"))) == expected
     # Training refuses before it starts: nothing written.
-    train = run(ROOT / "experiments" / "train.py", "--game", "go", "--game-options", "size=5",
-                "--run-dir", tmp_path / "run", "--eval-opponents", "gnugo:1",
-                env={GNUGO_ENV: str(missing)})
+    train = experiment("train", "--game", "go", "--game-options", "size=5",
+                       "--run-dir", tmp_path / "run", "--eval-opponents", "gnugo:1")
     assert error_line(train) == expected
     assert not (tmp_path / "run").exists()
 
 
-def test_no_gnugo_on_path_nor_in_usr_games_is_one_line(tmp_path):
-    script = ("from azjax.go import gtp_client; gtp_client.GNUGO_LOCATIONS = (); "
-              "from azjax.arena import main; from azjax.cli import run_script; "
-              f"run_script(main, {arena('gnugo:1')[2:]!r})")
-    done = run("-c", script, env={"PATH": str(tmp_path), GNUGO_ENV: ""})
+def test_no_gnugo_on_path_nor_in_usr_games_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(gtp_client, "GNUGO_LOCATIONS", ())
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv(GNUGO_ENV, "")
+    done = command(arena.main, arena_argv("gnugo:1"))
     assert error_line(done) == (
         "error: GNU Go is not installed (no 'gnugo' on PATH or in /usr/games): "
         f"{INSTALL_GNUGO}, or set ${GNUGO_ENV} to its path")
 
 
 def test_the_referee_says_how_to_install_a_missing_gnugo(tmp_path):
+    """Through the real command: exit status 2, and the engine that started is gone."""
     black = fake_gnugo(tmp_path, "kill", after=100)  # plays on
     done = run("-m", "azjax.gtp_referee", "--black", black, "--white", "gnugo --mode gtp",
                "--size", "5", env={"PATH": str(tmp_path)})
@@ -160,21 +193,44 @@ def test_the_referee_says_how_to_install_a_missing_gnugo(tmp_path):
 # GNU Go failing mid-match
 # --------------------------------------------------------------------------------------
 
+def arena_failure_lines(fake: Path, spec: str, what: str) -> tuple[str, str]:
+    """The arena's notice after GNU Go's first failure at move 3, and its error line after
+    the new process fails the same move."""
+    notice = (f"notice: {spec} at move 3: GNU Go ({str(fake)!r}) {what}; asking a new GNU "
+              "Go process")
+    error = (f"error: {spec} failed in game 1 at move 3: GNU Go ({str(fake)!r}) {what} (a new "
+             "process, after the first failed too)")
+    return notice, error
+
+
 @pytest.mark.parametrize("mode, spec, what", [
     ("kill", "gnugo:1", "was killed by signal 9 (SIGKILL) while answering 'genmove black'"),
     ("stall", "gnugo:1,timeout=1", "did not answer 'genmove black' in 1 s"),
 ])
-def test_arena_gnugo_dying_or_stalling_mid_match_is_one_line(tmp_path, mode, spec, what):
+def test_arena_gnugo_dying_or_stalling_mid_match_is_one_line(tmp_path, monkeypatch,
+                                                             started_engines, gnugo_pools,
+                                                             mode, spec, what):
     """GNU Go fails its third move (game 1's move 3): a notice, a new process fails the
     same move, then one error line naming the player, game, move and what GNU Go did."""
     fake = fake_gnugo(tmp_path, mode)
-    done = run(*arena(spec), env={GNUGO_ENV: str(fake)})
-    notice = (f"notice: {spec} at move 3: GNU Go ({str(fake)!r}) {what}; asking a new GNU "
-              "Go process")
+    monkeypatch.setenv(GNUGO_ENV, str(fake))
+    done = command(arena.main, arena_argv(spec))
+    notice, error = arena_failure_lines(fake, spec, what)
     assert notice in done.stderr.splitlines(), done.stderr
-    assert error_line(done) == (f"error: {spec} failed in game 1 at move 3: GNU Go "
-                                f"({str(fake)!r}) {what} (a new process, after the first "
-                                "failed too)")
+    assert error_line(done) == error
+    gnugo_pools()  # what the command's exit does
+    assert_all_gone(fake)
+
+
+def test_arena_subprocess_gnugo_killed_mid_match_exits_2(tmp_path):
+    """The same through the real command: exit status 2, and no GNU Go process left once
+    it has exited."""
+    fake = fake_gnugo(tmp_path, "kill")
+    done = run(*arena_command("gnugo:1"), env={GNUGO_ENV: str(fake)})
+    notice, error = arena_failure_lines(
+        fake, "gnugo:1", "was killed by signal 9 (SIGKILL) while answering 'genmove black'")
+    assert notice in done.stderr.splitlines(), done.stderr
+    assert error_line(done) == error
     assert_all_gone(fake)
 
 
@@ -260,8 +316,8 @@ def test_training_goes_on_when_gnugo_dies_in_an_evaluation(tmp_path):
 def test_referee_gnugo_killed_mid_game_loses_it_in_one_line(tmp_path):
     fake = fake_gnugo(tmp_path, "kill", after=2)  # its second genmove: move 3
     other = fake_gnugo(tmp_path, "illegal", after=1)  # A1 at move 2, on the empty board
-    done = run("-m", "azjax.gtp_referee", "--black", fake, "--white", other, "--size", "5",
-               "--games", "1")
+    done = command(gtp_referee.main, ["--black", str(fake), "--white", str(other), "--size",
+                                      "5", "--games", "1"])
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert done.stdout.splitlines()[0] == (
         f"game 1: black A, white B: W+F (error, 2 moves); engine A failed genmove at move 3: "
@@ -270,7 +326,8 @@ def test_referee_gnugo_killed_mid_game_loses_it_in_one_line(tmp_path):
     assert_all_gone(fake)
 
 
-def test_referee_engine_answering_garbage_or_nothing_loses_the_game(tmp_path):
+def test_referee_engine_answering_garbage_or_nothing_loses_the_game(tmp_path,
+                                                                   started_engines):
     garbage = fake_gnugo(tmp_path, "garbage", after=1)
     stall = fake_gnugo(tmp_path, "stall", after=1)
     lines = []

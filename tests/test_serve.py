@@ -23,12 +23,14 @@ import numpy as np
 import pytest
 import ttt_reference as ref
 from child_io import finish, read_line
+from cli_in_process import command
 from test_games_training import TINY
 
 from azjax import Agent
 from azjax.core.networks import NetworkConfig, init_params
 from azjax.run.web_games import GameError, GameTable
 from azjax.serve import MAX_BODY, Server
+from azjax.serve import main as serve_main
 from envs.picture import Picture
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,6 +247,12 @@ def test_the_server_survives_1000_malformed_requests_and_still_plays(server):
     check_view(view, 0)
 
 
+# Paths that would reach a file outside the page if the server looked files up.
+OUTSIDE = ["/../../etc/passwd", "/..%2f..%2fetc%2fpasswd", "/%2e%2e/%2e%2e/etc/passwd",
+           "//etc/passwd", "/etc/passwd", "/index.html/../../etc/passwd",
+           "/static/../../../../etc/passwd"]
+
+
 def test_the_page_is_served_and_unknown_pages_are_404(server):
     host, port = server.server_address[:2]
     connection = http.client.HTTPConnection(host, port, timeout=20)
@@ -252,9 +260,17 @@ def test_the_page_is_served_and_unknown_pages_are_404(server):
     response = connection.getresponse()
     page = response.read().decode()
     assert response.status == 200 and "Play tictactoe against the agent" in page
-    connection.request("GET", "/../../etc/passwd")
-    response = connection.getresponse()
-    assert response.status == 404 and "passwd" not in json.loads(response.read())["error"][:8]
+    # No file is served: a path to one is refused, and what comes back holds none of it.
+    secret = Path("/etc/passwd").read_text().splitlines()[0]  # root's line: on every Linux
+    assert secret.startswith("root:")
+    for path in OUTSIDE:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        body = response.read().decode()
+        assert response.status == 404, (path, response.status, body)
+        reply = json.loads(body)  # the error alone (the server writes "//" as "/")
+        assert list(reply) == ["error"] and reply["error"].startswith("no page at /"), reply
+        assert secret not in body and "root:" not in body
     connection.close()
 
 
@@ -278,8 +294,14 @@ def first_line(process: subprocess.Popen, timeout: float = 120) -> str:
     return read_line(process, timeout)
 
 
-def test_command_line_errors_are_one_line(tmp_path):
+def test_command_line_errors_are_one_line(tmp_path, monkeypatch):
+    """`main` in this process (output captured); a server that starts fails the test."""
     agent().export(tmp_path / "ttt.azjax")
+
+    def no_serving(self, *args, **kwargs):
+        raise AssertionError("the server started serving")
+
+    monkeypatch.setattr(Server, "serve_forever", no_serving)
     cases = [
         (["--run-dir", str(tmp_path / "missing")], "missing"),
         (["--agent", str(tmp_path / "ttt.azjax"), "--port", "70000"], "--port must be"),
@@ -292,10 +314,23 @@ def test_command_line_errors_are_one_line(tmp_path):
         cases.append((["--agent", str(tmp_path / "ttt.azjax"), "--port", port],
                       "Address already in use"))
         for args, message in cases:
-            process = serve(*args)
-            out, err = finish(process, 120)  # a server that does not stop is killed
-            assert process.returncode == 2, err
+            done = command(serve_main, args)
+            assert done.returncode == 2, done.stderr
+            err = done.stderr
             assert err.count("\n") == 1 and err.startswith("error: ") and message in err
+
+
+def test_the_command_on_a_taken_port_is_one_line(tmp_path):
+    """The real command: exit status 2 and the one line alone on stderr."""
+    agent().export(tmp_path / "ttt.azjax")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        process = serve("--agent", str(tmp_path / "ttt.azjax"), "--port", port)
+        out, err = finish(process, 120)  # a server that does not stop is killed
+    assert process.returncode == 2, err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "Address already in use" in err
 
 
 def test_the_command_serves_a_game_and_stops_at_ctrl_c(tmp_path):

@@ -3,7 +3,10 @@ cannot be traced, one whose observation has another shape than it declares, one 
 module raises at import and one whose step changes a leaf's shape each stop
 `experiments/train.py` with one `error:` line naming the game's file (and line where
 there is one), and no run directory. Also: a run of a name given with `envs.register`
-loads in a new process, and the status line says no loss before a game has ended."""
+loads in a new process, and the status line says no loss before a game has ended.
+
+The script runs in this process (`cli_in_process`: its own `__main__` block, its output
+captured), and once as a real process."""
 
 from __future__ import annotations
 
@@ -13,15 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from docs_blocks import smoke
+from cli_in_process import experiment
+from tiny import CONFIG
 
 import envs
 from azjax import train
 from azjax.driver.status import format_progress
-from azjax.run.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAIN = ROOT / "experiments" / "train.py"
 
 BROKEN = {
     "untraceable": (
@@ -55,15 +57,27 @@ BROKEN = {
 }
 
 
+@pytest.fixture
+def forget_modules():
+    """The names of game modules a test imports from its own directory, taken out of
+    `sys.modules` afterwards (the next test's file of the same name is another)."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        sys.modules.pop(name, None)
+
+
 @pytest.mark.parametrize("name", sorted(BROKEN))
-def test_a_broken_game_stops_training_in_one_line_before_any_write(tmp_path, name):
+def test_a_broken_game_stops_training_in_one_line_before_any_write(tmp_path, name,
+                                                                   monkeypatch,
+                                                                   forget_modules):
     source, what, line = BROKEN[name]
     (tmp_path / f"{name}.py").write_text(source)
     run_dir = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, str(TRAIN), "--game", f"{name}:Bad", "--run-dir", str(run_dir),
-         "--iterations", "1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    monkeypatch.chdir(tmp_path)  # where the script finds the game's module
+    forget_modules.append(name)
+    done = experiment("train", "--game", f"{name}:Bad", "--run-dir", run_dir,
+                      "--iterations", "1")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr[-3000:]
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr[-3000:]
@@ -74,10 +88,28 @@ def test_a_broken_game_stops_training_in_one_line_before_any_write(tmp_path, nam
     assert not run_dir.exists()
 
 
-def test_check_names_the_line_of_a_step_that_breaks_shapes(tmp_path, monkeypatch):
+def test_a_broken_game_stops_the_real_script_in_one_line(tmp_path):
+    """The same through the real process: exit status 2 and nothing else on stderr (no
+    warning either, which this process's own captures would not show)."""
+    source, what, line = BROKEN["untraceable"]
+    (tmp_path / "untraceable.py").write_text(source)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / "train.py"), "--game", "untraceable:Bad",
+         "--run-dir", str(tmp_path / "run"), "--iterations", "1"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr[-3000:]
+    assert what in lines[0] and f"untraceable.py:{line}" in lines[0], lines[0]
+    assert not (tmp_path / "run").exists()
+
+
+def test_check_names_the_line_of_a_step_that_breaks_shapes(tmp_path, monkeypatch,
+                                                           forget_modules):
     source, _, line = BROKEN["step_shape"]
     (tmp_path / "step_shape.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
+    forget_modules.append("step_shape")
     with pytest.raises(envs.EnvCheckError) as caught:
         envs.check_env(envs.make("step_shape:Bad"), num_games=2)
     assert caught.value.property == "types"
@@ -85,16 +117,19 @@ def test_check_names_the_line_of_a_step_that_breaks_shapes(tmp_path, monkeypatch
     assert "envs/core.py" not in str(caught.value)
 
 
-def test_an_error_at_import_names_file_and_line(tmp_path, monkeypatch):
+def test_an_error_at_import_names_file_and_line(tmp_path, monkeypatch, forget_modules):
     source, _, line = BROKEN["raises_at_import"]
     (tmp_path / "raises_at_import.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
+    forget_modules.append("raises_at_import")
     with pytest.raises(ValueError) as caught:
         envs.make("raises_at_import:Bad")
     assert f"raises_at_import.py:{line}: X = TABLE[8]" in str(caught.value)
     assert "KeyError" in str(caught.value)
 
 
+# Slow: compiles a training program of its own (Hex) and loads it in a new process.
+@pytest.mark.slow
 def test_a_registered_name_is_recorded_by_its_import_path(tmp_path):
     """A name from envs.register means nothing to the next process: the run records the
     class's import path and options, and loads in a new process; resuming under the name
@@ -103,7 +138,7 @@ def test_a_registered_name_is_recorded_by_its_import_path(tmp_path):
     try:
         from hex_game import Hex
         envs.register("hex3_test", lambda **o: Hex(size=3, **o), overwrite=True)
-        config = smoke(TrainConfig().replace(game="hex3_test", iterations=1))
+        config = CONFIG.replace(game="hex3_test", iterations=1)  # the tiny run, on Hex
         train(config, tmp_path / "run", progress=None)
         saved = json.loads((tmp_path / "run" / "config.json").read_text())["program"]
         assert (saved["game"], saved["game_options"]) == ("hex_game:Hex", {"size": 3})

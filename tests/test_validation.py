@@ -5,13 +5,12 @@ is allocated."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
+from cli_in_process import experiment
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -224,11 +223,8 @@ def test_valid_configs_still_pass():
 
 def test_the_command_line_refuses_a_bad_setting_before_writing_anything(tmp_path):
     run_dir = tmp_path / "run"
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "experiments" / "tictactoe.py"),
-         "--learner.learning-rate", "nan", "--run-dir", str(run_dir)],
-        check=False, capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )
+    # The script's own __main__, in this process (its real process: tests/test_cli_options.py).
+    out = experiment("tictactoe", "--learner.learning-rate", "nan", "--run-dir", run_dir)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
         "error: learner.learning_rate must be a finite number > 0, got nan"]
