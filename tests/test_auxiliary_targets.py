@@ -4,19 +4,22 @@ losses, how the final ownership and score reach the replay ring, and training on
 from __future__ import annotations
 
 import dataclasses
+import functools
 
+import go_tiny
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import tiny
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import envs
 from azjax.core import replay as replay_lib
 from azjax.core.iteration import init_train_state, make_iteration_fn
-from azjax.core.learner import LearnerConfig, alphazero_loss, auxiliary_losses
-from azjax.core.networks import NetworkConfig, init_params, make_network
+from azjax.core.learner import alphazero_loss, auxiliary_losses
+from azjax.core.networks import NetworkConfig, abstract_params, make_network
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig
 from azjax.core.selfplay import (
@@ -38,16 +41,22 @@ S, B, CELLS = 10, 4, 6
 def test_heads_leave_the_policy_value_network_as_it_was():
     """A network with heads has the plain network's parameters plus 'ownership' and
     'score' (so checkpoints of either layout name the same layers), computes the same
-    policy and value, and its heads have the board's shape."""
+    policy and value from the same weights of those, and its heads have the board's
+    shape. (Weights drawn with NumPy: nothing to compile for them.)"""
     env = envs.make("go", size=5, history=2)
     plain = NetworkConfig(channels=8, num_blocks=1)
     heads = dataclasses.replace(plain, ownership_head=True, score_head=True)
-    key = jax.random.key(3)
-    params_plain, params_heads = init_params(env, plain, key), init_params(env, heads, key)
-    inner = dict(params_heads["params"])
-    assert set(inner) - set(params_plain["params"]) == {"ownership", "score"}
+    shapes_plain, shapes_heads = abstract_params(env, plain), abstract_params(env, heads)
+    inner = dict(shapes_heads["params"])
+    assert set(inner) - set(shapes_plain["params"]) == {"ownership", "score"}
     del inner["ownership"], inner["score"]
-    assert jax.tree.structure(inner) == jax.tree.structure(dict(params_plain["params"]))
+    assert jax.tree.map(jnp.shape, inner) == jax.tree.map(jnp.shape,
+                                                          dict(shapes_plain["params"]))
+    rng = np.random.default_rng(3)
+    params_heads = jax.tree.map(lambda leaf: rng.normal(0, 0.3, leaf.shape).astype(leaf.dtype),
+                                shapes_heads)
+    params_plain = {"params": {name: layer for name, layer in params_heads["params"].items()
+                               if name not in ("ownership", "score")}}
     obs = jax.random.bernoulli(jax.random.key(4), 0.3, (3, *env.observation_shape))
     logits, value = make_network(env, plain).apply(params_plain, obs)
     logits2, value2, out = make_network(env, heads).apply(params_heads, obs, aux=True)
@@ -55,7 +64,8 @@ def test_heads_leave_the_policy_value_network_as_it_was():
     np.testing.assert_allclose(value, value2, rtol=1e-5, atol=1e-6)
     assert out["ownership"].shape == (3, 25) and out["score"].shape == (3,)
     assert float(jnp.max(jnp.abs(out["ownership"]))) <= 1.0
-    assert make_network(env, plain).apply(params_plain, obs, aux=True)[2] == {}
+    plain_aux = functools.partial(make_network(env, plain).apply, aux=True)
+    assert jax.eval_shape(plain_aux, params_plain, obs)[2] == {}  # no heads, nothing to run
 
 
 def test_a_head_without_its_target_is_one_clear_error():
@@ -203,59 +213,50 @@ def test_sampled_ownership_turns_with_the_board():
         ownership=jnp.asarray(obs[..., 0].reshape(n, 25).astype(np.int8)),
         has_z=jnp.ones(n, bool), slot=jnp.zeros(n, jnp.int32))
     ring = replay_lib.add(ring, data)
-    batch = jax.device_get(replay_lib.sample(ring, jax.random.key(0), 256, env.symmetries))
+    sample = jax.jit(lambda ring, key: replay_lib.sample(ring, key, 256, env.symmetries))
+    batch = jax.device_get(sample(ring, jax.random.key(0)))
     np.testing.assert_array_equal(batch.ownership,
                                   batch.observation[..., 0].reshape(256, 25).astype(np.int8))
-    copies = jax.device_get(replay_lib.augment_all(jax.tree.map(lambda x: x[:4], data),
-                                                   env.symmetries))
+    copies = jax.device_get(jax.jit(lambda d: replay_lib.augment_all(d, env.symmetries))(
+        jax.tree.map(lambda x: x[:4], data)))
     np.testing.assert_array_equal(copies.ownership,
                                   copies.observation[..., 0].reshape(32, 25).astype(np.int8))
 
 
 # --------------------------------------------------------------------------------------
-# Training on 5x5 Go with every lever on
+# Training on 5x5 Go with every lever on: the shared Go program of tests/go_tiny.py
 # --------------------------------------------------------------------------------------
-
-FULL_PROB, STEPS, ITERATIONS = 0.25, 8, 10
 
 
 @pytest.fixture(scope="module")
-def go_training():
-    program = ProgramConfig(
-        game="go", game_options={"size": 5, "komi": 0.5, "history": 2},
-        network=NetworkConfig(channels=8, num_blocks=1, ownership_head=True,
-                              score_head=True),
-        search=SearchConfig(policy="gumbel", num_simulations=8,
-                            max_num_considered_actions=8),
-        selfplay=SelfPlayConfig(num_games=16, steps_per_iteration=STEPS,
-                                full_search_prob=FULL_PROB, cheap_simulations=2),
-        learner=LearnerConfig(batch_size=32), replay_capacity=16 * STEPS * ITERATIONS,
-        gradient_steps=2)
-    env = program.make_env()
-    state = init_train_state(env, program, jax.random.key(0))
-    iteration = jax.jit(make_iteration_fn(env, program))
-    metrics = []
-    for _ in range(ITERATIONS):
-        state, m = iteration(state)
-        metrics.append(jax.device_get(m))
-    return env, program, jax.device_get(state.replay.data), metrics
+def go_training(tmp_path_factory):
+    """The game, the program, the replay ring and the records of the shared 5x5 Go run
+    (tests/go_tiny.py: both heads, playout cap randomisation, a ring that keeps every
+    position)."""
+    run = go_tiny.trained(tmp_path_factory)
+    return (run.env, go_tiny.CONFIG.program, run.result.train_state.replay.data,
+            run.result.records)
 
 
 def test_training_records_each_games_final_ownership_and_score(go_training):
     """Every labelled position's ownership map and score are those of one finished game:
     the map sums to the score plus komi and agrees with the outcome's sign; positions
     still pending have no targets yet."""
-    env, _, data, metrics = go_training
+    env, _, data, records = go_training
     labelled = data.has_z
+    # Deterministic: the run is a fixed function of its seed, whose games end often
+    # enough to label hundreds of positions; the check needs many, not a number.
     assert labelled.sum() > 100
     owners, score = data.ownership[labelled].astype(np.float32), data.score[labelled]
     np.testing.assert_allclose(owners.sum(1) - env.komi, score)
     mover_sign = np.where(data.player[labelled] == 0, 1.0, -1.0)
     np.testing.assert_array_equal(np.sign(score) * mover_sign, data.z[labelled])
     pending = (~labelled) & (data.slot >= 0)
+    assert pending.any()  # (deterministic, as above: games are still running at the end)
     assert not data.ownership[pending].any() and not data.score[pending].any()
-    assert all(np.isfinite(m["ownership_loss"]) and np.isfinite(m["score_loss"])
-               for m in metrics)
+    assert len(records) == go_tiny.ITERATIONS
+    assert all(np.isfinite(r["ownership_loss"]) and np.isfinite(r["score_loss"])
+               for r in records)
 
 
 def test_playout_cap_randomisation_searches_a_share_of_moves_in_full(go_training):
@@ -263,20 +264,26 @@ def test_playout_cap_randomisation_searches_a_share_of_moves_in_full(go_training
     them; the cheap search is the configured one."""
     _, program, data, _ = go_training
     written = data.slot >= 0
-    full = data.full_search[written].reshape(ITERATIONS, STEPS, 16)
+    full = data.full_search[written].reshape(go_tiny.ITERATIONS, go_tiny.STEPS, go_tiny.GAMES)
     assert (full == full[..., :1]).all()
     pattern = full_search_moves(program.selfplay)
+    assert program.selfplay.full_search_prob == 0.25 and go_tiny.STEPS == 8
     assert pattern.tolist() == [False, False, False, True, False, False, False, True]
     assert (full[..., 0] == pattern).all()
     cheap = cheap_search_config(program.search, program.selfplay)
     assert cheap.num_simulations == 2 and cheap.max_num_considered_actions == 2
 
 
-def test_training_vmapped_over_runs_still_runs_one_search_a_move(go_training):
+def test_training_vmapped_over_runs_still_runs_one_search_a_move():
     """Training vmaps the iteration over a group's runs: the choice between the full and
     the cheap search must stay a `cond` there (a batched choice would become a select
-    that runs both searches every move)."""
-    env, program, _, _ = go_training
+    that runs both searches every move). The choice is the game's no more than the
+    network's: the tiny tic-tac-toe program (tests/tiny.py) with playout cap
+    randomisation is the cheapest to trace."""
+    program = dataclasses.replace(tiny.CONFIG.program, selfplay=dataclasses.replace(
+        tiny.CONFIG.program.selfplay, steps_per_iteration=8, full_search_prob=0.25,
+        cheap_simulations=2))
+    env = program.make_env()
     state = jax.eval_shape(lambda k: init_train_state(env, program, k), jax.random.key(0))
     stacked = jax.tree.map(lambda x: jax.ShapeDtypeStruct((2, *x.shape), x.dtype), state)
     text = str(jax.make_jaxpr(jax.vmap(make_iteration_fn(env, program)))(stacked))

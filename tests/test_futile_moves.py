@@ -5,13 +5,14 @@ search with the setting never visits them, at its root or below it."""
 
 from __future__ import annotations
 
+import go_tiny
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import envs
-from azjax.core.networks import NetworkConfig, init_params
+from azjax.core.networks import NetworkConfig
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig, make_search_fn, play_search, visit_counts
 from azjax.core.search_extras import without_futile
@@ -96,9 +97,11 @@ def eyes_only_position():
     moves = []
     for i, w in enumerate(white):
         moves += [black[i] if i < len(black) else 25, w]
-    state = env.init(jax.random.PRNGKey(0))
+    # one compiled step (op by op, each of the step's operations would compile)
+    step = jax.jit(env.step)
+    state = jax.jit(env.init)(jax.random.PRNGKey(0))
     for move in moves:
-        state = env.step(state, jnp.int32(move))
+        state = step(state, jnp.int32(move))
     assert int(state.current_player) == 0 and not bool(state.terminated)
     assert np.asarray(state.board).tolist() == [
         -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, -1, 1, -1, 1, -1, 1, 1, 1, 1, 1]
@@ -122,7 +125,7 @@ def test_a_search_that_skips_futile_moves_never_visits_them(policy):
     visits = {}
     for skip in (False, True):
         config = SearchConfig(policy=policy, num_simulations=16, skip_futile=skip)
-        search = make_search_fn(env, uniform_net(env.num_actions), config)
+        search = jax.jit(make_search_fn(env, uniform_net(env.num_actions), config))
         output = search(None, config.as_arrays(), jax.random.key(1), states)
         visits[skip] = np.asarray(visit_counts(output))[0]
     assert visits[False][eyes].sum() > 0
@@ -135,9 +138,9 @@ def test_below_the_root_futile_moves_get_no_prior():
     states = jax.tree.map(lambda a: a[-8:], states)  # the games' 40th plies
     config = SearchConfig(policy="puct", num_simulations=48, skip_futile=True,
                           dirichlet_fraction=0.0)
-    search = make_search_fn(env, uniform_net(env.num_actions), config)
+    search = jax.jit(make_search_fn(env, uniform_net(env.num_actions), config))
     tree = search(None, config.as_arrays(), jax.random.key(4), states).search_tree
-    futile = np.asarray(jax.vmap(jax.vmap(env.futile_moves()))(tree.embeddings))
+    futile = np.asarray(jax.jit(jax.vmap(jax.vmap(env.futile_moves())))(tree.embeddings))
     legal = np.asarray(tree.embeddings.legal_action_mask)
     expanded = np.asarray(tree.node_visits) > 0
     expanded[:, 0] = False  # the root is masked by mctx's invalid_actions instead
@@ -169,12 +172,12 @@ def test_a_game_without_futile_moves_is_refused():
 
 def test_the_agent_skips_futile_moves_in_play_only(tmp_path, search_configs):
     env, state = eyes_only_position()
-    network = NetworkConfig(channels=8, num_blocks=1)
+    network = NetworkConfig(channels=8, num_blocks=0)
     program = ProgramConfig(game="go", game_options={"size": 5, "komi": 0.5, "history": 1},
                             network=network, search=SearchConfig(num_simulations=8,
                                                                  play_skip_futile=True))
     assert not program.search.skip_futile and play_search(program.search).skip_futile
-    agent = Agent(env, program, init_params(env, network, jax.random.key(0)))
+    agent = Agent(env, program, go_tiny.random_params(env, network))
     assert agent.search_config.skip_futile
     states = jax.tree.map(lambda x: x[None], state)
     assert int(agent.act(states, jax.random.key(1))[0]) == 25

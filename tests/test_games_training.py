@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 import sys
 from pathlib import Path
 
 import binomial
+import go_tiny
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import tiny
 
 from azjax import TrainConfig, train, train_group
 from azjax.core.iteration import init_train_state, make_iteration_fn
@@ -22,6 +23,9 @@ from azjax.core.selfplay import SelfPlayConfig
 from envs.coin_split import split_table
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "experiments"))
+
+from _cli import main as experiments_main
 
 TINY = TrainConfig().replace(
     network=NetworkConfig(channels=16, num_blocks=1, policy_filters=2, value_hidden=16),
@@ -53,32 +57,48 @@ def occupied_actions(game: str, env, obs: np.ndarray) -> np.ndarray:
     raise AssertionError(game)
 
 
-@pytest.mark.parametrize(
-    "game, options, steps",
-    [
-        ("connect_four", {}, 30),  # long enough for some columns to fill
-        ("gomoku", {"size": 7, "k": 4}, 6),
-        ("go", {"size": 5, "history": 2}, 6),
-        ("coin_split", {"coins": 9}, 6),
-    ],
-)
-def test_one_iteration_writes_legal_search_targets(game, options, steps):
-    config = TINY.replace(game=game, game_options=options,
-        selfplay=dataclasses.replace(TINY.program.selfplay, steps_per_iteration=steps),
-    )
-    env = config.make_env()
-    state = init_train_state(env, config.program, jax.random.key(0))
-    state, metrics = jax.jit(make_iteration_fn(env, config.program))(state)
-    written = config.program.positions_per_iteration
-    assert int(state.replay.size) == written
-    data = jax.tree.map(lambda x: np.asarray(x)[:written], state.replay.data)
+def check_search_targets(game: str, env, replay, written: int) -> None:
+    """The replay ring holds `written` positions of the game's shapes, whose search
+    policies sum to 1 and put nothing on certainly illegal actions, and whose outcomes
+    are wins, losses or draws."""
+    assert int(replay.size) == written
+    data = jax.tree.map(lambda x: np.asarray(x)[:written], replay.data)
     assert data.observation.shape == (written, *env.observation_shape)
     np.testing.assert_allclose(data.policy.sum(axis=1), 1.0, atol=1e-5)
     illegal = occupied_actions(game, env, data.observation)
     assert illegal.any()  # the check is not vacuous
     assert np.all(data.policy[illegal] == 0.0)
     assert set(np.unique(data.z[data.has_z])) <= {-1.0, 0.0, 1.0}
+
+
+@pytest.mark.parametrize(
+    "game, options, steps",
+    [
+        ("connect_four", {}, 30),  # long enough for some columns to fill
+        ("gomoku", {"size": 7, "k": 4}, 6),
+        ("coin_split", {"coins": 9}, 6),
+    ],
+)
+def test_one_iteration_writes_legal_search_targets(game, options, steps):
+    """One iteration of the tiny program (tests/tiny.py: what the network is does not
+    matter here, so the cheapest to compile) on each game."""
+    config = tiny.CONFIG.replace(game=game, game_options=options,
+        selfplay=dataclasses.replace(tiny.CONFIG.program.selfplay, steps_per_iteration=steps),
+    )
+    env = config.make_env()
+    state = init_train_state(env, config.program, jax.random.key(0))
+    state, metrics = jax.jit(make_iteration_fn(env, config.program))(state)
+    check_search_targets(game, env, state.replay, config.program.positions_per_iteration)
     assert np.isfinite(float(metrics["loss"]))
+
+
+def test_go_training_writes_legal_search_targets(tmp_path_factory):
+    """Go's: the shared 5x5 Go run of tests/go_tiny.py, every position it played (with
+    the full search and with the cheap one of playout cap randomisation)."""
+    run = go_tiny.trained(tmp_path_factory)
+    check_search_targets("go", run.env, run.result.train_state.replay,
+                         go_tiny.GAMES * go_tiny.STEPS * go_tiny.ITERATIONS)
+    assert all(np.isfinite(r["loss"]) for r in run.result.records)
 
 
 @pytest.mark.slow  # ~20 s; tests/test_replay.py and test_selfplay.py check the targets
@@ -172,19 +192,16 @@ def test_game_options_round_trip_through_config_json(tmp_path):
     assert env.num_actions == 50 and env.observation_shape[:2] == (7, 7)
 
 
-def test_experiment_script_takes_game_options_and_rejects_bad_ones(tmp_path):
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "experiments" / "go9x9.py"), "--run-dir", str(tmp_path),
-         "--game-options.size", "1"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )
-    assert out.returncode == 2
-    assert out.stderr.startswith("error:") and "size" in out.stderr
-    assert "Traceback" not in out.stderr
+def test_experiment_script_takes_game_options_and_rejects_bad_ones(tmp_path, capsys):
+    """In process: the script's `main` (tests/test_game_options.py starts the scripts)."""
+    assert experiments_main("go9x9", str(tmp_path), ["--game-options.size", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "size" in err
+    assert "Traceback" not in err
 
 
 def test_max_minutes_stops_the_run_and_a_resume_says_so(tmp_path):
-    config = TINY.replace(game="tictactoe", iterations=50, max_minutes=1e-6)
+    config = tiny.CONFIG.replace(iterations=50, max_minutes=1e-6)
     messages: list[str] = []
     result = train(config, tmp_path, progress=messages.append)
     assert [r["iteration"] for r in result.records] == [1]

@@ -132,6 +132,8 @@ def test_no_score_line_without_a_score_head():
     assert not any("score" in line for line in ok(engine, "showboard").split("\n"))
 
 
+# Slow: compiles the network and its search on three board sizes.
+@pytest.mark.slow
 def test_a_network_with_pooled_heads_plays_every_board_size():
     """`boardsize N` for weights that fit every board: the game, the search and the
     ownership board follow the new size; back to the first size, all as before."""

@@ -6,15 +6,17 @@ game's own count where a move ends the game, each from the right player's view).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
+import go_tiny
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import envs
-from azjax.core.networks import NetworkConfig, init_params
+from azjax.core.networks import NetworkConfig
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig, make_search_fn, root_q, visit_counts
 from azjax.evaluation.player_specs import make_player
@@ -25,16 +27,17 @@ CELLS = SIZE * SIZE
 PASS = CELLS
 
 
-def constant_net(score_per_cell: float | None):
-    """A network of uniform priors and value 0 whose score head (if any) says the mover
-    leads by `score_per_cell` points a cell everywhere."""
+def constant_net(score_head: bool):
+    """A network of uniform priors and value 0 whose score head (if it has one) says the
+    mover leads by `params` points a cell everywhere: the margin is an argument of the
+    compiled search, not a constant in it, so that one program serves every margin."""
 
     def apply(params, obs, aux=False):
         batch = obs.shape[0]
         logits, value = jnp.zeros((batch, CELLS + 1)), jnp.zeros((batch,))
         if not aux:
             return logits, value
-        heads = {} if score_per_cell is None else {"score": jnp.full((batch,), score_per_cell)}
+        heads = {"score": jnp.full((batch,), params)} if score_head else {}
         return logits, value, heads
 
     return apply
@@ -44,18 +47,28 @@ def white_after_black_passed():
     """An empty 5x5 board, Black has passed: White's pass ends the game, White ahead by
     komi under area scoring (0 stones each)."""
     env = envs.make("go", size=SIZE, komi=KOMI, history=1)
-    state = env.step(env.init(jax.random.PRNGKey(0)), jnp.int32(PASS))
+    # jitted: op by op, each of the step's operations would compile
+    state = jax.jit(env.step)(jax.jit(env.init)(jax.random.PRNGKey(0)), jnp.int32(PASS))
     assert int(state.current_player) == 1 and not bool(state.terminated)
     return env, jax.tree.map(lambda x: x[None], state)
 
 
-def searched_q(utility: float, score_per_cell: float | None = 0.1, scale: float = 20.0):
-    env, states = white_after_black_passed()
+@functools.cache
+def compiled_search(utility: float, scale: float, score_head: bool):
+    """The jitted search of every move once (noise off) with this score utility, over
+    `constant_net`, and its settings."""
+    env, _ = white_after_black_passed()
     config = SearchConfig(policy="gumbel", num_simulations=CELLS + 1,
                           max_num_considered_actions=CELLS + 1, gumbel_scale=0.0,
                           score_utility=utility, score_utility_scale=scale)
-    search = make_search_fn(env, constant_net(score_per_cell), config)
-    output = search(None, config.as_arrays(), jax.random.PRNGKey(1), states)
+    return jax.jit(make_search_fn(env, constant_net(score_head), config)), config
+
+
+def searched_q(utility: float, score_per_cell: float | None = 0.1, scale: float = 20.0):
+    _, states = white_after_black_passed()
+    search, config = compiled_search(utility, scale, score_per_cell is not None)
+    params = None if score_per_cell is None else jnp.float32(score_per_cell)
+    output = search(params, config.as_arrays(), jax.random.PRNGKey(1), states)
     visits, q = np.asarray(visit_counts(output))[0], np.asarray(root_q(output))[0]
     legal = np.asarray(states.legal_action_mask)[0]
     assert (visits[legal] == 1).all()  # every move searched once: its q is its leaf
@@ -104,7 +117,7 @@ def test_a_training_program_without_a_score_head_is_refused():
 def test_a_game_without_a_score_margin_is_refused():
     env = envs.make("tictactoe")
     with pytest.raises(ValueError, match="tictactoe has no Env.score_margin"):
-        make_search_fn(env, constant_net(0.0), SearchConfig(score_utility=0.5))
+        make_search_fn(env, constant_net(True), SearchConfig(score_utility=0.5))
 
 
 @pytest.mark.parametrize("changes,message", [
@@ -119,10 +132,10 @@ def test_bad_settings_are_refused(changes, message):
 
 def go_agent(search: SearchConfig | None = None) -> Agent:
     env = envs.make("go", size=SIZE, komi=KOMI, history=1)
-    network = NetworkConfig(channels=8, num_blocks=1, score_head=True)
+    network = NetworkConfig(channels=8, num_blocks=0, score_head=True)
     program = ProgramConfig(game="go", game_options={"size": SIZE, "komi": KOMI, "history": 1},
                             network=network, search=search or SearchConfig())
-    return Agent(env, program, init_params(env, network, jax.random.key(0)))
+    return Agent(env, program, go_tiny.random_params(env, network))
 
 
 def test_an_agent_plays_with_the_utility_its_spec_names(tmp_path, search_configs):
@@ -165,8 +178,11 @@ def test_a_trained_agent_plays_with_play_policy(tmp_path, search_configs):
 
 
 def test_self_play_searches_with_its_own_budget():
+    """The search built from a config plays `num_simulations`, not `play_simulations`
+    (the program of the utility tests above: only play_simulations is new)."""
     env, states = white_after_black_passed()
-    config = SearchConfig(num_simulations=8, play_simulations=64)
-    search = make_search_fn(env, constant_net(0.0), config)
-    output = search(None, config.as_arrays(), jax.random.PRNGKey(1), states)
-    assert int(np.asarray(visit_counts(output)).sum()) == 8
+    _, config = compiled_search(0.0, 20.0, True)
+    config = dataclasses.replace(config, play_simulations=64)
+    search = jax.jit(make_search_fn(env, constant_net(True), config))
+    output = search(jnp.float32(0.0), config.as_arrays(), jax.random.PRNGKey(1), states)
+    assert int(np.asarray(visit_counts(output)).sum()) == config.num_simulations == CELLS + 1

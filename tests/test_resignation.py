@@ -5,11 +5,16 @@ against a plain-Python walk through the trajectory; and one training iteration o
 in which every game is resigned, whose auxiliary losses must then be zero.
 
 The stand-in search's move is the highest empty cell (random plies aside), its policy
-(a+1)^2 on the legal cells, as in tests/test_exploration.py.
+(a+1)^2 on the legal cells, as in tests/test_exploration.py. Each test plays from a fixed
+seed: what it counts of its games (that some games resign at a given ply, that some
+resignations would have been false) is a deterministic fact of that seed, checked so that
+the plain-Python walk is known to have met it; the share of no-resign games alone is a
+statistical criterion, with its false-failure rate.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from types import SimpleNamespace
 
@@ -65,7 +70,7 @@ def self_play(config: SelfPlayConfig, value_fn, seed: int, finals=None, windows:
     env = envs.make("tictactoe")
     play = jax.jit(make_play_fn(env, stand_in_search(value_fn), SEARCH, config,
                                 finals=finals))
-    games = init_games(env, jax.random.key(seed), config)
+    games = jax.jit(lambda key: init_games(env, key, config))(jax.random.key(seed))
     first, trajectories = jax.device_get(games), []
     for key in jax.random.split(jax.random.key(seed + 1), windows):
         games, trajectory = play(None, SEARCH.as_arrays(), key, games)
@@ -97,12 +102,13 @@ def test_resigning_games_end_at_the_resigners_first_eligible_move():
     ply, player = plies(trajectory), trajectory.positions.player
     ended, resigned = trajectory.ended, trajectory.resigned
     steps, games = ended.shape
-    positions, *_ = assign_outcomes(trajectory)
+    positions, *_ = jax.jit(assign_outcomes)(trajectory)
     z = positions.z.reshape(steps, games)
     has_z = positions.has_z.reshape(steps, games)
     # with a discount the resignation is the game's last ply: the resigning position's
     # z is the undiscounted loss, its opponent's before it the win times d, and so on
-    halved = assign_outcomes(trajectory, discount=0.5)[0].z.reshape(steps, games)
+    halved = jax.jit(functools.partial(assign_outcomes, discount=0.5))(trajectory)[0]
+    halved = halved.z.reshape(steps, games)
     ends_by_resigning = 0
     for b in range(games):
         in_first_game = True
@@ -227,11 +233,17 @@ def test_resigned_games_get_no_auxiliary_targets_in_the_ring():
                                 windows=3)
     steps, games = trajectories[0].ended.shape
     ring = replay_lib.init(3 * steps * games, (3, 3, 3), 9, score=True, has_final=True)
-    for trajectory in trajectories:
+
+    @jax.jit
+    def write(ring, trajectory):
+        """A window into the ring, as training writes it."""
         positions, first_end, first_outcome, first_length = assign_outcomes(trajectory)
         ring = replay_lib.resolve(ring, first_end, first_outcome, first_length,
                                   slot_final=first_finals(trajectory))
-        ring = replay_lib.add(ring, positions)
+        return replay_lib.add(ring, positions)
+
+    for trajectory in trajectories:
+        ring = write(ring, trajectory)
     data = jax.device_get(ring.data)
     ended = np.concatenate([t.ended for t in trajectories])
     resigned = np.concatenate([t.resigned for t in trajectories])

@@ -1,10 +1,14 @@
 """Networks whose weights fit every board size (`network.pooled_heads`) and runs that
-start from another run's weights (`run.warm_start`): 7x7 Go, then 9x9."""
+start from another run's weights (`run.warm_start`): 5x5 Go from 7x7 weights (the shared
+5x5 Go program of tests/go_tiny.py), and 9x9 after a 7x7 warm-up recipe."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from pathlib import Path
 
+import go_tiny
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +16,7 @@ import pytest
 
 import envs
 from azjax.core.learner import LearnerConfig
-from azjax.core.networks import NetworkConfig, init_params, make_network
+from azjax.core.networks import NetworkConfig, abstract_params, make_network
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig
 from azjax.core.selfplay import SelfPlayConfig
@@ -50,23 +54,25 @@ def random_positions(env: envs.Env, key, plies: int = 12, batch: int = 6):
 
 def test_one_set_of_weights_runs_on_every_board_size():
     small, big = go(5), go(9)
-    params = init_params(small, POOLED, jax.random.key(0))
-    assert jax.tree.map(jnp.shape, params) == jax.tree.map(
-        jnp.shape, init_params(big, POOLED, jax.random.key(1)))
+    assert jax.tree.map(jnp.shape, abstract_params(small, POOLED)) == jax.tree.map(
+        jnp.shape, abstract_params(big, POOLED))
+    # Weights of a fixed seed (deterministic) that leave no ReLU off everywhere, which the
+    # edge check below needs (with some seeds' the policy's are, and every cell gets the
+    # same logit).
+    params = go_tiny.random_params(small, POOLED, 4)
     for env in (small, big):
-        obs, _ = random_positions(env, jax.random.key(2))
-        logits, value, heads = make_network(env, POOLED).apply(params, obs, aux=True)
+        obs, _ = jax.jit(functools.partial(random_positions, env))(jax.random.key(2))
+        empty = jnp.zeros((1, *env.observation_shape), bool)
+        apply = jax.jit(functools.partial(make_network(env, POOLED).apply, aux=True))
+        logits, value, heads = apply(params, jnp.concatenate([obs, empty]))
+        point = logits[-1]
+        logits, value, heads = jax.tree.map(lambda x: x[:6], (logits, value, heads))
         cells = env.size ** 2
         assert logits.shape == (6, cells + 1) and value.shape == (6,)
         assert heads["ownership"].shape == (6, cells) and heads["score"].shape == (6,)
         assert bool(jnp.all(jnp.isfinite(logits))) and bool(jnp.all(jnp.abs(value) <= 1))
         # The network sees the board's edge: on the empty board, with White to play (no
-        # plane of the observation is on), a corner and the centre get different logits
-        # (weights jittered so that no ReLU is off everywhere).
-        jittered = jax.tree.map(
-            lambda p: p + 0.3 * jax.random.normal(jax.random.key(5), p.shape), params)
-        empty = jnp.zeros((1, *env.observation_shape), bool)
-        point = make_network(env, POOLED).apply(jittered, empty)[0][0]
+        # plane of the observation is on), a corner and the centre get different logits.
         assert float(point[0]) != pytest.approx(float(point[cells // 2]), abs=1e-4)
 
 
@@ -75,7 +81,7 @@ def test_the_point_logits_move_with_the_board():
     logits of the cells within the torso's reach of it and no others (a dense head over
     the flattened board would change them all), and the pooled pass logit."""
     env = go(9)
-    params = init_params(env, POOLED, jax.random.key(4))
+    params = go_tiny.random_params(env, POOLED, 4)
     net = make_network(env, POOLED)
     obs = jnp.zeros((1, 9, 9, env.observation_shape[-1]), bool).at[..., -1].set(True)
     one = obs.at[0, 4, 4, 0].set(True)  # a lone stone of the mover in the centre
@@ -115,37 +121,78 @@ def _config(size: int, **run) -> TrainConfig:
     return TrainConfig(program=program, run=RunConfig(**run), seed=size)
 
 
-def test_a_run_starts_from_the_weights_of_a_run_on_another_board(tmp_path):
-    train(_config(5), tmp_path / "small")
-    small = Agent.load(tmp_path / "small").params
-    # Without learning steps, the 7x7 run's weights are the 5x5 run's, unchanged.
-    frozen = _config(7, warm_start=str(tmp_path / "small")).replace(gradient_steps=0)
-    train(frozen, tmp_path / "big")
-    assert leaves_equal(Agent.load(tmp_path / "big").params, small)
-    fresh = _config(7).replace(gradient_steps=0)
-    train(fresh, tmp_path / "fresh")
-    assert not leaves_equal(Agent.load(tmp_path / "fresh").params, small)
-    # A resumed run goes on from its own checkpoint, not from warm_start's weights.
-    train(fresh.replace(iterations=3, warm_start=str(tmp_path / "small")), tmp_path / "fresh")
+# The runs that start from other weights run the shared 5x5 Go program of
+# tests/go_tiny.py (its network fits every board size); the weights they start from are
+# those of the same network on 7x7 Go, drawn with NumPy into an agent file (nothing to
+# compile), and those of the shared run's directory. The program learns once more
+# positions than one iteration plays have an outcome (learn_after): so never in a run's
+# first iteration, and here not before the fourth.
+
+
+def pooled_agent_file(path: Path, size: int, network: NetworkConfig = go_tiny.NETWORK) -> Path:
+    """An agent file of `network` (random weights) on `size`x`size` Go, at `path`."""
+    program = dataclasses.replace(go_tiny.CONFIG.program, network=network, game_options={
+        **go_tiny.CONFIG.program.game_options, "size": size})
+    env = program.make_env()
+    return Agent(env, program, go_tiny.random_params(env, network, size)).export(path)
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Path:
+    """Weights of the shared program's network on 7x7 Go, as an agent file."""
+    return pooled_agent_file(tmp_path_factory.mktemp("big") / "big.azjax", 7)
+
+
+@pytest.fixture(scope="module")
+def warm(big, tmp_path_factory) -> tuple[Path, list[dict]]:
+    """A 5x5 run of four iterations started from `big`, a checkpoint after each: its
+    directory and records."""
+    path = tmp_path_factory.mktemp("warm") / "run"
+    config = go_tiny.CONFIG.replace(iterations=4, warm_start=str(big), checkpoint_every=1,
+                                    keep_every=1)
+    return path, train(config, path, progress=None).records
+
+
+# Slow (with the learn_after test, which reads the same run): two 5x5 Go runs.
+@pytest.mark.slow
+def test_a_run_starts_from_the_weights_of_a_run_on_another_board(big, warm, tmp_path,
+                                                                 tmp_path_factory):
+    weights = Agent.load(big).params
+    path, _ = warm
+    # Before learning starts (learn_after), the 5x5 run's weights are the 7x7 network's,
+    # unchanged; then it trains on from them.
+    assert leaves_equal(Agent.load(path, step=1).params, weights)
+    assert not leaves_equal(Agent.load(path, step=4).params, weights)
+    fresh = go_tiny.CONFIG.replace(iterations=1)
+    train(fresh, tmp_path / "fresh", progress=None)
+    assert not leaves_equal(Agent.load(tmp_path / "fresh").params, weights)
+    # A resumed run goes on from its own checkpoint, not from warm_start's weights (and
+    # learns nothing in its second iteration: deterministic, too few games end).
+    resumed = train(fresh.replace(iterations=2, warm_start=str(big)), tmp_path / "fresh",
+                    progress=None)
+    assert resumed.records[-1]["replay_sampleable"] < go_tiny.LEARN_AFTER
     assert leaves_equal(Agent.load(tmp_path / "fresh").params,
-                        Agent.load(tmp_path / "fresh", step=2).params)
-    assert not leaves_equal(Agent.load(tmp_path / "fresh").params, small)
-    # With learning steps the warm-started run trains on from those weights.
-    learning = train(_config(7, warm_start=str(tmp_path / "small")), tmp_path / "learning")
-    assert learning is not None
-    assert not leaves_equal(Agent.load(tmp_path / "learning").params, small)
+                        Agent.load(tmp_path / "fresh", step=1).params)
+    assert not leaves_equal(Agent.load(tmp_path / "fresh").params, weights)
+    # A run directory starts a run with its newest checkpoint's weights.
+    shared = go_tiny.trained(tmp_path_factory).path
+    train(fresh.replace(warm_start=str(shared)), tmp_path / "from_dir", progress=None)
+    assert leaves_equal(Agent.load(tmp_path / "from_dir").params, Agent.load(shared).params)
 
 
 def test_a_network_of_other_shapes_or_no_run_is_one_clear_error(tmp_path):
-    train(_config(5), tmp_path / "small")
-    dense = _config(7, warm_start=str(tmp_path / "small"))
-    dense = dense.replace(network=dataclasses.replace(POOLED, pooled_heads=False))
-    with pytest.raises(ValueError, match=r"run.warm_start: the network of .*small \(go .*"
-                       r"conv 8x1 with pooled_heads, ownership_head, score_head\) has other "
-                       r"parameters than this run's .*conv 8x1 with ownership_head, score_head"):
-        train(dense, tmp_path / "dense")
+    """The 5x5 run's network has pooled heads; an agent file of the same network without
+    them, on 7x7, cannot start it."""
+    dense = pooled_agent_file(tmp_path / "dense.azjax", 7,
+                              dataclasses.replace(go_tiny.NETWORK, pooled_heads=False))
+    with pytest.raises(ValueError, match=r"run.warm_start: the network of .*dense.azjax \(go "
+                       r".*'size': 7.*conv 8x0 with ownership_head, score_head\) has other "
+                       r"parameters than this run's \(go .*'size': 5.*conv 8x0 with "
+                       r"pooled_heads, ownership_head, score_head\)"):
+        train(go_tiny.CONFIG.replace(warm_start=str(dense)), tmp_path / "run", progress=None)
     with pytest.raises(RunDirError):
-        train(_config(7, warm_start=str(tmp_path / "nowhere")), tmp_path / "lost")
+        train(go_tiny.CONFIG.replace(warm_start=str(tmp_path / "nowhere")), tmp_path / "lost",
+              progress=None)
     with pytest.raises(ValueError, match="warm_start must be a path"):
         RunConfig(warm_start=3).validate()
 
@@ -200,12 +247,22 @@ def test_a_warm_up_needs_a_run_directory():
         train(config, None)
 
 
-def test_learning_waits_for_learn_after_positions_with_an_outcome():
-    base = _config(5).replace(iterations=3, checkpoint_every=0)
-    waiting = train(base.replace(learn_after=10**6), None, progress=None)
-    learning = train(base, None, progress=None)
-    fresh = train(base.replace(iterations=1, gradient_steps=0), None, progress=None)
-    assert leaves_equal(waiting.train_state.params, fresh.train_state.params)
-    assert not leaves_equal(learning.train_state.params, fresh.train_state.params)
+# Slow: the warm-started run of the test above.
+@pytest.mark.slow
+def test_learning_waits_for_learn_after_positions_with_an_outcome(big, warm):
+    """The run of `warm` learns once more positions than one iteration plays (128) have an
+    outcome (learn_after, 129): not after the first iteration, nor after the second or
+    the third, whose 256 and 384 positions are more but whose games mostly go on; after
+    the fourth."""
+    path, records = warm
+    sampleable = [r["replay_sampleable"] for r in records]
+    assert go_tiny.LEARN_AFTER == 129 and [r["positions"] for r in records][1] == 256
+    # Deterministic, a fact of the run's seed: few of its games end before the fourth
+    # iteration (none can end at the move cap, 50 plies, before the seventh).
+    assert sampleable[2] < go_tiny.LEARN_AFTER <= sampleable[3]
+    start = Agent.load(big).params
+    for step in (1, 2, 3):
+        assert leaves_equal(Agent.load(path, step=step).params, start)
+    assert not leaves_equal(Agent.load(path, step=4).params, start)
     with pytest.raises(ValueError, match="learn_after must be"):
-        base.replace(learn_after=-1).validate()
+        go_tiny.CONFIG.replace(learn_after=-1).validate()
