@@ -39,10 +39,16 @@ RUN_LANGUAGES = ("python", "bash")
 SMOKE = {
     "--network.channels": 8, "--network.num-blocks": 1, "--network.value-hidden": 8,
     "--search.num-simulations": 4, "--search.max-num-considered-actions": 4,
+    # the trained agent plays (arena, league, GTP) with that search too, not go9x9's 128
+    "--search.play-simulations": 0,
     "--selfplay.num-games": 8, "--selfplay.steps-per-iteration": 4,
     "--learner.batch-size": 16, "--replay-capacity": 256, "--gradient-steps": 1,
     "--iterations": 2, "--eval-every": 2, "--eval-search-every": 1, "--eval-simulations": 4,
+    "--eval-games": 2,  # against each opponent of the training-time evaluation
     "--checkpoint-every": 2, "--selfplay.cheap-simulations": 2,
+    # cadences in iterations only (the Go recipes' are in minutes): the same records and
+    # checkpoints however long a busy machine takes
+    "--eval-every-minutes": 0, "--checkpoint-every-minutes": 0,
     "--warm-up-minutes": 0.01,  # go9x9's warm-up run (go7x7): one iteration
 }
 # Options of any command, shrunk wherever they appear.

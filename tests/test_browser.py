@@ -61,6 +61,18 @@ def moves_shown(page) -> list[str]:
     return text.removeprefix("Moves:").split()
 
 
+def show_the_analysis_board(page, side: str) -> None:
+    """The analysis board of the agent's reply is on the page, with its table (it waits
+    for it: a page that never shows it fails); its screenshot goes to the artifacts."""
+    board = page.locator("#analysis svg")
+    board.wait_for(state="visible")
+    assert board.count() == 1
+    assert "search value" in page.locator("#analysis").inner_text()
+    assert page.locator("#analysis-title").inner_text().startswith("The agent's search of ")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    board.screenshot(path=str(ARTIFACTS / f"analysis_board_{side}.png"))
+
+
 @pytest.mark.parametrize("side", ["first", "second"])
 def test_a_whole_game_is_played_by_clicking(browser, server, side):
     page = browser.new_page(viewport={"width": 1100, "height": 700})
@@ -90,6 +102,8 @@ def test_a_whole_game_is_played_by_clicking(browser, server, side):
                 "n => document.getElementById('moves').textContent.split(' ').length - 1 > n "
                 "&& !document.getElementById('status').textContent.includes('thinking')",
                 arg=sum(v != -1 for v in board))
+            if clicks == 1:  # at most 3 plies: the game goes on, and the agent has replied
+                show_the_analysis_board(page, side)
         status = page.locator("#status").inner_text()
         winner = ref.winner(board)
         expected = "A draw." if winner is None else "You won." if winner == human else (
@@ -99,11 +113,6 @@ def test_a_whole_game_is_played_by_clicking(browser, server, side):
         assert page.locator("#board .target").count() == 0  # nothing left to click
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"browser_game_{side}.png"), full_page=True)
-        # The analysis board of the agent's last move is on the page, with its table.
-        if page.locator("#analysis svg").count():
-            assert "search value" in page.locator("#analysis").inner_text()
-            page.locator("#analysis svg").screenshot(
-                path=str(ARTIFACTS / f"analysis_board_{side}.png"))
     finally:
         page.close()
 

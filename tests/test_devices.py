@@ -29,12 +29,14 @@ from azjax.run.devices import arrange, device_count, misfits, nearest_multiple
 from azjax.run.recipes import recipe
 
 SCRIPT = ROOT / "experiments" / "tictactoe.py"
-# A small tic-tac-toe run: 3 iterations, evaluated (network alone) and checkpointed at 3.
+# A small tic-tac-toe run: 4 iterations, evaluated (network alone) and checkpointed at 2
+# and 4.
+ITERATIONS = 4
 OPTIONS = [
     "--selfplay.num-games", "16", "--learner.batch-size", "32", "--replay-capacity", "1152",
     "--gradient-steps", "4", "--network.channels", "16", "--network.policy-filters", "4",
-    "--search.num-simulations", "8", "--iterations", "3", "--eval-every", "3",
-    "--eval-search-every", "0", "--checkpoint-every", "3", "--no-stop-when-perfect",
+    "--search.num-simulations", "8", "--iterations", str(ITERATIONS), "--eval-every", "2",
+    "--eval-search-every", "0", "--checkpoint-every", "2", "--no-stop-when-perfect",
 ]
 TIMING = ("wall_time", "positions_per_s")
 
@@ -105,7 +107,8 @@ def same_leaves(a, b) -> bool:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     """The same run twice: in one process on two host devices, and by two processes of
-    one device each (its tests run with `pytest -m slow`)."""
+    one device each (its tests run with `pytest -m slow`). The first is also the
+    uninterrupted run that a run on two devices, stopped and resumed, must repeat."""
     out = tmp_path_factory.mktemp("devices")
     dirs = {name: out / name for name in ("two_devices", "two_processes")}
     done = subprocess.run(script(dirs["two_devices"], "--devices", "2"), capture_output=True,
@@ -135,11 +138,11 @@ def test_two_processes_train_the_run_two_devices_of_one_process_train(runs):
     ours, theirs = runs["two_processes"], runs["two_devices"]
     assert records(ours) == records(theirs)
     step, state = saved_state(ours)
-    assert step == 3 and int(state.iteration) == 3
+    assert step == ITERATIONS and int(state.iteration) == ITERATIONS
     assert int(state.games) == records(theirs)[-1]["games"]
     assert same_leaves(state, saved_state(theirs)[1])
     out = ours.parent
-    assert "it     3" in (out / "first_process.out").read_text()
+    assert f"it {ITERATIONS:5d}" in (out / "first_process.out").read_text()
     second = (out / "second_process.out").read_text()  # process 0 alone reports
     assert "it " not in second and "run directory" not in second
     agent = Agent.load(ours)
@@ -166,7 +169,7 @@ def test_a_run_resumes_only_on_the_device_count_it_was_trained_on(runs):
     with pytest.raises(ckpt.RunDirError) as err:
         train(config.replace(devices=1), runs["two_devices"], progress=None)
     assert "trained on 2 devices" in str(err.value) and "--devices 2" in str(err.value)
-    assert records(runs["two_devices"])[-1]["iteration"] == 3  # nothing was written
+    assert records(runs["two_devices"])[-1]["iteration"] == ITERATIONS  # nothing was written
 
 
 def test_each_device_samples_its_own_ring_uniformly():
@@ -290,17 +293,17 @@ def test_train_config_records_the_device_count(runs):
     assert TrainConfig.from_dict(saved).run.devices == 2
 
 
-@pytest.mark.slow  # three runs on two devices, about 90 s
-def test_a_run_on_two_devices_resumes_exactly(tmp_path):
-    whole, cut = tmp_path / "whole", tmp_path / "cut"
-    every_two = ["--devices", "2", "--checkpoint-every", "2", "--eval-every", "2"]
-    commands = [script(whole, *every_two, "--iterations", "4"),
-                script(cut, *every_two, "--iterations", "2"),
-                script(cut, *every_two, "--iterations", "4")]
+@pytest.mark.slow  # the `runs` fixture, and two runs on two devices
+def test_a_run_on_two_devices_resumes_exactly(runs, tmp_path):
+    """Stopped after iteration 2 and resumed, a run on two devices is the run that was
+    never stopped (the fixture's, in one process on two devices), bit for bit."""
+    whole, cut = runs["two_devices"], tmp_path / "cut"
+    commands = [script(cut, "--devices", "2", "--iterations", "2"),
+                script(cut, "--devices", "2")]
     for command in commands:
         done = subprocess.run(command, capture_output=True, check=False, text=True, timeout=300,
                               cwd=tmp_path)
         assert done.returncode == 0, done.stderr[-2000:]
-    assert "resumed" in done.stdout
+    assert f"resumed {cut} at iteration 2" in done.stdout
     assert records(whole) == records(cut)
     assert same_leaves(saved_state(whole)[1], saved_state(cut)[1])

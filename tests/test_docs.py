@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import test_readme_headline
 from docs_blocks import SMOKE, Block, bash_line, blocks, commands, shrink
+from test_readme_headline import COMMAND as HEADLINE
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -24,11 +26,12 @@ PAGES = sorted(p for p in [ROOT / "README.md", *DOCS.rglob("*.md")])
 MAX_README_LINES = 250
 COMMANDS = ("arena", "export", "gtp", "gtp_referee", "league", "play", "serve")
 # What the scratch directory holds before a page runs: run directories trained by the
-# scripts at the smoke size, and agent files exported from them.
+# scripts at the smoke size, and agent files exported from them. The pages' Go commands
+# need a go9x9 run, not its warm-up (tests/test_experiments.py trains that).
 RUNS = {
     "tictactoe": ["experiments/tictactoe.py"],
     "connect_four": ["experiments/connect_four.py"],
-    "go9x9": ["experiments/go9x9.py", "--eval-opponents", "random"],
+    "go9x9": ["experiments/go9x9.py", "--eval-opponents", "random", "--warm-up", ""],
 }
 AGENT_FILES = {"ttt.azjax": "tictactoe", "c4.azjax": "connect_four"}
 
@@ -79,13 +82,36 @@ def test_the_readme_is_short_and_links_into_the_site():
         assert (ROOT / page).is_file(), page
 
 
+def _contains(tokens: list[str], part: list[str]) -> bool:
+    """Whether `part` is a run of consecutive tokens of `tokens`."""
+    return any(tokens[i:i + len(part)] == part for i in range(len(tokens) - len(part) + 1))
+
+
+def _without_assignments(tokens: list[str]) -> list[str]:
+    """A command line without the `NAME=value` assignments before its command."""
+    while tokens and re.fullmatch(r"[A-Za-z_]\w*=.*", tokens[0]):
+        tokens = tokens[1:]
+    return tokens
+
+
 def test_the_two_commands_are_the_readme_s_and_ci_runs_them():
-    readme = (ROOT / "README.md").read_text()
-    main, tests = (re.search(pattern, readme)[0] for pattern in (
-        r"pip install -e \. && python experiments/tictactoe\.py",
-        r"pip install -e \"\.\[test\]\" && pytest"))
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert tests in ci
+    """The README's two commands, word for word: the first installs the package and
+    trains tic-tac-toe, the command tests/test_readme_headline.py runs (CI's slow step,
+    after CI's own install of the package); the second is the test command, in .ci/run."""
+    (block,) = [block for block in blocks(ROOT / "README.md", ROOT)
+                if block.lang == "bash" and "pytest" in block.text]
+    first, second = commands(block.code())
+    ci = [_without_assignments(tokens) for tokens in commands((ROOT / ".ci" / "run").read_text())]
+
+    install, run = first[:first.index("&&")], first[first.index("&&") + 1:]
+    assert install == ["pip", "install", "-e", "."]
+    assert run == list(HEADLINE), (run, HEADLINE)
+    headline = test_readme_headline.test_default_tictactoe_command_reaches_perfect_play
+    assert "slow" in {mark.name for mark in headline.pytestmark}
+    assert any(tokens[:3] == ["pytest", "-m", "slow"] for tokens in ci)
+
+    assert second[-1] == "pytest" and 'pip install -e ".[test]"' in block.text
+    assert any(_contains(tokens, second) for tokens in ci), second
 
 
 def test_every_block_parses_and_names_what_exists():
@@ -125,7 +151,8 @@ def test_shrink_makes_commands_small():
     assert "mcts:8" in small and "alphabeta:1" in small and "gnugo:1" in small
     assert "#" not in bash_line(small) and "comment" not in small
     (tokens,) = commands('cd examples && python -m azjax.arena a b --games 9 | tail -1')
-    assert bash_line(shrink(tokens)) == "cd examples && python -m azjax.arena a b --games 2 | tail -1"
+    assert bash_line(shrink(tokens)) == (
+        "cd examples && python -m azjax.arena a b --games 2 | tail -1")
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,10 @@ Each script must train its own recipe (`azjax.run.recipes`) with the options giv
 command line over it, evaluate with its game's evaluator, checkpoint, and print a summary.
 Tic-tac-toe's script is covered by tests/test_training.py and tests/test_run_integrity.py;
 go9x9's bad options by tests/test_games_training.py (go7x7's levers by
-tests/test_auxiliary_targets.py); the sweep script by tests/test_sweep.py.
+tests/test_auxiliary_targets.py); the sweep script by tests/test_sweep.py. go9x9 trains
+here without its warm-up run (`--warm-up ''`): the warm-up is the go7x7 recipe, which the
+go7x7 case trains, and a warm-up run starting a run is tests/test_warm_start.py's (that
+go9x9's recipe warms up on go7x7: tests/test_presets.py).
 
 Slow (each script compiles its own programs: about 40 s of CPU each); `.ci/run` runs them in
 its second step (`pytest -m slow`).
@@ -36,11 +39,17 @@ SCRIPTS = {
     "go9x9": ({"size": 5}, {"net_vs_random", "search_vs_random", "vs gnugo:1"}),
     "go7x7": ({"size": 5}, {"net_vs_random", "vs gnugo:1", "ownership_loss", "score_loss"}),
 }
+# script: settings given on its command line besides the smoke ones (--warm-up '': no
+# warm-up run; see the module's docstring)
+SETTINGS = {"go9x9": {"warm_up": ""}}
 
 
 def expected_config(name: str, options: dict) -> TrainConfig:
-    """The script's recipe with the smoke options applied, built without the script."""
+    """The script's recipe with the smoke options and its settings applied, built without
+    the script."""
     config = smoke(recipe(name))
+    for path, value in SETTINGS.get(name, {}).items():
+        config = config.with_value(path, value)
     return config.replace(game_options={**config.program.game_options, **options})
 
 
@@ -51,6 +60,8 @@ def test_experiment_script_trains_its_recipe(name, tmp_path):
     args = [str(a) for item in SMOKE.items() for a in item]
     for key, value in options.items():
         args += [f"--game-options.{key}", str(value)]
+    for path, value in SETTINGS.get(name, {}).items():
+        args += [f"--{path.replace('_', '-')}", str(value)]
     out = subprocess.run(
         [sys.executable, str(ROOT / "experiments" / f"{name}.py"), "--run-dir", str(run_dir),
          *args],

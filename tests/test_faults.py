@@ -7,6 +7,7 @@ the state of a run that was never interrupted."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +26,13 @@ pytestmark = pytest.mark.slow  # two processes per run, 20-60 s each; ~7 minutes
 ITERATIONS = 50
 RUN = ["--iterations", str(ITERATIONS), "--checkpoint-every", "10", "--eval-every", "10",
        "--heartbeat-timeout", "10"]
+# Bad input: each process ends at once. Any wait for a peer is bounded by the heartbeat
+# timeout (the watch, the coordinator outlasting its peers) or by JAX's own (longer)
+# timeouts; with a heartbeat timeout far beyond what a start-up takes, a process that
+# waits at all is still running when START_UP_S has passed.
+NO_WAIT_HEARTBEAT_S = 900
+START_UP_S = 150
+STATUS_LINE = re.compile(r"^it +(\d+) \|", re.MULTILINE)
 
 
 class Pair:
@@ -33,6 +41,7 @@ class Pair:
     def __init__(self, run_dir: Path, *extra: str):
         self.run_dir, self.out = run_dir, run_dir.parent
         self.logs = [self.out / f"{run_dir.name}.{i}.{time.monotonic_ns()}" for i in (0, 1)]
+        self.started = time.monotonic()
         self.processes = launch(lambda port: [
             [sys.executable, str(SCRIPT), *OPTIONS, "--run-dir", str(run_dir), *RUN,
              "--devices", "2", "--num-processes", "2", "--process-id", str(i),
@@ -52,20 +61,26 @@ class Pair:
             assert all(p.poll() is None for p in self.processes), self.stderr(0)[-2000:]
             time.sleep(0.05)
 
-    def wait(self, i: int, limit: float = 300) -> tuple[int, float]:
-        """Process i's exit status and the seconds it took to exit from now."""
-        start = time.monotonic()
+    def logged(self) -> int:
+        """The newest iteration process 0 has logged so far (0 before the first)."""
+        return max(map(int, STATUS_LINE.findall(self.stdout(0))), default=0)
+
+    def wait(self, i: int, limit: float = 300, from_start: bool = False) -> int:
+        """Process i's exit status, waiting until `limit` seconds from now (or from the
+        processes' start); after that both are killed and the test fails with what
+        process i said."""
+        began = self.started if from_start else time.monotonic()
         try:
-            code = self.processes[i].wait(timeout=limit)
+            return self.processes[i].wait(timeout=max(0.0, began + limit - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.kill()
-            raise
-        return code, time.monotonic() - start
+            since = "its start" if from_start else "the wait began"
+            raise AssertionError(f"process {i} still ran {limit:g} s after {since}:\n"
+                                 f"{self.stderr(i)[-3000:]}") from None
 
     def finish(self) -> None:
         for i in (0, 1):
-            code, _ = self.wait(i)
-            assert code == 0, self.stderr(i)[-3000:]
+            assert self.wait(i) == 0, self.stderr(i)[-3000:]
 
     def kill(self) -> None:
         for p in self.processes:
@@ -85,6 +100,20 @@ def same_as_whole(run_dir: Path, whole: Path) -> bool:
     step, state = saved_state(run_dir)
     whole_step, whole_state = saved_state(whole)
     return step == whole_step == ITERATIONS and same_leaves(state, whole_state)
+
+
+def stopped_there(run_dir: Path, signalled_after: int) -> int:
+    """The iteration a run stopped at by a signal sent after iteration `signalled_after`
+    was logged: it finished the iteration the signal met (a later one: no earlier
+    iteration can have seen it), before its last, and saved a complete checkpoint of
+    that iteration (its manifest, written once every process saved its part, names it)
+    with the metrics up to it."""
+    stopped_at = ckpt.checkpoint_steps(run_dir)[0]
+    assert signalled_after < stopped_at < ITERATIONS, (signalled_after, stopped_at)
+    manifest = json.loads((ckpt.step_dir(run_dir, stopped_at) / ckpt.MANIFEST_FILE).read_text())
+    assert manifest["step"] == stopped_at
+    assert ckpt.read_metrics(run_dir)[-1]["iteration"] == stopped_at
+    return stopped_at
 
 
 def test_two_processes_resume_and_fall_back_together_from_damage_one_sees(tmp_path, whole):
@@ -111,7 +140,7 @@ def test_a_killed_process_stops_the_other_in_one_line_and_the_run_resumes(tmp_pa
     pair.wait_for_iteration(30)
     pair.processes[victim].send_signal(signal.SIGKILL)
     survivor = 1 - victim
-    code, _ = pair.wait(survivor, limit=120)
+    code = pair.wait(survivor, limit=120)
     lines = pair.stderr(survivor).splitlines()
     lost = [line for line in lines if not line.startswith("[Gloo]")]
     assert code == EXIT_PEER_LOST, lines
@@ -134,13 +163,12 @@ def test_sigterm_to_both_processes_saves_the_iteration_and_the_run_resumes_there
     run_dir = tmp_path / "run"
     pair = Pair(run_dir)
     pair.wait_for_iteration(40)
+    signalled_after = pair.logged()
     for process in pair.processes:
         process.send_signal(signal.SIGTERM)
-    results = [pair.wait(i, limit=120) for i in (0, 1)]
-    assert [code for code, _ in results] == [EXIT_STOPPED] * 2, pair.stderr(0)
-    # Checkpoint 40 or 41: the processes stopped within the iteration the signal met.
-    stopped_at = ckpt.checkpoint_steps(run_dir)[0]
-    assert stopped_at in (40, 41)
+    codes = [pair.wait(i, limit=120) for i in (0, 1)]
+    assert codes == [EXIT_STOPPED] * 2, pair.stderr(0)
+    stopped_at = stopped_there(run_dir, signalled_after)
     assert pair.stderr(0).splitlines()[-1] == (
         f"stopped by SIGTERM after iteration {stopped_at}, with a checkpoint in {run_dir}; "
         "rerun the same 2 commands to resume")
@@ -155,14 +183,14 @@ def test_sigint_to_one_process_stops_both_at_the_same_iteration(tmp_path):
     run_dir = tmp_path / "run"
     pair = Pair(run_dir)
     pair.wait_for_iteration(15)
+    signalled_after = pair.logged()
     pair.processes[1].send_signal(signal.SIGINT)
-    codes = [pair.wait(i, limit=120)[0] for i in (0, 1)]
+    codes = [pair.wait(i, limit=120) for i in (0, 1)]
     assert codes == [EXIT_STOPPED] * 2, pair.stderr(0)
-    stopped_at = ckpt.checkpoint_steps(run_dir)[0]
-    assert 15 <= stopped_at < 30
-    manifest = json.loads((ckpt.step_dir(run_dir, stopped_at) / ckpt.MANIFEST_FILE).read_text())
-    assert manifest["step"] == stopped_at  # both processes saved their parts of one step
-    assert f"stopped by SIGINT after iteration {stopped_at}" in pair.stderr(0)
+    # Process 0, which no signal reached, stopped where process 1 did: one checkpoint
+    # of both processes' parts, at the iteration process 0 names.
+    stopped_at = stopped_there(run_dir, signalled_after)
+    assert f"stopped by SIGINT after iteration {stopped_at}, with a checkpoint" in pair.stderr(0)
 
 
 def test_sigterm_to_a_run_of_one_process_saves_the_iteration_and_it_resumes_there(tmp_path,
@@ -178,11 +206,11 @@ def test_sigterm_to_a_run_of_one_process_saves_the_iteration_and_it_resumes_ther
     while "it    40 |" not in out_path.read_text():
         assert time.monotonic() < deadline and process.poll() is None, err_path.read_text()
         time.sleep(0.05)
+    signalled_after = max(map(int, STATUS_LINE.findall(out_path.read_text())))
     process.send_signal(signal.SIGTERM)
     code = process.wait(timeout=120)
     assert code == EXIT_STOPPED, err_path.read_text()
-    stopped_at = ckpt.checkpoint_steps(run_dir)[0]
-    assert stopped_at in (40, 41)
+    stopped_at = stopped_there(run_dir, signalled_after)
     assert err_path.read_text().splitlines()[-1] == (
         f"stopped by SIGTERM after iteration {stopped_at}, with a checkpoint in {run_dir}; "
         "rerun the same command to resume")
@@ -203,9 +231,12 @@ def test_sigterm_to_a_run_of_one_process_saves_the_iteration_and_it_resumes_ther
 ])
 def test_bad_input_to_both_processes_is_one_line_from_each_and_no_wait(tmp_path, option,
                                                                       value, error):
-    pair = Pair(tmp_path / "run", option, value)
+    """Each process says its error and exits: neither waits for the other (a wait would
+    last the heartbeat timeout, far beyond START_UP_S)."""
+    pair = Pair(tmp_path / "run", option, value,
+                "--heartbeat-timeout", str(NO_WAIT_HEARTBEAT_S))
     for i in (0, 1):
-        code, _ = pair.wait(i, limit=120)
+        code = pair.wait(i, limit=START_UP_S, from_start=True)
         lines = [line for line in pair.stderr(i).splitlines() if not line.startswith("[Gloo]")]
         assert code == 2, lines
         assert lines == [f"error: {error}"]

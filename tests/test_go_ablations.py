@@ -228,11 +228,11 @@ def test_report_only_prints_the_table(out: Path):
     assert raw["variants"]["none"]["runs"]["0"]["iteration"] == 30
 
 
-def test_failures_are_one_line(tmp_path: Path):
-    result = subprocess.run([sys.executable, str(SCRIPT), "--report-only", "--out",
-                             str(tmp_path)], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
+def test_failures_are_one_line(tmp_path: Path, capsys):
+    """In this process, through the script's `main` (its exit status: the return value;
+    the script as a process: test_report_only_prints_the_table)."""
+    assert abl.main(["--report-only", "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
         f"error: no run of all, no-ownership, no-score, none, pcr in {tmp_path}"]
 
 
@@ -241,6 +241,8 @@ def test_failures_are_one_line(tmp_path: Path):
 # --------------------------------------------------------------------------------------
 
 CURVE = ROOT / "benchmarks" / "go_curve.py"
+# The curve's command line runs as a process once (the report test below); its refusals
+# go through its `main` in this process, whose return value is the exit status.
 
 
 def arena_result(wins: int, draws: int, losses: int, margin: float) -> dict:
@@ -286,14 +288,16 @@ def test_curve_report_reads_kept_checkpoints_and_their_arenas(tmp_path):
         line for line in out.stdout.splitlines() if line.startswith("|"))
 
 
-def test_curve_refuses_a_directory_without_a_run(tmp_path):
-    out = subprocess.run([sys.executable, str(CURVE), "--run-dir", str(tmp_path / "none")],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert out.stderr.strip() == f"error: {tmp_path / 'none'} holds no training run (no metrics.jsonl)"
+def test_curve_refuses_a_directory_without_a_run(tmp_path, capsys):
+    sys.path.insert(0, str(CURVE.parent))
+    import go_curve
+
+    assert go_curve.main(["--run-dir", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {tmp_path / 'none'} holds no training run (no metrics.jsonl)")
 
 
-def test_curve_plays_only_the_steps_asked_for(tmp_path):
+def test_curve_plays_only_the_steps_asked_for(tmp_path, capsys):
     sys.path.insert(0, str(CURVE.parent))
     import go_curve
 
@@ -304,14 +308,12 @@ def test_curve_plays_only_the_steps_asked_for(tmp_path):
         path = go_curve.result_path(run, "gnugo:1", step)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(arena_result(1, 0, 1, 0.5)))
-    command = [sys.executable, str(CURVE), "--run-dir", str(run), "--report-only",
-               "--opponents", "gnugo:1"]
-    out = subprocess.run(command + ["--steps", "200"], capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert [line.split(" | ")[1] for line in out.stdout.splitlines()
+    command = ["--run-dir", str(run), "--report-only", "--opponents", "gnugo:1"]
+    code = go_curve.main(command + ["--steps", "200"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert [line.split(" | ")[1] for line in out.out.splitlines()
             if line.startswith("| 1") or line.startswith("| 2")] == ["200"]
-    out = subprocess.run(command + ["--steps", "150"], capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 2 and out.stderr.strip() == (
+    assert go_curve.main(command + ["--steps", "150"]) == 2
+    assert capsys.readouterr().err.strip() == (
         f"error: {run} kept no checkpoint of iteration 150 (kept: 100, 200)")
