@@ -226,7 +226,7 @@ def test_full_depth_tictactoe_matches_solver():
     rng = np.random.default_rng(0)
     rows = rng.choice(solution.live, 24, replace=False)
     boards = solution.boards[rows]
-    states = jax.vmap(state_from_board)(boards)
+    states = jax.jit(jax.vmap(state_from_board))(boards)
     player = alphabeta_player(env, depth=9)
     moves = player.act(states, jax.random.key(0))
     for i, row in enumerate(rows):
@@ -358,7 +358,7 @@ def test_line_count_eval_matches_reference(name, kwargs, k):
 
 def test_line_count_eval_signs():
     env = envs.make("connect_four")
-    evaluate = line_count_eval(env)
+    evaluate = jax.jit(line_count_eval(env))  # one program for every board below
     assert float(evaluate(env.init(jax.random.key(0)).observation)) == 0.0
     # X in column 1, O in column 7: a mirror image with the colours swapped.
     assert float(evaluate(state_from_moves("17").observation)) == 0.0

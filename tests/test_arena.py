@@ -163,6 +163,8 @@ def test_perfect_win_chance_reference():
     assert negamax(drawn) == 0 and perfect_win_chance(drawn, 1) == 0.0
 
 
+# Slow: 40 games of 400-simulation rollout search, a statistical bound.
+@pytest.mark.slow
 def test_rollout_mcts_cannot_beat_the_solver(ttt):
     """The solver never loses, so rollout MCTS never wins; with 400 simulations it holds
     the draw as X and mostly as O. The 20 games of each seat are independent. Offline
@@ -259,10 +261,14 @@ def test_games_unfinished_at_the_ply_cap_are_draws(ttt):
 # --------------------------------------------------------------------------------------
 
 
+# `match.opening_states` compiled (once per count and plies): eagerly, each of its
+# operations would compile on its own.
+openings = jax.jit(match.opening_states, static_argnums=(0, 2, 3))
+
+
 def test_paired_openings_share_states_and_swap_seats(ttt):
     n, plies = 40, 3
-    states, rewards = jax.jit(match.opening_states, static_argnums=(0, 2, 3))(
-        ttt, jax.random.key(8), n, plies)
+    states, rewards = openings(ttt, jax.random.key(8), n, plies)
     half = n // 2
     for leaf in jax.tree.leaves(states):
         np.testing.assert_array_equal(np.asarray(leaf)[:half], np.asarray(leaf)[half:])
@@ -274,12 +280,12 @@ def test_paired_openings_share_states_and_swap_seats(ttt):
     np.testing.assert_array_equal(match.seats(n), [0] * half + [1] * half)
 
     # With no opening plies every game starts from the initial state.
-    states, _ = match.opening_states(ttt, jax.random.key(8), 6, 0)
+    states, _ = openings(ttt, jax.random.key(8), 6, 0)
     np.testing.assert_array_equal(states.board, -1)
 
     # Odd counts: game i plays the opening of game i % ceil(n / 2), seats swapped in pairs.
     n = 7
-    states, _ = match.opening_states(ttt, jax.random.key(9), n, 2)
+    states, _ = openings(ttt, jax.random.key(9), n, 2)
     boards = [tuple(b) for b in np.asarray(states.board)]
     seats = np.asarray(match.seats(n)).tolist()
     assert seats == [0, 0, 0, 1, 1, 1, 1]
@@ -291,7 +297,7 @@ def test_paired_openings_share_states_and_swap_seats(ttt):
 
 def test_opening_rewards_are_those_of_the_opening_board(ttt):
     n = 64
-    states, rewards = match.opening_states(ttt, jax.random.key(10), n, 7)
+    states, rewards = openings(ttt, jax.random.key(10), n, 7)
     for board, reward in zip(np.asarray(states.board), np.asarray(rewards)):
         w = winner(tuple(int(v) for v in board))
         expected = [0.0, 0.0] if w is None else [1.0, -1.0] if w == 0 else [-1.0, 1.0]

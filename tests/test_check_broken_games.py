@@ -9,11 +9,14 @@ so the older "perspective" property alone misses the reward bugs (see issue 36).
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import envs
 from envs import EnvCheckError, check_env
+from envs.conformance import init_keys
 from envs.connect_four import ConnectFour
 from envs.go import Go
 
@@ -206,10 +209,49 @@ def test_each_broken_copy_fails_with_the_property_it_breaks(game, prop, needs_re
     assert str(err).splitlines()[0].startswith(f"{prop}: ")
     assert err.actions is not None and err.game is not None and err.ply is not None
     if needs_reference:
-        state = reference.new_initial_state()
-        for a in err.actions[:-1]:  # every move but the last is legal in both
-            assert not state.is_terminal() and a in state.legal_actions()
-            state.apply_action(a)
+        # The reported moves, replayed in the broken game and in the reference, lead to
+        # positions that agree up to the reported ply, and differ where it says: at that
+        # ply (its player or legal moves), or after its move (the end or the rewards).
+        broken = positions_of_the_game(game(), err)
+        expected = positions_of_the_reference(reference, err.actions)
+        assert len(broken) == len(expected) == len(err.actions) + 1
+        assert broken[:-1] == expected[:-1]
+        assert broken[-1] != expected[-1]
+        assert len(err.actions) - err.ply in (0, 1)
+
+
+def positions_of_the_game(env, err):
+    """What the reference is compared on after each of `err.actions` (0, 1, ... moves)
+    in `env`, from the init key of the game the error names: whether it is over, and
+    then its rewards, else the player to move and the legal moves."""
+    state = env.init(init_keys(err.seed, err.num_games)[err.game])
+    step = jax.jit(env.step)
+    out = []
+    for move in [None, *err.actions]:
+        if move is not None:
+            state = step(state, move)
+        if bool(state.terminated):
+            out.append((True, [float(r) for r in np.asarray(state.rewards)]))
+        else:
+            legal = np.flatnonzero(np.asarray(state.legal_action_mask)).tolist()
+            out.append((False, int(state.current_player), legal))
+    return out
+
+
+def positions_of_the_reference(reference, actions):
+    """`positions_of_the_game` in the reference, where every reported move is legal (the
+    moves played before a disagreement were legal in both)."""
+    state = reference.new_initial_state()
+    out = []
+    for move in [None, *actions]:
+        if move is not None:
+            assert not state.is_terminal() and move in state.legal_actions()
+            state.apply_action(move)
+        if state.is_terminal():
+            out.append((True, [float(r) for r in state.returns()]))
+        else:
+            out.append((False, state.current_player(), sorted(state.legal_actions())))
+    return out
 
 
 @pytest.mark.slow

@@ -10,12 +10,13 @@ import jax.numpy as jnp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_training import SMALL
+from test_training import SMALL, small_iteration
+from tiny import CONFIG as TINY
 
 import envs
 from azjax import train
 from azjax.core import counters
-from azjax.core.iteration import init_train_state, make_iteration_fn
+from azjax.core.iteration import init_train_state
 from azjax.run import checkpoint as ckpt
 from azjax.run.checkpoint import read_metrics
 from azjax.run.recipes import recipe
@@ -61,31 +62,31 @@ def test_the_compiled_iteration_counts_past_two_to_the_31():
     state = init_train_state(env, program, jax.random.key(0))
     state = state.replace(iteration=counters.of(2**31 - 1), games=counters.of(2**32 - 3),
                           positions=counters.of(2**31 - 5))
-    iteration = jax.jit(make_iteration_fn(env, program))
+    iteration, _ = small_iteration()  # (compiled once for tests/test_training.py too)
     for step in range(1, 3):
         state, metrics = iteration(state)
         assert int(state.iteration) == 2**31 - 1 + step
         assert int(state.positions) == 2**31 - 5 + step * program.positions_per_iteration
-    assert int(state.games) > 2**32  # 32 games in 9 plies: some of them ended
+    assert int(state.games) > 2**32  # 16 games in 9 plies: some of them ended
 
 
-def test_a_resumed_run_counts_on_past_two_to_the_31_in_its_records_and_checkpoints(tmp_path):
-    run_dir = tmp_path / "run"
-    train(SMALL.replace(iterations=2), run_dir, progress=None)
+def test_a_resumed_run_counts_on_past_two_to_the_31_in_its_records_and_checkpoints(
+        tiny_run_copy):
+    run_dir = tiny_run_copy  # TINY's 2 iterations, a checkpoint after each
     env = envs.make("tictactoe")
-    abstract = init_train_state(env, SMALL.program, jax.random.key(0))
+    abstract = init_train_state(env, TINY.program, jax.random.key(0))
     state = ckpt.restore_newest(run_dir, abstract).tree
     high = state.replace(games=counters.of(2**33 + 1), positions=counters.of(2**31 - 10))
     records = read_metrics(run_dir)
     shutil.rmtree(ckpt.step_dir(run_dir, 2))
     manager = ckpt.checkpoint_manager(run_dir)
-    ckpt.save(manager, 2, high, SMALL.replace(iterations=2), records)
+    ckpt.save(manager, 2, high, TINY, records)
     manager.close()
 
-    train(SMALL.replace(iterations=3), run_dir, progress=None)
+    train(TINY.replace(iterations=3), run_dir, progress=None)
     last = read_metrics(run_dir)[-1]
     assert last["iteration"] == 3
-    assert last["positions"] == 2**31 - 10 + SMALL.program.positions_per_iteration
+    assert last["positions"] == 2**31 - 10 + TINY.program.positions_per_iteration
     assert last["games"] >= 2**33 + 1
     saved = ckpt.restore_newest(run_dir, abstract)
     assert saved.step == 3

@@ -13,20 +13,17 @@ import pytest
 from flax import serialization
 from test_training import ROOT, SMALL, leaves_equal
 
-from azjax import Agent, train
+from azjax import Agent
 from azjax.core.iteration import init_train_state
-from azjax.core.networks import NetworkConfig
 from azjax.export import main as export_main
 from azjax.run import checkpoint as ckpt
 from azjax.run.agent_file import AgentFileError, write_agent_file
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    """A run with checkpoints 1 and 2."""
-    path = tmp_path_factory.mktemp("export") / "run"
-    train(SMALL.replace(iterations=2, checkpoint_every=1), path, progress=None)
-    return path
+@pytest.fixture
+def run_dir(tiny_run):
+    """A run with checkpoints 1 and 2 (the tiny run: read, never changed)."""
+    return tiny_run
 
 
 def checkpoint_params(run_dir, step):
@@ -67,7 +64,9 @@ def test_exported_agent_is_the_same_agent(run_dir, tmp_path):
     assert not list(path.parent.glob("*.partial"))
 
 
-def test_export_command_line(run_dir, tmp_path):
+def test_export_command_line(run_dir, tmp_path, capsys):
+    """`python -m azjax.export` in a process of its own; its other cases through its
+    `main`, in this process."""
     assert ckpt.checkpoint_steps(run_dir) == [2, 1]
     newest, first = checkpoint_params(run_dir, 2), checkpoint_params(run_dir, 1)
     assert not leaves_equal(newest, first)
@@ -76,13 +75,14 @@ def test_export_command_line(run_dir, tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"wrote {out}" in done.stdout
     assert leaves_equal(Agent.load(out).params, newest)
-    chosen = export_command(run_dir, tmp_path / "first.azjax", "--step", "1")
-    assert chosen.returncode == 0, chosen.stderr
+    capsys.readouterr()
+    assert export_main([str(run_dir), str(tmp_path / "first.azjax"), "--step", "1"]) == 0
+    assert f"wrote {tmp_path / 'first.azjax'}" in capsys.readouterr().out
     assert leaves_equal(Agent.load(tmp_path / "first.azjax").params, first)
-    bad = export_command(tmp_path / "none", out)
-    assert bad.returncode == 2
-    assert "error:" in bad.stderr and "does not exist" in bad.stderr
-    assert "Traceback" not in bad.stderr
+    assert export_main([str(tmp_path / "none"), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and err.count("\n") == 1 and "does not exist" in err
+    assert "Traceback" not in err
 
 
 def test_export_of_a_missing_step_lists_the_steps_there(run_dir, tmp_path, capsys):
@@ -114,7 +114,8 @@ def test_bad_agent_files_are_clear_errors(run_dir, tmp_path):
         Agent.load(tmp_path / "future.azjax")
 
     # Weights of one network under the config of a wider one.
-    wider = dataclasses.replace(agent.program, network=NetworkConfig(channels=48, policy_filters=8))
+    wider = dataclasses.replace(agent.program, network=dataclasses.replace(
+        agent.program.network, channels=48))
     write_agent_file(tmp_path / "mismatch.azjax", wider, agent.params)
     with pytest.raises(AgentFileError, match="shape"):
         Agent.load(tmp_path / "mismatch.azjax")

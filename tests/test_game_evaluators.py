@@ -23,18 +23,40 @@ from envs.connect_four import boards_from_moves
 SEARCH = SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=4)
 
 
+def packed(obs, xp=jnp):
+    """Boolean observations [N, ...] as their cells' bits packed into uint32 words [N, W]
+    (`xp`: jax.numpy, or numpy on the host): an exact key (equal words, equal
+    observations), 32 times shorter to compare."""
+    bits = obs.reshape(obs.shape[0], -1).astype(xp.uint32)
+    bits = xp.pad(bits, ((0, 0), (0, -bits.shape[1] % 32)))
+    words = bits.reshape(bits.shape[0], -1, 32) << xp.arange(32, dtype=xp.uint32)
+    return words.sum(axis=-1, dtype=xp.uint32)
+
+
+def lookup_apply(params, obs):
+    """A fake `apply_fn` whose params (known words, logits table, value table) are rows
+    of answers for known positions: it recognises a position by its observation (the
+    first known one equal to it; row 0 for an unknown one)."""
+    known, logits_table, value_table = params
+    match = jnp.all(packed(obs)[:, None] == known[None], axis=-1)
+    row = jnp.argmax(match, axis=1)
+    return logits_table[row], value_table[row]
+
+
 def lookup_network(known_obs, logits_table, value_table):
-    """A fake `apply_fn` that recognises the evaluator's own positions by their observation."""
-    flat = jnp.asarray(known_obs).reshape(len(known_obs), -1)
-    logits_table, value_table = jnp.asarray(logits_table), jnp.asarray(value_table)
+    """`lookup_apply`'s params for these known observations and their answers."""
+    assert known_obs.dtype == bool
+    return (packed(np.asarray(known_obs), np), np.asarray(logits_table, np.float32),
+            np.asarray(value_table, np.float32))
 
-    def apply_fn(params, obs):
-        del params
-        match = jnp.all(obs.reshape(obs.shape[0], 1, -1) == flat[None], axis=-1)
-        row = jnp.argmax(match, axis=1)
-        return logits_table[row], value_table[row]
 
-    return apply_fn
+# One policy (and value) for every table, so that their programs compile once per shape.
+LOOKUP_PLAYER = network_player(lookup_apply, name="lookup")
+
+
+def lookup_player(known_obs, logits_table, value_table):
+    """The greedy network player of `lookup_network`'s answers."""
+    return LOOKUP_PLAYER.with_params(lookup_network(known_obs, logits_table, value_table))
 
 
 # ---------------------------------------------------------------------------------- C4
@@ -67,23 +89,24 @@ def test_immediate_wins_match_the_solver_scores():
 
 @pytest.fixture(scope="module")
 def c4_evaluator_parts():
+    """The game, its solved positions and their states, and its evaluator (whose ground
+    truth, loaded at the first evaluation, then serves every test)."""
     env = envs.make("connect_four")
     moves = c4_eval.load_move_set()
     states = boards_from_moves(moves.moves)
-    return env, moves, states
+    return env, moves, states, make_evaluator(env)
 
 
 def test_connect_four_oracle_scores_full_marks_and_anti_oracle_none(c4_evaluator_parts):
-    env, moves, states = c4_evaluator_parts
+    _, moves, states, evaluator = c4_evaluator_parts
     obs = np.asarray(states.observation)
     legal = np.asarray(states.legal_action_mask)
     oracle_logits = np.where(moves.optimal, 1.0, 0.0)
     anti_logits = np.where(legal & ~moves.optimal, 1.0, 0.0)
     ones = np.ones(len(obs), np.float32)
 
-    evaluator = make_evaluator(env)
     assert isinstance(evaluator, PositionEvaluator) and not evaluator.can_be_perfect
-    metrics = evaluator.network_metrics(network_player(lookup_network(obs, oracle_logits, ones)))
+    metrics = evaluator.network_metrics(lookup_player(obs, oracle_logits, ones))
     assert metrics["net_move_accuracy"] == 1.0 and metrics["net_move_accuracy_hard"] == 1.0
     # An always-positive value is right exactly on the positions the side to move wins.
     values = c4_eval.load_value_set().score
@@ -92,7 +115,7 @@ def test_connect_four_oracle_scores_full_marks_and_anti_oracle_none(c4_evaluator
     assert metrics["perfect"] == 0.0  # a sample of positions cannot say "perfect"
     hard = evaluator.truth.subsets["hard"]
     assert 0.3 < hard.mean() < 0.6  # about half the positions are non-trivial
-    anti = network_player(lookup_network(obs, anti_logits, ones))
+    anti = lookup_player(obs, anti_logits, ones)
     assert evaluator.network_metrics(anti)["net_move_accuracy_hard"] == 0.0
 
 
@@ -101,7 +124,7 @@ def test_connect_four_result_shares_tell_a_slower_win_from_a_blunder(c4_evaluato
     keep the result another way: all results kept, yet optimal only where no other move
     keeps the result. One that changes the result wherever it can keeps none of the
     positions where a move changes it. Expected shares from the data's raw scores."""
-    env, moves, states = c4_evaluator_parts
+    _, moves, states, evaluator = c4_evaluator_parts
     rows = [json.loads(line) for line in (c4_eval.DATA_DIR / "dev_set.jsonl").open()]
     sign = [np.sign(r["value"]) for r in rows]
     keeps = np.array([[s is not None and np.sign(s) == v for s in r["scores"]]
@@ -112,15 +135,14 @@ def test_connect_four_result_shares_tell_a_slower_win_from_a_blunder(c4_evaluato
     ones = np.ones(len(obs), np.float32)
     slower = keeps & ~moves.optimal
     slow_logits = np.where(slower, 2.0, np.where(keeps, 1.0, 0.0))
-    evaluator = make_evaluator(env)
-    metrics = evaluator.network_metrics(network_player(lookup_network(obs, slow_logits, ones)))
+    metrics = evaluator.network_metrics(lookup_player(obs, slow_logits, ones))
     assert metrics["net_result_kept"] == 1.0 and metrics["net_result_kept_hard"] == 1.0
     assert metrics["net_move_accuracy"] == pytest.approx(np.mean(~slower.any(axis=1)))
     assert 0.3 < metrics["net_move_accuracy"] < 0.7  # half the positions have a slower win
 
     blunder_logits = np.where(changes, 2.0, np.where(keeps, 1.0, 0.0))
     metrics = evaluator.network_metrics(
-        network_player(lookup_network(obs, blunder_logits, ones)))
+        lookup_player(obs, blunder_logits, ones))
     assert metrics["net_result_kept_hard"] == 0.0
     assert metrics["net_result_kept"] == pytest.approx(np.mean(~changes.any(axis=1)))
 
@@ -143,15 +165,15 @@ def test_coin_split_oracle_is_perfect_and_a_loser_is_not(coins):
     value = np.where(wins, 1.0, -1.0)
 
     oracle = lookup_network(obs, winning * 1.0, value)
-    metrics = evaluator.network_metrics(network_player(oracle))
+    metrics = evaluator.network_metrics(LOOKUP_PLAYER.with_params(oracle))
     assert metrics == {"net_winning_move_share": 1.0, "net_value_accuracy": 1.0, "perfect": 1.0}
     # The search (4 simulations) starting from a perfect prior and value keeps the win.
-    searching = search_player(env, oracle, None, SEARCH)
+    searching = search_player(env, lookup_apply, oracle, SEARCH)
     assert evaluator.search_metrics(searching, jax.random.key(0))[
         "search_winning_move_share"] == 1.0
 
     blunder = np.where(legal & ~winning, 1.0, 0.0)
-    loser = network_player(lookup_network(obs, blunder, -value))
+    loser = lookup_player(obs, blunder, -value)
     metrics = evaluator.network_metrics(loser)
     # The blunderer only keeps a win where every legal move wins (e.g. a lone pile of 3).
     forced = ~np.any(legal & ~winning, axis=1)
@@ -173,7 +195,7 @@ def test_tictactoe_oracle_is_perfect_and_one_wrong_move_is_not():
     assert optimal.shape == (4520, 9) and truth.counted.all()
     zeros = np.zeros(len(obs), np.float32)
 
-    oracle = network_player(lookup_network(obs, optimal * 1.0, zeros))
+    oracle = lookup_player(obs, optimal * 1.0, zeros)
     metrics = evaluator.network_metrics(oracle)
     assert metrics == {"net_optimal_share": 1.0, "net_unbeatable_first": 1.0,
                        "net_unbeatable_second": 1.0, "net_unbeatable": 1.0, "perfect": 1.0}
@@ -187,7 +209,7 @@ def test_tictactoe_oracle_is_perfect_and_one_wrong_move_is_not():
     assert blunders, "X in a corner, O to move: the adjacent edge loses"
     wrong = optimal * 1.0
     wrong[blunders[0]] = np.eye(9)[1]
-    metrics = evaluator.network_metrics(network_player(lookup_network(obs, wrong, zeros)))
+    metrics = evaluator.network_metrics(lookup_player(obs, wrong, zeros))
     assert metrics["net_optimal_share"] == pytest.approx(1 - 1 / 4520)
     assert metrics["net_unbeatable_first"] == 1.0 and metrics["net_unbeatable_second"] == 0.0
     assert metrics["perfect"] == 0.0

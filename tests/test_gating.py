@@ -6,32 +6,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiny import CONFIG
 
 import envs
-from azjax import Agent, TrainConfig, train, train_group
-from azjax.core.iteration import init_train_state, make_iteration_fn
-from azjax.core.learner import LearnerConfig
-from azjax.core.networks import NetworkConfig
-from azjax.core.search import SearchConfig
-from azjax.core.selfplay import SelfPlayConfig
+from azjax import Agent, train, train_group
+from azjax.core.iteration import init_train_state
+from azjax.core.stacked import group_step, stack, unstack
 from azjax.evaluation.gating import gate_decision
 from azjax.evaluation.match import MatchResult
 from azjax.run import checkpoint as ckpt
 from azjax.run.checkpoint import read_metrics
 
-SMALL = TrainConfig().replace(
-    game="tictactoe",
-    network=NetworkConfig(channels=16, policy_filters=4),
-    search=SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=9),
-    selfplay=SelfPlayConfig(num_games=16, steps_per_iteration=9, random_opening_moves=2),
-    learner=LearnerConfig(batch_size=32, learning_rate=3e-3),
-    replay_capacity=1024,
-    gradient_steps=4,
-    iterations=6,
-    eval_every=0,
-    checkpoint_every=2,
-    stop_when_perfect=False,
-)
+# The tiny program (tests/tiny.py; tests/test_sweep.py sweeps it too), for 6 iterations,
+# a checkpoint after every second one.
+SMALL = CONFIG.replace(iterations=6, checkpoint_every=2)
+# The game object of the gated runs here, so that they and the test of gated self-play
+# share one compiled step (`group_step` keeps it per game object and program).
+ENV = envs.make("tictactoe")
 
 
 def results(wins: int, draws: int, losses: int) -> MatchResult:
@@ -49,15 +40,16 @@ def test_gate_counts_draws_as_half_points():
 
 def test_gating_self_play_uses_the_best_network_not_the_latest():
     config = SMALL.replace(regime="gating")
-    env = envs.make("tictactoe")
-    iteration = jax.jit(make_iteration_fn(env, config.program))
-    state = init_train_state(env, config.program, jax.random.key(0))
+    # One iteration of the gated runs' own step (a group of one: its state stacked).
+    step = group_step(ENV, config.program, 1)
+    state = init_train_state(ENV, config.program, jax.random.key(0))
 
     def changed(params):
         return jax.tree.map(lambda x: x + 0.5 * jnp.sign(x + 0.1), params)
 
     def policies(s):
-        return np.asarray(iteration(s)[0].replay.data.policy)
+        after, _ = step(stack([s]), jnp.ones(1, bool))
+        return np.asarray(unstack(after, 0).replay.data.policy)
 
     base = policies(state)
     # Changing the latest network leaves gated self-play unchanged...
@@ -79,7 +71,7 @@ GATED = SMALL.replace(regime="gating", gate_every=2, gate_threshold=0.5, iterati
 @pytest.fixture(scope="module")
 def gated_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("gated") / "run"
-    return run_dir, train(GATED, run_dir, progress=None)
+    return run_dir, train(GATED, run_dir, progress=None, env=ENV)
 
 
 def trees_equal(a, b) -> bool:
@@ -118,9 +110,8 @@ def test_a_promotion_makes_the_best_network_a_copy_of_the_latest(gated_run):
 def test_gate_that_cannot_be_passed_keeps_the_first_network(tmp_path):
     config = SMALL.replace(regime="gating", gate_every=2, gate_threshold=0.55, iterations=4,
                            **TIED)
-    result = train(config, tmp_path / "run", progress=None)
-    env = envs.make("tictactoe")
-    initial = init_train_state(env, config.program, jax.random.key(config.seed)).params
+    result = train(config, tmp_path / "run", progress=None, env=ENV)
+    initial = init_train_state(ENV, config.program, jax.random.key(config.seed)).params
     final = result.train_state
     gates = [r for r in result.records if "gate_score" in r]
     assert [(r["iteration"], r["gate_score"], r["promoted"], r["best_iteration"])
@@ -141,14 +132,14 @@ def test_gate_simulations_set_the_arena_search():
 
     def gate(simulations):
         (record,) = train(config.replace(gate_simulations=simulations), None,
-                          progress=None).records
+                          progress=None, env=ENV).records
         assert record["promoted"] == float(record["gate_score"] >= 0.55)
         assert record["best_iteration"] == record["promoted"]
         return record["gate_score"]
 
     budget = gate(0)
     assert gate(4) == budget
-    assert gate(1) != budget
+    assert gate(1) != budget  # other games: a deterministic fact of this seed and program
 
 
 def test_keep_every_keeps_older_checkpoints_for_a_league(gated_run):
@@ -161,7 +152,7 @@ def test_keep_every_keeps_older_checkpoints_for_a_league(gated_run):
 def test_gating_state_survives_a_resume(gated_run):
     run_dir, result = gated_run
     first = result.train_state
-    resumed = train(GATED, run_dir, progress=None).train_state  # restores, trains no further
+    resumed = train(GATED, run_dir, progress=None, env=ENV).train_state  # trains no further
     assert int(resumed.best_iteration) == int(first.best_iteration)
     for a, b in zip(jax.tree.leaves(first.best_params), jax.tree.leaves(resumed.best_params)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

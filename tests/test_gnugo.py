@@ -227,6 +227,8 @@ def test_a_dead_engine_is_restarted():
 OFFLINE_GAMES, OFFLINE_LOSSES = 256, 0
 
 
+# Slow: whole 9x9 games of GNU Go; the moves of one process are checked above.
+@pytest.mark.slow
 def test_gnugo_beats_random_play():
     allowed = binomial.max_failures(8, binomial.upper_bound(OFFLINE_LOSSES, OFFLINE_GAMES))
     assert allowed == 2
@@ -249,6 +251,8 @@ def recording(player, log: list):
     return dataclasses.replace(player, policy=policy)
 
 
+# Slow: five 9x9 matches against GNU Go.
+@pytest.mark.slow
 def test_matches_against_gnugo_are_deterministic():
     """The same match twice: the same moves and results, though GNU Go's processes
     (one per core) are reused and play other games the second time."""

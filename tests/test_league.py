@@ -9,13 +9,10 @@ import shutil
 import jax
 import numpy as np
 import pytest
+from tiny import CONFIG
 
 import envs
-from azjax import TrainConfig, train
-from azjax.core.learner import LearnerConfig
-from azjax.core.networks import NetworkConfig
-from azjax.core.search import SearchConfig
-from azjax.core.selfplay import SelfPlayConfig
+from azjax import train
 from azjax.evaluation.baselines import random_player, solver_player
 from azjax.evaluation.league import CSV_COLUMNS, fit_league, round_robin, run_league
 from azjax.evaluation.match import MatchResult
@@ -25,21 +22,12 @@ from azjax.league import main
 from azjax.run.agent import Agent
 from azjax.run.checkpoint import RunDirError, read_metrics
 
-TINY = TrainConfig().replace(
-    game="tictactoe",
-    network=NetworkConfig(channels=8, policy_filters=2),
-    search=SearchConfig(policy="gumbel", num_simulations=4, max_num_considered_actions=9),
-    selfplay=SelfPlayConfig(num_games=16, steps_per_iteration=9),
-    learner=LearnerConfig(batch_size=32),
-    replay_capacity=512,
-    gradient_steps=2,
-    iterations=3,
-    eval_every=0,
-    eval_search_every=0,
-    checkpoint_every=1,
-    stop_when_perfect=False,
-)
+# The tiny program (tests/tiny.py) for three iterations, a checkpoint after each.
+TINY = CONFIG.replace(iterations=3, checkpoint_every=1)
 FILES = ("league.csv", "league.md", "league.json", "league.png")
+# The baselines of the command-line leagues: the same matches (so the same programs) in
+# this process and in the command's own.
+ANCHORED = "random,mcts:4,c=2"
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +173,7 @@ def test_cli_reports_bad_input(tmp_path, capsys):
 def test_cli_plays_and_prints_the_table(run_dir, tmp_path, capsys):
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy)
-    code = main(["--run-dir", str(copy), "--baselines", "random,mcts:4,c=2", "--steps", "2,3",
+    code = main(["--run-dir", str(copy), "--baselines", ANCHORED, "--steps", "2,3",
                  "--games", "2", "--kind", "network", "--openings", "1"])
     assert code == 0
     out = capsys.readouterr().out
@@ -205,15 +193,15 @@ def test_cli_anchor_is_the_player_at_0_elo(run_dir, tmp_path):
     shutil.copytree(run_dir, copy)
     done = subprocess.run(
         [sys.executable, "-m", "azjax.league", "--run-dir", str(copy), "--baselines",
-         "random,mcts:4", "--steps", "3", "--games", "4", "--kind", "network",
-         "--anchor", "mcts:4"],
+         ANCHORED, "--steps", "3", "--games", "2", "--openings", "1", "--kind", "network",
+         "--anchor", "mcts:4,c=2"],
         capture_output=True, text=True, timeout=300, check=False,
         cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     league = json.loads((copy / "league.json").read_text())
-    assert league["anchor"] == "mcts:4"
+    assert league["anchor"] == "mcts:4,c=2"
     rows = {r["name"]: r for r in csv.DictReader((copy / "league.csv").read_text().splitlines())}
-    assert set(rows) == {"it3", "random", "mcts:4"}
-    assert float(rows["mcts:4"]["elo"]) == 0.0
-    assert "mcts:4" in done.stdout
+    assert set(rows) == {"it3", "random", "mcts:4,c=2"}
+    assert float(rows["mcts:4,c=2"]["elo"]) == 0.0
+    assert "mcts:4,c=2" in done.stdout

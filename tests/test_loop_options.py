@@ -11,6 +11,7 @@ greedy move is their argmax) and one gradient step, with augment 'none', 'write'
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -170,16 +171,26 @@ POLICY = np.array([0, 0, 0.6, 0.3, 0, 0.1, 0, 0, 0], np.float32)
 Z, SEARCH_VALUE = 1.0, -0.5
 
 
+# Compiled once per batch size: eagerly, each of its operations would compile alone.
+states_from_boards = jax.jit(jax.vmap(state_from_board))
+
+
+def board_state(board):
+    """The (unbatched, host) state of one absolute board."""
+    return jax.tree.map(lambda x: np.asarray(x)[0], states_from_boards(jnp.asarray(board)[None]))
+
+
 def prefilled_state(env, program):
     state = init_train_state(env, program, jax.random.key(0))
-    position = state_from_board(BOARD)
+    position = board_state(BOARD)
     one = replay_lib.Positions(
-        observation=position.observation[None], policy=jnp.asarray(POLICY)[None],
-        player=position.current_player[None], search_value=jnp.float32([SEARCH_VALUE]),
-        z=jnp.float32([Z]), has_z=jnp.ones(1, bool), slot=jnp.int32([-1]),
+        observation=position.observation[None], policy=POLICY[None],
+        player=position.current_player[None], search_value=np.float32([SEARCH_VALUE]),
+        z=np.float32([Z]), has_z=np.ones(1, bool), slot=np.int32([-1]),
     )
     capacity = program.replay_capacity
-    data = jax.tree.map(lambda x: jnp.repeat(x, capacity, axis=0), one)
+    # built in NumPy (nothing to compile), then as the replay's arrays
+    data = jax.tree.map(lambda x: jnp.asarray(np.repeat(x, capacity, axis=0)), one)
     return state.replace(replay=replay_lib.ReplayState(
         data=data, insert_index=jnp.int32(0), size=jnp.int32(capacity)))
 
@@ -190,16 +201,28 @@ def d4(grid):
             for k in range(4) for flip in (False, True)]
 
 
+@functools.cache
+def network_apply(env, network):
+    """The network's log-policy and value, compiled once per network config."""
+    net = make_network(env, network)
+
+    def apply(params, observations):
+        logits, value = net.apply(params, observations)
+        return jax.nn.log_softmax(logits), value
+
+    return jax.jit(apply)
+
+
 def network_on(env, program, params, observations):
-    logits, value = make_network(env, program.network).apply(params, jnp.asarray(observations))
-    return np.asarray(jax.nn.log_softmax(logits)), np.asarray(value)
+    log_p, value = network_apply(env, program.network)(params, jnp.asarray(observations))
+    return np.asarray(log_p), np.asarray(value)
 
 
 @pytest.mark.parametrize("program", [PLAIN, WRITE], ids=lambda p: f"mix={p.value_target_mix}")
 def test_value_target_is_the_stated_mix_of_z_and_search_value(env, iterate, program):
     """value_target_mix m: the value target is (1 - m) * z + m * search root value."""
     state = prefilled_state(env, program)
-    _, value = network_on(env, program, state.params, state_from_board(BOARD).observation[None])
+    _, value = network_on(env, program, state.params, board_state(BOARD).observation[None])
     _, metrics = iterate(program, state)
     mix = program.value_target_mix
     target = (1 - mix) * Z + mix * SEARCH_VALUE
@@ -208,7 +231,7 @@ def test_value_target_is_the_stated_mix_of_z_and_search_value(env, iterate, prog
 
 def policy_losses_under_symmetries(env, program, params):
     """The policy loss of the prefilled position under each of the 8 symmetries."""
-    observations = np.stack(d4(np.asarray(state_from_board(BOARD).observation)))
+    observations = np.stack(d4(board_state(BOARD).observation))
     policies = np.stack([p.reshape(9) for p in d4(POLICY.reshape(3, 3))])
     log_p, _ = network_on(env, program, params, observations)
     return -np.sum(policies * log_p, axis=1)  # the identity first
@@ -249,7 +272,7 @@ def midgame(env):
         for ply in range(b % 5):
             board[rng.choice(np.flatnonzero(board == -1))] = ply % 2
         start.append(board)
-    states = jax.vmap(state_from_board)(jnp.asarray(np.stack(start)))
+    states = states_from_boards(jnp.asarray(np.stack(start)))
     state = init_train_state(env, PLAIN, jax.random.key(0))
     # Value 0 keeps the search's numbers exact whichever program computes them.
     return state.replace(params=fixed_prior(state.params, PRIOR_LOGITS),

@@ -44,11 +44,11 @@ NAMES = {
 def random_states(env, games: int, every: int, seed: int = 0):
     """(state, last move) of seeded random games with numpy-chosen legal moves: every
     `every`-th state and each game's final one."""
-    step = jax.jit(env.step)
+    init, step = jax.jit(env.init), jax.jit(env.step)  # eagerly: a compile per operation
     rng = np.random.default_rng(seed)
     out = []
     for g in range(games):
-        state, last, ply = env.init(jax.random.key(g)), None, 0
+        state, last, ply = init(jax.random.key(g)), None, 0
         while True:
             state = jax.device_get(state)
             done = bool(state.terminated)
@@ -207,9 +207,10 @@ def test_a_click_on_a_coin_gap_splits_that_pile_there():
     """Piles 6, 6 and 4: one spot (and one tick) per legal split, on the first pile of
     its size, with the split's smaller part left of it."""
     env = envs.make("coin_split", coins=16)
-    state = env.init(jax.random.key(0))
+    state = jax.jit(env.init)(jax.random.key(0))
+    step = jax.jit(env.step)  # eagerly, each of its operations would compile alone
     for move in ("16=6+10", "10=4+6"):
-        state = env.step(state, env.parse_move(move))
+        state = step(state, env.parse_move(move))
     picture = env.picture(jax.device_get(state))
     _, elements = parse(picture)
     assert sorted(env.format_move(a) for a in picture.spots) == ["4=1+3", "6=1+5", "6=2+4"]
@@ -224,8 +225,8 @@ def test_a_click_on_a_coin_gap_splits_that_pile_there():
 
 def test_draw_tiles_a_batch_and_tile_checks_its_captions():
     env = envs.make("tictactoe")
-    states = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 3))
-    states = jax.vmap(env.step)(states, jnp.array([0, 4, 8]))
+    states = jax.jit(lambda keys, moves: jax.vmap(env.step)(jax.vmap(env.init)(keys), moves))(
+        jax.random.split(jax.random.key(0), 3), jnp.array([0, 4, 8]))
     picture = draw(env, states, last_moves=[0, 4, 8], columns=2, captions=["a", "b", "c"])
     root = ET.fromstring(picture.svg())
     groups = [child for child in root if child.tag == f"{SVG}g"]

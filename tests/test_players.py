@@ -94,8 +94,11 @@ def stack(states):
     return jax.tree.map(lambda *x: jnp.stack(x), *states)
 
 
+_states_from_boards = jax.jit(jax.vmap(state_from_board))  # eagerly: a compile per operation
+
+
 def boards_to_states(boards):
-    return jax.vmap(state_from_board)(jnp.asarray(np.array(boards), jnp.int8))
+    return _states_from_boards(jnp.asarray(np.array(boards), jnp.int8))
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +122,16 @@ def live_boards():
 # --------------------------------------------------------------------------------------
 
 
+@functools.cache
+def _jitted_step(env):
+    """`env.step` compiled once for all the positions it is called on."""
+    return jax.jit(env.step)
+
+
 def _connect_four_reference(env, state):
     """Moves that win at once, and moves after which the opponent cannot win at once,
     found by stepping the env (no search)."""
-    step = jax.jit(env.step)
+    step = _jitted_step(env)
     mover = int(state.current_player)
     wins, safe = [], []
     for a in np.flatnonzero(np.asarray(state.legal_action_mask)):
@@ -171,6 +180,8 @@ def test_rollout_mcts_wins_and_blocks_in_connect_four(c4):
     np.testing.assert_array_equal(visits.sum(-1), [400.0] * (4 * copies + 1))
 
 
+# Slow: two hundred-simulation rollout searches of some 300 positions each.
+@pytest.mark.slow
 def test_rollout_mcts_keeps_the_win_and_blocks_in_tictactoe(ttt, live_boards):
     # Every 8th live position with an immediate win: the move played must keep the win
     # (an immediate win, or a fork that wins as surely, per the exact solver).
@@ -307,6 +318,8 @@ def test_uct_config_validation(ttt):
         rollout_mcts_player(ttt, 10, exploration=-1.0)
 
 
+# Slow: 100 games of 200-simulation rollout search, a statistical bound.
+@pytest.mark.slow
 def test_rollout_mcts_strength_on_tictactoe(ttt):
     mcts = rollout_mcts_player(ttt, 200)
     assert mcts.name == "mcts:200" and mcts.jittable
@@ -382,7 +395,7 @@ def test_random_playout_matches_exact_random_play_in_coin_split():
     picks = [0] + list(range(3, len(positions.counts), 7))
     n = 3000
     counts = np.repeat(positions.counts[picks], n, axis=0)
-    states = jax.vmap(env.state_from_counts)(jnp.asarray(counts))
+    states = jax.jit(jax.vmap(env.state_from_counts))(jnp.asarray(counts))
     results = np.asarray(jax.jit(random_playout, static_argnums=0)(
         env, states, jax.random.key(0))).reshape(len(picks), n)
     assert set(np.unique(results)) <= {-1.0, 1.0, 0.0}
@@ -416,9 +429,10 @@ def stub_apply(params, obs):
     return logits, jnp.broadcast_to(value, (obs.shape[0],)).astype(jnp.float32)
 
 
-def reference_search(env, apply_fn, config, params, key, states, split_key=True):
-    """Plain AlphaZero (Gumbel) search on mctx, written independently of azjax.core.search;
-    `split_key` as a search with playouts compiled in does (it splits off the root's)."""
+def reference_search(env, apply_fn, config, params, key, states):
+    """Plain AlphaZero (Gumbel) search on mctx, written independently of azjax.core.search
+    (`key` as it is: one with playouts compiled in splits off the root's first, see
+    `playout_search_key`)."""
 
     def recurrent_fn(params, rng_key, action, state):
         mover = state.current_player
@@ -432,8 +446,6 @@ def reference_search(env, apply_fn, config, params, key, states, split_key=True)
             value=jnp.where(nxt.terminated, 0.0, value),
         ), nxt
 
-    if split_key:
-        _, key = jax.random.split(key)
     logits, value = apply_fn(params, states.observation)
     root = mctx.RootFnOutput(prior_logits=masked_logits(logits, states.legal_action_mask),
                              value=value, embedding=states)
@@ -442,6 +454,17 @@ def reference_search(env, apply_fn, config, params, key, states, split_key=True)
         invalid_actions=~states.legal_action_mask,
         max_num_considered_actions=config.max_num_considered_actions,
         gumbel_scale=config.gumbel_scale)
+
+
+def playout_search_key(key):
+    """The key a search with playouts compiled in gives mctx (it splits off the root's)."""
+    return jax.random.split(key)[1]
+
+
+@pytest.fixture(scope="module")
+def plain_search(ttt):
+    """`reference_search` of SEARCH with the stub network, compiled once for the tests."""
+    return jax.jit(functools.partial(reference_search, ttt, stub_apply, SEARCH))
 
 
 @pytest.fixture(scope="module")
@@ -461,11 +484,10 @@ def mixed_search(ttt):
     return run
 
 
-def test_rollout_lambda_zero_is_the_plain_search(ttt, search_states, mixed_search):
+def test_rollout_lambda_zero_is_the_plain_search(search_states, mixed_search, plain_search):
     key = jax.random.key(7)
     mixed = mixed_search(0.3, 0.0, key, search_states)
-    plain = jax.jit(functools.partial(reference_search, ttt, stub_apply, SEARCH))(
-        (WEIGHTS, jnp.float32(0.3)), key, search_states)
+    plain = plain_search((WEIGHTS, jnp.float32(0.3)), playout_search_key(key), search_states)
     np.testing.assert_array_equal(mixed.search_tree.summary().visit_counts,
                                   plain.search_tree.summary().visit_counts)
     np.testing.assert_array_equal(mixed.action, plain.action)
@@ -473,14 +495,13 @@ def test_rollout_lambda_zero_is_the_plain_search(ttt, search_states, mixed_searc
                                atol=1e-6)
 
 
-def test_search_without_rollout_lambda_is_exactly_alphazero(ttt, search_states):
+def test_search_without_rollout_lambda_is_exactly_alphazero(ttt, search_states, plain_search):
     # rollout_lambda = 0 in the config: no playouts compiled, and the key is not split.
     key = jax.random.key(11)
     params = (WEIGHTS, jnp.float32(0.3))
     ours = jax.jit(make_search_fn(ttt, stub_apply, SEARCH))(params, SEARCH.as_arrays(), key,
                                                             search_states)
-    plain = jax.jit(functools.partial(reference_search, ttt, stub_apply, SEARCH,
-                                      split_key=False))(params, key, search_states)
+    plain = plain_search(params, key, search_states)
     np.testing.assert_array_equal(ours.search_tree.summary().visit_counts,
                                   plain.search_tree.summary().visit_counts)
     np.testing.assert_array_equal(ours.action, plain.action)
@@ -575,7 +596,7 @@ def test_coin_split_solver_moves_to_grundy_zero(ttt):
     env = envs.make("coin_split", coins=coins)
     positions = coin_split.all_positions(coins)
     live = ~positions.terminal
-    states = jax.vmap(env.state_from_counts)(jnp.asarray(positions.counts[live]))
+    states = jax.jit(jax.vmap(env.state_from_counts))(jnp.asarray(positions.counts[live]))
     act = jax.jit(solver_player(env).act)
     step = jax.jit(jax.vmap(env.step))
     g = grundy(coins)
@@ -746,7 +767,7 @@ def test_run_dir_specs(ttt, run, search_configs):
     legal_mask = np.asarray(states.legal_action_mask)
 
     # network:DIR is the greedy policy head of the newest checkpoint, step=S of step S
-    apply = make_network(ttt, TINY.program.network).apply
+    apply = jax.jit(make_network(ttt, TINY.program.network).apply)  # one program for both
     greedy = {}
     for step in (1, 2):
         logits = np.asarray(apply(params[step], states.observation)[0])

@@ -7,9 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+import jax
 import pytest
 from test_training import SMALL
+from tiny import FLAGS
 
+import envs.limits
 from azjax import train
 from azjax.core.program import program_bytes
 from azjax.driver.warm_up import warm_up_config
@@ -20,18 +23,28 @@ from azjax.run.recipes import CPU_RECIPES, GPU_RECIPES, PRESETS, defaults_for, r
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from _cli import main  # noqa: E402
+import _cli
+from _cli import Experiment, main, parse_with_preset
 
 GB = 10**9
-# A short run of the tic-tac-toe recipe, whichever variant: the sizes shrunk, the rest kept.
-SHORT = ["--iterations", "1", "--selfplay.num-games", "16", "--learner.batch-size", "16",
-         "--gradient-steps", "1", "--eval-every", "0", "--search.num-simulations", "4",
-         "--search.max-num-considered-actions", "4"]
+CARD = 16 * GB  # the accelerator the gpu variants are sized for
+# The tiny program's options (tests/tiny.py) without its --preset: whichever variant a
+# run starts from, they make its program the tiny one, compiled once per process.
+assert FLAGS[:2] == ["--preset", "cpu"]
+TINY_OPTIONS = FLAGS[2:]
 
 
-def test_the_cpu_backend_picks_the_cpu_variant_and_records_it():
+@pytest.mark.parametrize("backend, preset", [("cpu", "cpu"), ("gpu", "gpu"), ("tpu", "gpu")])
+def test_the_backend_picks_its_variant_and_records_it(monkeypatch, backend, preset):
+    """Without a preset, a recipe is the variant of the backend JAX runs on (whichever
+    backend runs this test: it is told which one to be)."""
+    monkeypatch.setattr(jax, "default_backend", lambda: backend)
     for name in CPU_RECIPES:
-        assert recipe(name) == recipe(name, "cpu") == CPU_RECIPES[name].replace(preset="cpu")
+        assert recipe(name) == recipe(name, preset)
+        assert defaults_for(name) == recipe(name, preset)
+    for name in CPU_RECIPES:
+        assert recipe(name, "cpu") == CPU_RECIPES[name].replace(preset="cpu")
+        assert recipe(name, "gpu") == GPU_RECIPES[name].replace(preset="gpu")
         assert recipe(name, "gpu").run.preset == "gpu"
         assert defaults_for(name, "gpu") == recipe(name, "gpu")
     assert defaults_for("pgx:hex", "gpu").run.preset == ""
@@ -42,16 +55,20 @@ def test_the_cpu_backend_picks_the_cpu_variant_and_records_it():
 
 
 @pytest.mark.parametrize("name", sorted(GPU_RECIPES))
-def test_each_gpu_variant_plays_more_games_of_the_same_game_and_fits_a_16_gb_card(name):
+def test_each_gpu_variant_plays_more_games_of_the_same_game_and_fits_a_16_gb_card(
+        name, monkeypatch):
     cpu, gpu = recipe(name, "cpu"), recipe(name, "gpu")
     env = gpu.make_env()
+    # The memory checks against a 16 GB card, whatever memory the machine running this
+    # test has: the training program, and the evaluation and gating matches beside it.
+    monkeypatch.setattr(envs.limits, "available_bytes", lambda: CARD)
     gpu.check(env)
     assert gpu.program.game == cpu.program.game
     assert gpu.program.game_options == cpu.program.game_options
     assert gpu.program.search == cpu.program.search
     assert gpu.program.selfplay.num_games >= 2 * cpu.program.selfplay.num_games
     assert gpu.program.learner.batch_size > cpu.program.learner.batch_size
-    assert program_bytes(gpu.program, env) <= 16 * GB
+    assert program_bytes(gpu.program, env) <= CARD
     assert gpu.run.max_minutes <= 10  # minutes, not an hour
     if not gpu.run.stop_when_perfect:  # runs of a fixed time: cadences in minutes
         assert gpu.run.eval_every == gpu.run.checkpoint_every == 0
@@ -72,23 +89,33 @@ def test_go9x9_and_its_go7x7_warm_up_search_as_their_figures_were_measured(
         assert program.selfplay.cheap_simulations < program.search.num_simulations
 
 
-def test_preset_gpu_trains_that_variant_and_a_resumed_run_keeps_it(tmp_path, capsys):
+def test_preset_gpu_trains_that_variant_and_a_resumed_run_keeps_it(tmp_path, capsys,
+                                                                   monkeypatch):
+    # The machine is a CPU, whichever backend runs this test.
+    monkeypatch.setattr(_cli, "backend_preset", lambda: "cpu")
+    # --preset gpu: the gpu variant's settings, where no option overrides them.
+    parsed = parse_with_preset(Experiment, "tictactoe", lambda c: Experiment(config=c),
+                               ["--preset", "gpu", "--iterations", "1"],
+                               start=lambda _: None).config
+    assert parsed == recipe("tictactoe", "gpu").replace(iterations=1)
+    assert parsed.program.replay_capacity == GPU_RECIPES["tictactoe"].program.replay_capacity
+
     run_dir = tmp_path / "run"
-    assert main("tictactoe", str(run_dir), ["--preset", "gpu", *SHORT]) == 0
+    assert main("tictactoe", str(run_dir), ["--preset", "gpu", *TINY_OPTIONS,
+                                            "--iterations", "1"]) == 0
     saved = json.loads((run_dir / "config.json").read_text())
     assert saved["run"]["preset"] == "gpu"
-    assert saved["program"]["replay_capacity"] == GPU_RECIPES["tictactoe"].program.replay_capacity
     capsys.readouterr()
 
-    short = SHORT[:]
-    short[1] = "2"
-    assert main("tictactoe", str(run_dir), short) == 0  # no --preset: the run's own
+    # no --preset: the run's own
+    assert main("tictactoe", str(run_dir), [*TINY_OPTIONS, "--iterations", "2"]) == 0
     err = capsys.readouterr().err
     assert "trained with the gpu preset: resuming with it" in err
     assert [r["iteration"] for r in read_metrics(run_dir)] == [1, 2]
     assert json.loads((run_dir / "config.json").read_text())["run"]["preset"] == "gpu"
 
-    assert main("tictactoe", str(run_dir), ["--preset", "cpu", *short]) == 2
+    # --preset cpu: the cpu variant's settings, another program than the run's
+    assert main("tictactoe", str(run_dir), ["--preset", "cpu", "--iterations", "2"]) == 2
     assert "replay_capacity: saved" in capsys.readouterr().err
 
 

@@ -17,6 +17,7 @@ import jax
 import numpy as np
 import pytest
 from test_training import ROOT, SMALL, leaves_equal
+from tiny import FLAGS
 
 from azjax import TrainConfig, train, train_group
 from azjax.core.iteration import init_train_state
@@ -174,9 +175,8 @@ def test_changed_stopping_rules_on_resume_take_effect(tmp_path):
 
 
 def test_a_changed_program_on_resume_is_one_error_line_naming_each_change(
-        tmp_path, capsys, monkeypatch):
-    run_dir = tmp_path / "run"
-    train(SMALL.replace(iterations=1), run_dir, progress=None)
+        tiny_run_copy, capsys, monkeypatch):
+    run_dir = tiny_run_copy  # SMALL's program
     files = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     monkeypatch.syspath_prepend(str(ROOT / "experiments"))
     from _cli import main  # what experiments/tictactoe.py runs, over SMALL
@@ -187,23 +187,14 @@ def test_a_changed_program_on_resume_is_one_error_line_naming_each_change(
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
     assert "different config" in err and "iterations" not in err
-    assert "search.num_simulations: saved 8, given 16" in err
+    assert "search.num_simulations: saved 4, given 16" in err
     assert "seed: saved 0, given 3" in err
     assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == files
 
 
-# SMALL's program (compiled once for the whole module), a checkpoint every iteration.
-KILLED_ARGS = [
-    "--network.torso", "conv", "--network.channels", "32", "--network.policy-filters", "8",
-    "--network.value-filters", "1", "--network.value-hidden", "32",
-    "--search.num-simulations", "8", "--search.max-num-considered-actions", "9",
-    "--selfplay.num-games", "32", "--selfplay.random-move-prob", "0",
-    "--selfplay.random-opening-moves", "4", "--learner.learning-rate", "0.003",
-    "--learner.weight-decay", "0.0001", "--learner.batch-size", "64",
-    "--replay-capacity", "2048", "--gradient-steps", "8", "--value-target-mix", "0",
-    "--iterations", "4", "--eval-every", "2", "--eval-search-every", "0",
-    "--checkpoint-every", "1", "--no-stop-when-perfect",
-]
+# SMALL (the tiny program: the process that is killed loads what this one compiled) with
+# a checkpoint every iteration.
+KILLED_ARGS = [*FLAGS, "--iterations", "4", "--eval-every", "2", "--checkpoint-every", "1"]
 KILLED = SMALL.replace(checkpoint_every=1)
 SWEPT = ["--param", "learning_rate=0.001,0.003", "--seeds", "1"]
 KILL_STEP = 3

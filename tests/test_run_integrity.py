@@ -5,6 +5,7 @@ directory's OS faults."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -21,27 +22,29 @@ import pytest
 from child_io import read_line
 from test_resume import final_state, without_timing
 from test_training import ROOT, SMALL, leaves_equal
+from tiny import FLAGS
 
 from azjax import Agent, train
 from azjax.core import counters
 from azjax.core.iteration import init_train_state
-from azjax.core.networks import NetworkConfig
+from azjax.driver import host_run
 from azjax.driver.status import TrainingDiverged
 from azjax.run import checkpoint as ckpt
 from azjax.run.lock import RunLock
 
-# Checkpoints at 2, 4 and 6 (the newest three are kept).
-RUN = SMALL.replace(iterations=6)
-TINY = ["--network.channels", "32", "--network.policy-filters", "8",
-        "--search.num-simulations", "8", "--selfplay.num-games", "32",
-        "--learner.batch-size", "64", "--replay-capacity", "2048", "--gradient-steps", "8",
-        "--eval-every", "2", "--eval-search-every", "0", "--checkpoint-every", "2",
-        "--no-stop-when-perfect"]
+sys.path.insert(0, str(ROOT / "experiments"))
+
+from _cli import main as script_main  # what experiments/tictactoe.py runs
+
+# Checkpoints at 2, 4 and 6 (the newest three are kept): the tiny program, not evaluated.
+RUN = SMALL.replace(iterations=6, eval_every=0)
+# RUN's program and cadences on the command line of experiments/tictactoe.py.
+TINY = [*FLAGS, "--checkpoint-every", "2"]
 
 
 def cli(run_dir, *args, env=None, max_file_bytes=None) -> subprocess.CompletedProcess:
-    """The tic-tac-toe experiment script with the tiny settings (under a file size
-    limit, if given: writes past it fail as on a full disk)."""
+    """The tic-tac-toe experiment script with the tiny settings, in a process of its own
+    (under a file size limit, if given: writes past it fail as on a full disk)."""
     command = [str(ROOT / "experiments" / "tictactoe.py"), "--run-dir", str(run_dir),
                *TINY, *args]
     if max_file_bytes is not None:
@@ -55,6 +58,16 @@ def cli(run_dir, *args, env=None, max_file_bytes=None) -> subprocess.CompletedPr
                           cwd=ROOT, env=env, timeout=600)
 
 
+def command(capsys, run_dir, *args) -> subprocess.CompletedProcess:
+    """What `cli` gives, from the script's `main` in this process (its exit status and
+    output): for the cases that need no process of their own."""
+    capsys.readouterr()
+    code = script_main("tictactoe", "runs/tictactoe",
+                       ["--run-dir", str(run_dir), *TINY, *args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["main"], code, out, err)
+
+
 def one_line_error(result: subprocess.CompletedProcess, *words: str) -> str:
     """The one `error:` line of a failed command (asserting there is nothing else)."""
     assert result.returncode == 2, result.stderr
@@ -66,10 +79,40 @@ def one_line_error(result: subprocess.CompletedProcess, *words: str) -> str:
     return lines[0]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_plots():
+    """Runs trained in this module's tests draw no plot (a second or so each; none of these
+    tests looks at one: tests/test_training.py and tests/test_sweep.py do)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(host_run, "plot_run", lambda records, path: None)
+        yield
+
+
 @pytest.fixture(scope="module")
-def straight(tmp_path_factory):
+def trained(tmp_path_factory):
+    """`trained(n)`: the run directory and result of RUN trained for n iterations, each
+    trained once for the module. Copy the directory (`copy_of`) to change it."""
+    made = {}
+
+    def get(iterations: int):
+        if iterations not in made:
+            path = tmp_path_factory.mktemp(f"trained{iterations}") / "run"
+            made[iterations] = path, train(RUN.replace(iterations=iterations), path,
+                                           progress=None)
+        return made[iterations]
+
+    return get
+
+
+def copy_of(trained, iterations: int, to: Path) -> Path:
+    """A copy, at `to`, of the run trained for `iterations` iterations."""
+    return Path(shutil.copytree(trained(iterations)[0], to))
+
+
+@pytest.fixture(scope="module")
+def straight(trained):
     """An uninterrupted run of RUN: its final state and records."""
-    return train(RUN, tmp_path_factory.mktemp("straight") / "run", progress=None)
+    return trained(6)[1]
 
 
 def data_files(run_dir: Path, step: int) -> list[Path]:
@@ -92,9 +135,9 @@ def params_file(run_dir: Path, step: int) -> Path:
     return next(p for p in data_files(run_dir, step) if p.parent.name.startswith("params."))
 
 
-def test_run_directory_with_glob_characters_saves_resumes_and_loads(tmp_path, straight):
-    run_dir = tmp_path / "run[1]*?"
-    train(RUN.replace(iterations=4), run_dir, progress=None)
+def test_run_directory_with_glob_characters_saves_resumes_and_loads(tmp_path, trained,
+                                                                    straight):
+    run_dir = copy_of(trained, 4, tmp_path / "run[1]*?")
     messages = []
     resumed = train(RUN, run_dir, progress=messages.append)
     assert "resumed" in messages[0] and "iteration 4" in messages[0]
@@ -103,7 +146,7 @@ def test_run_directory_with_glob_characters_saves_resumes_and_loads(tmp_path, st
     assert ckpt.checkpoint_steps(run_dir) == [6, 4, 2]
 
 
-def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
+def test_a_second_writer_is_refused_naming_the_holder(tmp_path, capsys):
     run_dir = tmp_path / "run"
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
@@ -119,7 +162,8 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
         in_use = f"in use by another process \\(PID {holder.pid}\\)"
         with pytest.raises(ckpt.RunDirError, match=in_use):
             train(RUN.replace(iterations=2), run_dir, progress=None)
-        line = one_line_error(cli(run_dir, "--iterations", "2"), f"PID {holder.pid}")
+        line = one_line_error(command(capsys, run_dir, "--iterations", "2"),
+                              f"PID {holder.pid}")
         assert "--run-dir" in line
         assert sorted(p.name for p in run_dir.iterdir()) == [ckpt.LOCK_FILE]
     finally:
@@ -145,14 +189,13 @@ def test_the_lock_is_released_when_a_run_ends_or_fails(tmp_path):
         lock.release()
 
 
-def test_a_deleted_config_is_recovered_and_a_changed_program_refused(tmp_path):
-    run_dir = tmp_path / "run"
-    train(RUN.replace(iterations=4), run_dir, progress=None)
+def test_a_deleted_config_is_recovered_and_a_changed_program_refused(tmp_path, trained):
+    run_dir = copy_of(trained, 4, tmp_path / "run")
     (run_dir / ckpt.CONFIG_FILE).unlink()
     before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
 
-    wider = RUN.replace(network=NetworkConfig(channels=64, policy_filters=8))
-    with pytest.raises(ckpt.RunDirError, match="network.channels: saved 32, given 64"):
+    wider = RUN.replace(network=dataclasses.replace(RUN.program.network, channels=64))
+    with pytest.raises(ckpt.RunDirError, match="network.channels: saved 16, given 64"):
         train(wider, run_dir, progress=None)
     assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
 
@@ -167,9 +210,8 @@ def test_a_deleted_config_is_recovered_and_a_changed_program_refused(tmp_path):
     assert ckpt.load_config(run_dir) == RUN.replace(devices=1)
 
 
-def test_checkpoints_without_a_config_anywhere_are_refused(tmp_path):
-    run_dir = tmp_path / "run"
-    train(RUN.replace(iterations=2), run_dir, progress=None)
+def test_checkpoints_without_a_config_anywhere_are_refused(tmp_path, trained):
+    run_dir = copy_of(trained, 2, tmp_path / "run")
     (run_dir / ckpt.CONFIG_FILE).unlink()
     manifest = ckpt.step_dir(run_dir, 2) / ckpt.MANIFEST_FILE
     data = json.loads(manifest.read_text())
@@ -181,10 +223,9 @@ def test_checkpoints_without_a_config_anywhere_are_refused(tmp_path):
 
 @pytest.mark.parametrize("damage", ["flipped bytes", "truncated data", "no _METADATA",
                                     "emptied", "no manifest"])
-def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, straight,
-                                                                    damage):
-    run_dir = tmp_path / "run"
-    train(RUN, run_dir, progress=None)
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, trained,
+                                                                    straight, damage):
+    run_dir = copy_of(trained, 6, tmp_path / "run")
     newest = ckpt.step_dir(run_dir, 6)
     if damage == "flipped bytes":
         flip_bytes(params_file(run_dir, 6))
@@ -221,9 +262,9 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, st
     assert len(list((run_dir / ckpt.DAMAGED_DIR).iterdir())) == 1
 
 
-def test_no_intact_checkpoint_is_a_clear_error_and_nothing_is_overwritten(tmp_path):
-    run_dir = tmp_path / "run"
-    assert cli(run_dir, "--iterations", "4").returncode == 0
+def test_no_intact_checkpoint_is_a_clear_error_and_nothing_is_overwritten(tmp_path, trained,
+                                                                          capsys):
+    run_dir = copy_of(trained, 4, tmp_path / "run")
     for step in (2, 4):
         flip_bytes(params_file(run_dir, step))
     metrics = (run_dir / ckpt.METRICS_FILE).read_text()
@@ -235,13 +276,13 @@ def test_no_intact_checkpoint_is_a_clear_error_and_nothing_is_overwritten(tmp_pa
     assert ckpt.checkpoint_steps(run_dir) == [4, 2]
     with pytest.raises(ckpt.RunDirError, match="no intact checkpoint"):
         Agent.load(run_dir)
-    one_line_error(cli(run_dir, "--iterations", "6"), "no intact checkpoint")
+    one_line_error(command(capsys, run_dir, "--iterations", "6"), "no intact checkpoint")
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbled line", "deleted", "not appended"])
-def test_damaged_metrics_are_repaired_from_the_checkpoint(tmp_path, straight, damage):
-    run_dir = tmp_path / "run"
-    train(RUN.replace(iterations=4), run_dir, progress=None)
+def test_damaged_metrics_are_repaired_from_the_checkpoint(tmp_path, trained, straight,
+                                                          damage):
+    run_dir = copy_of(trained, 4, tmp_path / "run")
     path = run_dir / ckpt.METRICS_FILE
     text = path.read_text()
     lines = text.splitlines(keepends=True)
@@ -302,9 +343,9 @@ def test_metrics_hold_only_checkpointed_iterations(tmp_path):
     assert ckpt.checkpoint_steps(run_dir) == [2]
 
 
-def test_a_diverging_run_stops_without_saving_the_diverged_state(tmp_path, monkeypatch):
-    run_dir = tmp_path / "run"
-    train(RUN.replace(iterations=2), run_dir, progress=None)
+def test_a_diverging_run_stops_without_saving_the_diverged_state(tmp_path, trained,
+                                                                  monkeypatch):
+    run_dir = copy_of(trained, 2, tmp_path / "run")
     from azjax.driver import driver
 
     real = driver.group_step
@@ -328,7 +369,7 @@ def test_a_diverging_run_stops_without_saving_the_diverged_state(tmp_path, monke
 
 
 @pytest.mark.parametrize("where", ["empty", "a file", "under a file"])
-def test_run_directories_that_cannot_be_refused_before_any_work(tmp_path, where):
+def test_run_directories_that_cannot_be_refused_before_any_work(tmp_path, capsys, where):
     (tmp_path / "file").write_text("not a directory\n")
     run_dir = {"empty": "", "a file": tmp_path / "file",
                "under a file": tmp_path / "file" / "run"}[where]
@@ -336,42 +377,47 @@ def test_run_directories_that_cannot_be_refused_before_any_work(tmp_path, where)
         train(RUN, run_dir, progress=None)
     words = {"empty": "must not be empty", "a file": "is a file",
              "under a file": "which is a file"}[where]
-    one_line_error(cli(run_dir), words)
+    one_line_error(command(capsys, run_dir), words)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
     assert (tmp_path / "file").read_text() == "not a directory\n"
 
 
-def test_unwritable_run_and_checkpoint_directories_are_one_line_errors(tmp_path):
+def test_unwritable_run_and_checkpoint_directories_are_one_line_errors(tmp_path, capsys):
     # /sys refuses new directories even to root, where chmod would not.
-    one_line_error(cli("/sys/azjax-run"), "cannot write to run directory")
+    one_line_error(command(capsys, "/sys/azjax-run"), "cannot write to run directory")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / ckpt.CHECKPOINT_DIR).write_text("in the way\n")
-    one_line_error(cli(run_dir, "--iterations", "2"), "checkpoints' is a file")
+    one_line_error(command(capsys, run_dir, "--iterations", "2"), "checkpoints' is a file")
     assert sorted(p.name for p in run_dir.iterdir()) == [ckpt.CHECKPOINT_DIR]
 
 
-def test_a_full_disk_is_one_line_and_the_run_resumes_after(tmp_path):
-    """A file size limit (as a full disk: writes fail) hits the first checkpoint."""
+def test_a_full_disk_is_one_line_and_the_run_resumes_after(tmp_path, capsys):
+    """A file size limit (as a full disk: writes fail) hits the first checkpoint, in a
+    process of its own; the same command, without the limit, resumes the run."""
     run_dir = tmp_path / "run"
+    # Without JAX's cache settings, the script keeps its own compilation cache (the
+    # tests': AZJAX_COMPILE_CACHE), whose writes may fail under the limit unsaid; on the
+    # one device this process computes on, it runs (and loads) this process's programs.
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+    env["JAX_NUM_CPU_DEVICES"] = "1"
 
-    result = cli(run_dir, "--iterations", "4", env=env, max_file_bytes=20_000)
+    result = cli(run_dir, "--iterations", "4", env=env, max_file_bytes=10_000)
     one_line_error(result, "could not write the checkpoint of iteration 2",
                    "File too large")
     assert ckpt.checkpoint_steps(run_dir) == [] or ckpt.verify(run_dir, 2) is not None
     assert ckpt.read_metrics(run_dir) == []
-    resumed = cli(run_dir, "--iterations", "4")
+    resumed = command(capsys, run_dir, "--iterations", "4")
     assert resumed.returncode == 0, resumed.stderr
     assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2, 3, 4]
 
 
-def test_a_first_save_that_did_not_finish_starts_the_run_afresh(tmp_path):
+def test_a_first_save_that_did_not_finish_starts_the_run_afresh(tmp_path, trained):
     """Killed after orbax's arrays of the first checkpoint, before its manifest: nothing
     of the run was committed, so it starts again (and says so) rather than refusing."""
-    run_dir = tmp_path / "run"
+    run_dir = copy_of(trained, 2, tmp_path / "run")
     config = RUN.replace(iterations=2)
-    first = train(config, run_dir, progress=None)
+    first = trained(2)[1]
     (ckpt.step_dir(run_dir, 2) / ckpt.MANIFEST_FILE).unlink()
     (run_dir / ckpt.METRICS_FILE).write_text("")  # records follow the manifest
     messages = []
@@ -384,15 +430,28 @@ def test_a_first_save_that_did_not_finish_starts_the_run_afresh(tmp_path):
     assert ckpt.verify(run_dir, 2) is None
 
 
-@pytest.mark.slow  # ~20 s; test_training.py resumes the same old run in the default suite
+@pytest.mark.slow  # it compiles the old run's program; test_training.py restores
+# the same old run in the default suite
 def test_checkpoints_written_before_manifests_stay_intact_beside_new_ones(tmp_path):
+    """tests/data/run_v1 (a flat config.json, written before the config had two halves,
+    and a checkpoint of iteration 2 without a manifest) resumes, counts on and gets
+    checkpoints with manifests beside its own."""
     from test_training import OLD_RUN
 
     from azjax.evaluation.league import checkpoint_steps
     run_dir = tmp_path / "old"
     shutil.copytree(OLD_RUN, run_dir)
     config = ckpt.load_config(run_dir)
-    train(config.replace(iterations=4), run_dir, progress=None)
+    messages = []
+    train(config.replace(iterations=4), run_dir, progress=messages.append)
+    assert any(f"resumed {run_dir} at iteration 2" in m for m in messages)
+    records = ckpt.read_metrics(run_dir)
+    assert [r["iteration"] for r in records] == [1, 2, 3, 4]
+    # Its counters were one int32 each; they restored into two words and count on.
+    assert records[2]["positions"] == (records[1]["positions"]
+                                       + config.program.positions_per_iteration)
+    assert records[2]["games"] >= records[1]["games"]
+    assert "program" in json.loads((run_dir / "config.json").read_text())
     assert ckpt.checkpoint_steps(run_dir) == [4, 2]
     assert ckpt.verify(run_dir, 2) is None and ckpt.verify(run_dir, 4) is None
     assert checkpoint_steps(run_dir) == [2, 4]
@@ -401,9 +460,9 @@ def test_checkpoints_written_before_manifests_stay_intact_beside_new_ones(tmp_pa
         assert not leaves_equal(Agent.load(run_dir, step=2).params, Agent.load(run_dir).params)
 
 
-def test_a_checked_checkpoint_that_fails_to_restore_is_an_error_not_damage(tmp_path):
-    run_dir = tmp_path / "run"
-    train(RUN.replace(iterations=2), run_dir, progress=None)
+def test_a_checked_checkpoint_that_fails_to_restore_is_an_error_not_damage(tmp_path,
+                                                                           trained):
+    run_dir = copy_of(trained, 2, tmp_path / "run")
     env = RUN.make_env()
     other = init_train_state(env, RUN.replace(replay_capacity=4096).program,
                              jax.random.key(0))

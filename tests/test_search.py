@@ -93,6 +93,9 @@ def tactical_positions():
     return np.array(boards, np.int8), np.array(answers, np.int32)
 
 
+# Compiled once per batch size (eagerly, each of its operations would compile alone).
+states_from_boards = jax.jit(jax.vmap(state_from_board))
+
 # --------------------------------------------------------------------------------------
 # Fixtures
 # --------------------------------------------------------------------------------------
@@ -111,7 +114,7 @@ def net():
 @pytest.fixture(scope="module")
 def tactics():
     boards, answers = tactical_positions()
-    states = jax.jit(jax.vmap(state_from_board))(jnp.asarray(boards))
+    states = states_from_boards(jnp.asarray(boards))
     # Sanity of the construction, checked with the env too.
     assert not np.any(np.asarray(states.terminated))
     np.testing.assert_array_equal(
@@ -157,9 +160,9 @@ def random_net_trials(net):
         index = np.asarray(jax.random.randint(key, (TRIALS,), 0, len(kind_boards)))
         boards.append(kind_boards[index])
         answers.append(kind_answers[index])
-    states = jax.jit(jax.vmap(state_from_board))(jnp.asarray(np.concatenate(boards)))
+    states = states_from_boards(jnp.asarray(np.concatenate(boards)))
     one = states.observation[:1]
-    params = jax.vmap(lambda k: net.init(k, one))(jax.random.split(init_key, 2 * TRIALS))
+    params = jax.jit(jax.vmap(lambda k: net.init(k, one)))(jax.random.split(init_key, 2 * TRIALS))
     return states, np.concatenate(answers), params
 
 
@@ -269,7 +272,7 @@ SIGN_X_CALM = [0, 0, -1, -1, -1, 1, 1, -1, -1]
 def test_sign_convention_constant_net(gumbel_zero_net, env):
     run, _ = gumbel_zero_net
     boards = [SIGN_X, SIGN_O, SIGN_X_CALM] + [SIGN_X] * (4 * PER_CASE - 3)
-    states = jax.vmap(state_from_board)(jnp.asarray(np.array(boards, np.int8)))
+    states = states_from_boards(jnp.asarray(np.array(boards, np.int8)))
     assert winning_cells(SIGN_X_CALM, 1) == [] and winning_cells(SIGN_X_CALM, 0) == [2]
     _, out = run({}, jax.random.key(4), states)
     summary = out.search_tree.summary()
@@ -301,7 +304,7 @@ def test_gumbel_value_scale_weighs_the_search_values_against_the_prior(env):
         del params
         return jnp.tile(bias, (obs.shape[0], 1)), jnp.zeros(obs.shape[0], jnp.float32)
 
-    states = jax.vmap(state_from_board)(jnp.asarray(np.array([SIGN_X_CALM] * 2, np.int8)))
+    states = states_from_boards(jnp.asarray(np.array([SIGN_X_CALM] * 2, np.int8)))
     chosen, win_weight = {}, {}
     for scale in (0.1, 1.0):
         config = SearchConfig(policy="gumbel", num_simulations=16, gumbel_value_scale=scale)
@@ -342,7 +345,7 @@ def test_recurrent_fn(env, discount):
     ]
     boards = jnp.asarray(np.array([c[0] for c in cases], np.int8))
     actions = jnp.asarray([c[1] for c in cases], jnp.int32)
-    states = jax.vmap(state_from_board)(boards)
+    states = states_from_boards(boards)
     leaves = []
 
     def leaf(params, key, states):
@@ -430,7 +433,8 @@ def test_make_search_fn_validates(env):
 
 
 def random_positions(env, count, seed):
-    """Live positions after a few uniformly random legal moves each."""
+    """Live positions after a few uniformly random legal moves each (one compiled
+    program: eagerly, every operation would compile on its own)."""
     keys = jax.random.split(jax.random.key(seed), count)
 
     def one(key):
@@ -441,7 +445,14 @@ def random_positions(env, count, seed):
             state = env.step(state, jax.random.categorical(ply_key, logits))
         return state
 
-    return jax.vmap(one)(keys)
+    return jax.jit(jax.vmap(one))(keys)
+
+
+def fresh_params(env, config, seed):
+    """`init_params` compiled as one program (cheaper than its operations one by one)."""
+    from azjax.core.networks import init_params
+
+    return jax.jit(functools.partial(init_params, env, config))(jax.random.key(seed))
 
 
 @pytest.mark.parametrize("game", ["tictactoe", "connect_four"])
@@ -450,39 +461,47 @@ def test_symmetric_apply_averages_the_copies_and_is_invariant(game):
     position, each copy's log-policy read at the image of every action (checked one
     action at a time with `Symmetries.action`); so the value of every transformed
     position is the same and its policy is the transformed policy."""
-    from azjax.core.networks import NetworkConfig, init_params, make_network
+    from azjax.core.networks import NetworkConfig, make_network
 
     game_env = envs.make(game)
     config = NetworkConfig(channels=8, num_blocks=1)
     net = make_network(game_env, config, gradients=False)
-    params = init_params(game_env, config, jax.random.key(3))
+    params = fresh_params(game_env, config, 3)
     states = random_positions(game_env, 6, seed=11)
     symmetries = game_env.symmetries
     averaged = jax.jit(symmetric_apply(game_env, net.apply))
     apply = jax.jit(net.apply)
     obs = states.observation
     log_policy, value = averaged(params, obs)
-
     actions = jnp.arange(game_env.num_actions)
+
+    @jax.jit  # every transformed copy at once: one program, not one per operation
+    def views(obs, log_policy):
+        """Per g: the g-transformed observations, the image of every action, and
+        `log_policy` transformed by g."""
+        return tuple(jnp.stack(per_g) for per_g in zip(*(
+            (jax.vmap(lambda o, g=g: symmetries.observation(o, g))(obs),
+             jax.vmap(lambda a, g=g: symmetries.action(a, g))(actions),
+             jax.vmap(lambda p, g=g: symmetries.policy(p, g))(log_policy))
+            for g in range(symmetries.size))))
+
+    moved_obs, images, expected_policy = views(obs, log_policy)
+    images = np.asarray(images)
     copies_value, copies_policy = [], []
     for g in range(symmetries.size):
-        moved = jax.vmap(lambda o, g=g: symmetries.observation(o, g))(obs)
-        logits, v = apply(params, moved)
+        logits, v = apply(params, moved_obs[g])
         lp = np.asarray(jax.nn.log_softmax(logits))
-        images = np.asarray(jax.vmap(lambda a, g=g: symmetries.action(a, g))(actions))
-        copies_policy.append(lp[:, images])
+        copies_policy.append(lp[:, images[g]])
         copies_value.append(np.asarray(v))
     np.testing.assert_allclose(value, np.mean(copies_value, 0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(log_policy, np.mean(copies_policy, 0), rtol=1e-5, atol=1e-5)
-    plain_value = np.asarray(net.apply(params, obs)[1])
+    plain_value = np.asarray(apply(params, obs)[1])
     assert np.abs(plain_value - np.asarray(value)).max() > 1e-4  # the network is not invariant
 
     for g in range(1, symmetries.size):
-        moved = jax.vmap(lambda o, g=g: symmetries.observation(o, g))(obs)
-        moved_policy, moved_value = averaged(params, moved)
+        moved_policy, moved_value = averaged(params, moved_obs[g])
         np.testing.assert_allclose(moved_value, value, rtol=1e-5, atol=1e-6)
-        expected = jax.vmap(lambda p, g=g: symmetries.policy(p, g))(log_policy)
-        np.testing.assert_allclose(moved_policy, expected, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(moved_policy, expected_policy[g], rtol=1e-5, atol=1e-5)
 
 
 def test_symmetric_apply_is_the_network_itself_without_symmetries():
@@ -495,17 +514,19 @@ def test_averaged_search_plays_mirrored_positions_alike():
     """With the averaged network, a deterministic Gumbel search values a Connect Four
     position and its mirror image alike (root value), and its root visit counts are the
     mirror of each other's; the plain network's search does not."""
-    from azjax.core.networks import NetworkConfig, init_params, make_network
+    from azjax.core.networks import NetworkConfig, make_network
 
     game_env = envs.make("connect_four")
     config = NetworkConfig(channels=8, num_blocks=1)
     net = make_network(game_env, config, gradients=False)
-    params = init_params(game_env, config, jax.random.key(5))
+    params = fresh_params(game_env, config, 5)
     states = random_positions(game_env, 12, seed=2)
-    mirrored = jax.vmap(lambda s: game_env.transform_state(s, 1))(states)
-    lopsided = np.asarray(jnp.any(states.observation != mirrored.observation, axis=(1, 2, 3)))
+    mirrored = jax.jit(jax.vmap(lambda s: game_env.transform_state(s, 1)))(states)
+    lopsided = np.any(np.asarray(states.observation) != np.asarray(mirrored.observation),
+                      axis=(1, 2, 3))
     assert lopsided.sum() >= 6  # a symmetric position would leave ties to the move order
-    states, mirrored = (jax.tree.map(lambda x: x[lopsided], s) for s in (states, mirrored))
+    states, mirrored = (jax.tree.map(lambda x: np.asarray(x)[lopsided], s)
+                        for s in (states, mirrored))
     results = {}
     for average in (False, True):
         search = SearchConfig(num_simulations=16, max_num_considered_actions=7,

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
+import importlib.util
 import json
 import math
 import shutil
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from test_gating import SMALL
 import azjax.sweep.grid as sweep_grid
 import azjax.sweep.sweep as sw
 from azjax import Agent, TrainConfig, make_player, train, train_group
+from azjax.driver import host_run
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.evaluation.stats import mean_ci, t_quantile
 from azjax.run import checkpoint as ckpt
@@ -28,12 +30,14 @@ from azjax.sweep.table import markdown_table, results_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# The tiny tic-tac-toe run of the gating tests, for 2 iterations, evaluated and
-# checkpointed after each one.
+# The tiny tic-tac-toe run of the gating tests (tests/tiny.py's), for 2 iterations,
+# evaluated and checkpointed after each one.
 TINY = SMALL.replace(iterations=2, eval_every=1, checkpoint_every=1)
 # Two groups of four experiments (two learning rates x two seeds each): the number of
-# gradient steps changes the program, the learning rate does not.
-GRID = ("gradient_steps=2,4", "learning_rate=0.003,0.01")
+# gradient steps changes the program, the learning rate does not. The first group's
+# program, run alone, is the tiny one (4 gradient steps), compiled once per process.
+GRID = ("gradient_steps=4,2", "learning_rate=0.003,0.01")
+assert TINY.program.gradient_steps == 4
 SEEDS = (0, 1)
 TIMING = ("seconds_to_perfect", "wall_time", "positions_per_s")  # differ between runs
 
@@ -84,7 +88,7 @@ def test_setting_names_resolve_to_real_settings():
     assert sweep_grid.parse_param("stop_when_perfect=true,false").values == (True, False)
     config = TINY.with_value("learner.batch_size", 8)
     assert config.program.learner.batch_size == 8
-    assert config.program.learner.learning_rate == 3e-3
+    assert config.program.learner.learning_rate == TINY.program.learner.learning_rate == 2e-3
 
 
 @pytest.mark.parametrize(
@@ -227,6 +231,15 @@ def swept(tmp_path_factory):
     return out, result, lines
 
 
+@pytest.fixture
+def no_plots(monkeypatch):
+    """Runs and sweeps that draw no plots (about a second each), for the tests that do not
+    look at them: `swept` draws them all, and its test checks them."""
+    monkeypatch.setattr(host_run, "plot_run", lambda records, path: None)
+    monkeypatch.setattr(sw, "plot_sweep", lambda *args, **kwargs: None)
+
+
+# Not slow, though its sweep takes more than 20 s: four other tests read that sweep.
 def test_every_experiment_is_a_run_directory_and_the_sweep_a_table(swept):
     out, result, lines = swept
     assert len(result.groups_run) == 2 and result.experiments_run == 8
@@ -299,7 +312,7 @@ def test_every_experiment_is_a_run_directory_and_the_sweep_a_table(swept):
     assert "| gradient_steps | learning_rate | seeds | perfect |" in result.markdown
 
 
-def test_rerun_skips_finished_runs_and_reruns_only_missing_ones(swept):
+def test_rerun_skips_finished_runs_and_reruns_only_missing_ones(swept, no_plots):
     out, first, _ = swept
     again = sw.run_sweep(TINY, sweep_grid.parse_params(GRID), SEEDS, out, write=None)
     assert again.groups_run == [] and again.experiments_skipped == 8
@@ -307,7 +320,7 @@ def test_rerun_skips_finished_runs_and_reruns_only_missing_ones(swept):
 
     # Lose the first group's runs (as if never run): only that group runs again.
     rows = read_csv(out / "seeds.csv")
-    lost = [r for r in rows if r["gradient_steps"] == "2"]
+    lost = [r for r in rows if r["gradient_steps"] == "4"]
     records = {r["run_dir"]: ckpt.read_metrics(out / "runs" / r["run_dir"]) for r in lost}
     for r in lost:
         shutil.rmtree(out / "runs" / r["run_dir"])
@@ -317,16 +330,16 @@ def test_rerun_skips_finished_runs_and_reruns_only_missing_ones(swept):
     rerun = read_csv(out / "seeds.csv")
     assert len(rerun) == 8
     # The rerun experiments reproduce their earlier results exactly.
-    assert without_timing(r for r in rerun if r["gradient_steps"] == "2") == (
+    assert without_timing(r for r in rerun if r["gradient_steps"] == "4") == (
         without_timing(lost))
     for name, before in records.items():
         assert without_timing(ckpt.read_metrics(out / "runs" / name)) == without_timing(before)
 
     with pytest.raises(ValueError, match="another base config"):
-        sw.run_sweep(TINY.replace(value_target_mix=0.5), sweep_grid.parse_params(GRID), SEEDS, out,
+        sw.run_sweep(TINY.replace(value_target_mix=0.25), sweep_grid.parse_params(GRID), SEEDS, out,
                      write=None)
     with pytest.raises(ValueError, match="sweep over"):
-        sw.run_sweep(TINY, sweep_grid.parse_params(["gradient_steps=2,4"]), SEEDS, out, write=None)
+        sw.run_sweep(TINY, sweep_grid.parse_params(["gradient_steps=4,2"]), SEEDS, out, write=None)
 
 
 class Killed(Exception):
@@ -334,7 +347,7 @@ class Killed(Exception):
 
 
 @pytest.mark.slow  # about 30 s; tests/test_resume.py resumes killed groups quickly
-def test_interrupted_group_continues_from_its_checkpoints(swept, tmp_path):
+def test_interrupted_group_continues_from_its_checkpoints(swept, tmp_path, no_plots):
     out, _, _ = swept
 
     def kill_after_first(iterations):
@@ -353,7 +366,7 @@ def test_interrupted_group_continues_from_its_checkpoints(swept, tmp_path):
         read_csv(out / "seeds.csv"))
 
 
-def test_shards_merge_into_the_same_table(swept, tmp_path):
+def test_shards_merge_into_the_same_table(swept, tmp_path, no_plots):
     out, _, _ = swept
     for i in (1, 2):
         result = sw.run_sweep(TINY, sweep_grid.parse_params(GRID), SEEDS, tmp_path, shard=(i, 2),
@@ -366,13 +379,19 @@ def test_shards_merge_into_the_same_table(swept, tmp_path):
     assert [r["config"] for r in merged.table] == expected
 
 
+@functools.cache
+def real_evaluator():
+    """The tic-tac-toe evaluation (its exact game values solved once)."""
+    return make_evaluator(TINY.make_env())
+
+
 class LenientEvaluator:
     """The real tic-tac-toe evaluation, with 'perfect' at a lower, reachable bar."""
 
     can_be_perfect = True
 
     def __init__(self, bar: float):
-        self.real = make_evaluator(TINY.make_env())
+        self.real = real_evaluator()
         self.summary_metrics = self.real.summary_metrics
         self.bar = bar
 
@@ -384,7 +403,7 @@ class LenientEvaluator:
         return self.real.search_metrics(player, key)
 
 
-def test_time_to_perfect_and_stopping(tmp_path):
+def test_time_to_perfect_and_stopping(tmp_path, no_plots):
     configs = [e.config for e in sweep_grid.group_experiments(grid())[0].experiments]
     paths = [p.path for p in sweep_grid.parse_params(GRID)]
 
@@ -414,6 +433,7 @@ def test_vmapped_group_matches_unbatched_runs():
     """Each experiment of a vmapped group computes what its own run computes (to float
     rounding: the batched program may order sums differently)."""
     group = sweep_grid.group_experiments(grid())[0]  # 2 learning rates x 2 seeds
+    assert {e.config.program.gradient_steps for e in group.experiments} == {4}
     configs = [e.config for e in group.experiments]
     assert {(c.seed, c.program.learner.learning_rate) for c in configs} == {
         (s, lr) for s in SEEDS for lr in (0.003, 0.01)}
@@ -453,19 +473,33 @@ def test_a_group_must_share_one_program(tmp_path):
 # ---------------------------------------------------------------------- command line
 
 
-def test_cli_errors_are_one_line_and_exit_2(swept):
+def sweep_script():
+    """experiments/sweep.py as a module (its `main`; tests/test_cli_errors.py runs the
+    script in a process of its own)."""
+    if str(ROOT / "experiments") not in sys.path:
+        sys.path.insert(0, str(ROOT / "experiments"))  # where it imports _cli from
+    spec = importlib.util.spec_from_file_location("sweep_script",
+                                                  ROOT / "experiments" / "sweep.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cli_errors_are_one_line_and_exit_2(swept, capsys):
     out, _, _ = swept
+    main = sweep_script().main
     for args, message in [
         (["--param", "foo=1,2"], "unknown parameter 'foo'"),
         (["--param", "num_simulations=8,x"], "bad value 'x'"),
         (["--merge", "--out", str(out / "nothing")], "holds no sweep"),
     ]:
-        proc = subprocess.run([sys.executable, str(ROOT / "experiments" / "sweep.py"), *args],
-                              capture_output=True, text=True, timeout=120, check=False)
-        assert proc.returncode == 2, (args, proc.stderr)
-        assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
-        assert proc.stderr.startswith("error: ") and message in proc.stderr
-        assert "Traceback" not in proc.stderr
+        capsys.readouterr()
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.strip().splitlines() == [err.strip()]
+        assert err.startswith("error: ") and message in err
+        assert "Traceback" not in err
 
 
 def test_every_scalar_setting_is_sweepable():

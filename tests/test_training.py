@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import tiny
 from ttt_reference import negamax, reachable_boards, terminal
 
 import envs
@@ -25,12 +26,21 @@ from azjax.core.players import network_player
 from azjax.core.search import SearchConfig
 from azjax.core.selfplay import SelfPlayConfig
 from azjax.evaluation.evaluators import make_evaluator
+from azjax.run import checkpoint as ckpt
 from azjax.run.checkpoint import RunDirError, load_config, read_metrics
 from envs.tictactoe import state_from_board
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SMALL = TrainConfig().replace(
+# The tiny program (tests/tiny.py) for the tests that need *a* run, here and in the files
+# that import it: 4 iterations, evaluated and checkpointed after every second one. Its
+# training program is the one every tiny run of the process has compiled already.
+SMALL = tiny.CONFIG.replace(iterations=4, eval_every=2, eval_search_every=0,
+                            checkpoint_every=2)
+
+# A program that learns, for the test that needs learning to happen (its odds were
+# measured on this program: TRAIN_OFFLINE).
+LEARNING = TrainConfig().replace(
     game="tictactoe",
     network=NetworkConfig(channels=32, policy_filters=8),
     search=SearchConfig(policy="gumbel", num_simulations=8, max_num_considered_actions=9),
@@ -53,20 +63,30 @@ def leaves_equal(a, b) -> bool:
     )
 
 
-def test_iteration_compiles_once_and_advances_counters():
-    env = envs.make("tictactoe")
+@functools.cache
+def small_iteration():
+    """SMALL's iteration, jitted once for this process (the state donated; tests here and
+    in tests/test_counters.py share it), and the list that grows each time it is traced."""
+    fn = make_iteration_fn(envs.make("tictactoe"), SMALL.program)
     traces = []
-    fn = make_iteration_fn(env, SMALL.program)
 
     def counted(state):
         traces.append(1)
         return fn(state)
 
-    iteration = jax.jit(counted, donate_argnums=0)
+    return jax.jit(counted, donate_argnums=0), traces
+
+
+def test_iteration_compiles_once_and_advances_counters():
+    env = envs.make("tictactoe")
+    iteration, traces = small_iteration()
     state = init_train_state(env, SMALL.program, jax.random.key(0))
-    for _ in range(3):
+    state, metrics = iteration(state)
+    traced = len(traces)
+    assert traced >= 1  # (by this call, or by another test of this process before it)
+    for _ in range(2):
         state, metrics = iteration(state)
-    assert len(traces) == 1
+    assert len(traces) == traced  # the later iterations run the same program
     assert int(state.iteration) == 3
     assert int(state.positions) == 3 * SMALL.program.positions_per_iteration
     # 27 plies per slot: every slot finished at least 3 games of at most 9 plies.
@@ -79,7 +99,7 @@ def test_iteration_compiles_once_and_advances_counters():
 
 def test_two_seeds_give_different_parameters():
     env = envs.make("tictactoe")
-    iteration = jax.jit(make_iteration_fn(env, SMALL.program))
+    iteration, _ = small_iteration()
     a, _ = iteration(init_train_state(env, SMALL.program, jax.random.key(1)))
     b, _ = iteration(init_train_state(env, SMALL.program, jax.random.key(2)))
     assert not leaves_equal(a.params, b.params)
@@ -135,12 +155,14 @@ TRAIN_SEEDS = 8
 TRAIN_OFFLINE = (111, 112)
 
 
+# Slow: 20 iterations of 8 seeds, a statistical proof of learning.
+@pytest.mark.slow
 def test_short_training_improves_the_policy_and_the_value():
     """20 iterations, 8 seeds trained as one program. A seed improves when its network's
     optimal-move share rises by more than 0.05 and its value's squared error against the
     exact game values of every live position falls; at least 5 seeds do (with p >= 0.94
     per seed fewer do with chance < 1e-3)."""
-    config = SMALL.replace(iterations=20, eval_every=20, gradient_steps=16)
+    config = LEARNING.replace(iterations=20, eval_every=20, gradient_steps=16)
     seeds = range(TRAIN_SEEDS)
     results = train_group([config.replace(seed=s) for s in seeds], progress=None)
     env = envs.make("tictactoe")
@@ -167,13 +189,15 @@ def test_short_training_improves_the_policy_and_the_value():
     assert improved >= needed
 
 
+# Slow: three runs, each evaluated with a search of its own.
+@pytest.mark.slow
 def test_eval_simulations_set_the_evaluation_search():
     """Network + search is scored on the ground truth at eval_simulations (0: the training
-    budget, here 8): the budget's own count gives the same figures, another count other
+    budget, here 4): the budget's own count gives the same figures, another count other
     ones. Games against baselines keep the training budget, and training is the same."""
     config = SMALL.replace(iterations=1, eval_every=1, eval_search_every=1,
                            eval_opponents=("random",), eval_games=16, eval_openings=0)
-    assert config.program.search.num_simulations == 8
+    assert config.program.search.num_simulations == 4
 
     def evaluated(simulations):
         result = train(config.replace(eval_simulations=simulations), None, progress=None)
@@ -183,7 +207,7 @@ def test_eval_simulations_set_the_evaluation_search():
         return searched, record["vs random"], result.train_state.params
 
     budget, games, params = evaluated(0)
-    same, same_games, same_params = evaluated(8)
+    same, same_games, same_params = evaluated(4)
     other, other_games, other_params = evaluated(1)
     assert same == budget
     assert other.keys() == budget.keys() and other != budget
@@ -253,15 +277,13 @@ def test_resume_drops_metrics_after_the_last_checkpoint(tmp_path):
 def test_resume_with_a_different_config_is_refused(tmp_path):
     run_dir = tmp_path / "run"
     train(SMALL.replace(iterations=1), run_dir, progress=None)
-    other = SMALL.replace(learner=LearnerConfig(batch_size=32))
+    other = SMALL.replace(learner=SMALL.program.learner.replace(batch_size=64))
     with pytest.raises(RunDirError, match="batch_size"):
         train(other, run_dir, progress=None)
 
 
-def test_agent_acts_legally_and_wins_in_one(tmp_path):
-    run_dir = tmp_path / "run"
-    train(SMALL.replace(iterations=1), run_dir, progress=None)
-    agent = Agent.load(run_dir, search=SearchConfig(policy="puct", num_simulations=256))
+def test_agent_acts_legally_and_wins_in_one(tiny_run):
+    agent = Agent.load(tiny_run, search=SearchConfig(policy="puct", num_simulations=256))
 
     # X to move with X X . on the top row: cell 2 wins at once (O cannot stop it).
     boards = jnp.array([[0, 0, -1, 1, 1, -1, -1, -1, -1], [1, 1, -1, 0, 0, -1, 0, -1, -1]])
@@ -299,20 +321,31 @@ def test_bad_config_is_a_clear_error(options, message):
         train(SMALL.replace(**options), run_dir=None, progress=None)
 
 
-def run_script(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "experiments" / "tictactoe.py"), *args],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )
+def run_script(capsys, *args: str) -> tuple[int, str, str]:
+    """experiments/tictactoe.py's `main` on `args`, in this process (its script entry point
+    runs in a process of its own in tests/test_run_integrity.py and tests/test_resume.py):
+    the exit code, stdout and stderr."""
+    sys.path.insert(0, str(ROOT / "experiments"))
+    try:
+        from _cli import main
+    finally:
+        sys.path.remove(str(ROOT / "experiments"))
+    capsys.readouterr()
+    try:
+        code = main("tictactoe", "runs/tictactoe", list(args))
+    except SystemExit as exit:  # the parser's --help and its errors
+        code = exit.code
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
-def test_experiment_help_lists_every_option():
-    out = run_script("--help")
-    assert out.returncode == 0
+def test_experiment_help_lists_every_option(capsys):
+    code, out, _ = run_script(capsys, "--help")
+    assert code == 0
     for option in ("--run-dir", "--seed", "--search.num-simulations", "--search.policy",
                    "--selfplay.temperature-moves", "--learner.learning-rate",
                    "--replay-capacity", "--augment", "--iterations"):
-        assert option in out.stdout
+        assert option in out
 
 
 @pytest.mark.parametrize(
@@ -323,11 +356,12 @@ def test_experiment_help_lists_every_option():
         (["--seed", "many"], "many"),
     ],
 )
-def test_experiment_bad_options_fail_cleanly(tmp_path, args, message):
-    out = run_script("--run-dir", str(tmp_path / "run"), *args)
-    assert out.returncode == 2
-    assert message in out.stderr
-    assert "Traceback" not in out.stderr
+def test_experiment_bad_options_fail_cleanly(tmp_path, capsys, args, message):
+    code, _, err = run_script(capsys, "--run-dir", str(tmp_path / "run"), *args)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_resuming_a_perfect_run_trains_no_further(tmp_path):
@@ -359,9 +393,11 @@ def test_resuming_a_perfect_run_trains_no_further(tmp_path):
 OLD_RUN = ROOT / "tests" / "data" / "run_v1"
 
 
-def test_a_run_written_before_the_two_halves_loads_and_resumes(tmp_path):
+def test_a_run_written_before_the_two_halves_loads_and_restores(tmp_path):
     """tests/data/run_v1 was written by azjax before the config had two halves: a flat
-    config.json and a checkpoint of iteration 2 (2 iterations of a tiny network)."""
+    config.json and a checkpoint of iteration 2 (2 iterations of a tiny network). Its
+    training state restores as a resumed run restores it; resuming it, counting on and
+    rewriting its config: tests/test_run_integrity.py (slow), which trains it on."""
     flat = json.loads((OLD_RUN / "config.json").read_text())
     assert "program" not in flat and flat["game"] == "tictactoe"
     run_dir = tmp_path / "old"
@@ -370,18 +406,14 @@ def test_a_run_written_before_the_two_halves_loads_and_resumes(tmp_path):
     assert config.program.network.channels == flat["network"]["channels"] == 4
     assert config.run.iterations == flat["iterations"] and config.seed == flat["seed"]
     agent = Agent.load(run_dir)
-    assert jax.tree.structure(agent.params) == jax.tree.structure(
-        init_train_state(agent.env, config.program, jax.random.key(0)).params)
-    messages = []
-    result = train(config.replace(iterations=3), run_dir, progress=messages.append)
-    assert any(f"resumed {run_dir} at iteration 2" in m for m in messages)
-    assert int(result.train_state.iteration) == 3
+    fresh = init_train_state(agent.env, config.program, jax.random.key(0))
+    assert jax.tree.structure(agent.params) == jax.tree.structure(fresh.params)
+    # Its counters were one int32 each; they restore into two words.
+    restored = ckpt.restore_newest(run_dir, fresh)
     records = read_metrics(run_dir)
-    assert [r["iteration"] for r in records] == [1, 2, 3]
-    # Its counters were one int32 each; they restore into two words and count on.
-    assert records[2]["positions"] == (records[1]["positions"]
-                                       + config.program.positions_per_iteration)
-    assert records[2]["games"] >= records[1]["games"]
-    assert "program" in json.loads((run_dir / "config.json").read_text())
+    assert restored.step == 2 == int(restored.tree.iteration)
+    assert int(restored.tree.positions) == records[-1]["positions"] > 0
+    assert int(restored.tree.games) == records[-1]["games"]
+    assert leaves_equal(restored.tree.params, agent.params)
     with pytest.raises(ValueError, match="unknown config field 'colour'"):
         TrainConfig.from_dict({**flat, "colour": "red"})
