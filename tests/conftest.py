@@ -6,7 +6,7 @@ Many tests train, evaluate or start an experiment script in a subprocess, and co
 the same programs again and again; JAX's persistent cache compiles each once. It lives in
 `$XDG_CACHE_HOME/azjax/test-xla` (`~/.cache/...`), kept between sessions: JAX keys each
 entry on the program, the JAX and XLA versions, the devices and the XLA flags, so a
-changed program never loads a stale entry, and the oldest entries go past 2 GB.
+changed program never loads a stale entry; past 2 GB the oldest entries go.
 `AZJAX_TEST_CACHE=off` compiles everything afresh, in a directory of this session's that
 is removed at its end (a cold run, as on a fresh machine); `AZJAX_TEST_CACHE=DIR` keeps
 the cache in DIR (CI shares one between its steps). Everything is set before JAX is
@@ -14,8 +14,10 @@ imported; subprocesses and notebook kernels inherit it (and the experiment scrip
 cache, `azjax.run.compile_cache`, is pointed at it).
 
 The tests' programs are small and run briefly, so compiling is most of their cost: XLA
-skips LLVM's optimisation of the generated code (`--xla_backend_optimization_level=0`),
-which leaves the programs' results as they are and halves the time they take to compile.
+skips LLVM's optimisation of the generated code (`--xla_backend_optimization_level=0`;
+docs/trust.md says what it saves). Floats may differ from the optimised program's in
+their last bits; every process of a session (subprocesses included) compiles alike, so
+the tests that compare runs compare like with like.
 
 Tests run on one CPU device, experiment scripts in subprocesses included (their default
 is one host device per core); the tests of several devices ask for them by `--devices`.

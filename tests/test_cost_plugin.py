@@ -5,7 +5,9 @@ files handed out longest first."""
 from __future__ import annotations
 
 import json
+import os
 import uuid
+from pathlib import Path
 
 import cost_plugin
 import cost_table
@@ -48,9 +50,9 @@ def test_each_test_gets_its_own_compilations_hits_and_children(pytester, tmp_pat
     pytester.makepyfile(test_measured=MEASURED.format(a=constant))
     first = run_measured(pytester, tmp_path / "first.jsonl")
     busy, idle = first["test_compiles_two_programs_and_starts_a_child"], first["test_does_nothing"]
-    # The two new programs miss the cache; what JAX compiles around them (converting
-    # the constant) may come from it.
-    assert busy["compiles"] - busy["cache_hits"] == 2 and busy["compile_seconds"] > 0
+    # The two new programs miss the cache; what JAX compiles around them (its own
+    # small programs) may or may not come from it, as the cache is cold or warm.
+    assert busy["compiles"] - busy["cache_hits"] >= 2 and busy["compile_seconds"] > 0
     assert busy["children"] == 1 and busy["outcome"] == "passed" and not busy["slow"]
     assert idle["compiles"] == idle["cache_hits"] == idle["children"] == 0
     assert first["total"]["tests"] == 2 and first["total"]["compiles"] == busy["compiles"]
@@ -58,7 +60,7 @@ def test_each_test_gets_its_own_compilations_hits_and_children(pytester, tmp_pat
     # persistent cache the first run wrote.
     again = run_measured(pytester, tmp_path / "again.jsonl")
     hit = again["test_compiles_two_programs_and_starts_a_child"]
-    assert hit["cache_hits"] == hit["compiles"] >= 2
+    assert hit["cache_hits"] >= 2 and hit["cache_hits"] == hit["compiles"]
     assert hit["children"] == 1
 
 
@@ -122,3 +124,35 @@ def test_the_recorded_file_costs_name_existing_files(name):
     root = _FILE_COSTS.parents[1]
     assert costs and all((root / path).is_file() for path in costs)
     assert all(entry[name] >= 0 for entry in costs.values())
+
+
+def test_the_cache_is_kept_where_asked_and_a_cold_one_is_the_sessions_own(
+        monkeypatch, tmp_path):
+    import conftest
+
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("AZJAX_TEST_CACHE", raising=False)
+    assert conftest._cache_directory() == (str(tmp_path / "xdg" / "azjax" / "test-xla"), False)
+    monkeypatch.setenv("AZJAX_TEST_CACHE", str(tmp_path / "mine"))
+    assert conftest._cache_directory() == (str(tmp_path / "mine"), False)
+    monkeypatch.setenv("AZJAX_TEST_CACHE", "off")
+    cold, own = conftest._cache_directory()
+    assert own and Path(cold).is_dir() and not any(Path(cold).iterdir())
+    Path(cold).rmdir()
+    # A session started with the variable set (a worker, or a user's own) keeps it.
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "given"))
+    assert conftest._cache_directory() == (str(tmp_path / "given"), False)
+
+
+def test_a_kept_cache_over_its_limit_loses_its_oldest_entries_down_to_half(tmp_path):
+    from conftest import _prune
+
+    for age in range(10):  # entry 0 is the oldest
+        entry = tmp_path / f"entry{age}"
+        entry.write_bytes(b"x" * 100)
+        os.utime(entry, (1000 + age, 1000 + age))
+    _prune(tmp_path, 1000)  # 1,000 bytes: at the limit, nothing goes
+    assert len(list(tmp_path.iterdir())) == 10
+    _prune(tmp_path, 900)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"entry{age}" for age in range(6, 10)]
