@@ -30,6 +30,7 @@ first.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -50,7 +51,10 @@ def _cache_directory() -> tuple[str, bool]:
         return os.environ["JAX_COMPILATION_CACHE_DIR"], False
     chosen = os.environ.get(_CACHE_ENV, "").strip()
     if chosen.lower() in ("off", "0", "none"):
-        return tempfile.mkdtemp(prefix="azjax-test-xla-"), True
+        own = tempfile.mkdtemp(prefix="azjax-test-xla-")
+        # gone when this process ends, however the session ends (a usage error included)
+        atexit.register(shutil.rmtree, own, ignore_errors=True)
+        return own, True
     if chosen:
         return str(Path(chosen).expanduser()), False
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
@@ -94,12 +98,6 @@ def _prune(directory: Path, limit: int) -> None:
             break
         entry.unlink(missing_ok=True)
         size -= entry_size
-
-
-def pytest_unconfigure(config):
-    # The controller (or the only process) made the session's own cache; it goes last.
-    if _OWN_CACHE and not hasattr(config, "workerinput"):
-        shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` has deselected what does not run

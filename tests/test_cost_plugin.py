@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -33,6 +35,9 @@ def test_compiles_two_programs_and_starts_a_child():
 def test_does_nothing():
     assert True
 """
+
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_measured(pytester, path) -> dict[str, dict]:
@@ -130,16 +135,21 @@ def test_the_cache_is_kept_where_asked_and_a_cold_one_is_the_sessions_own(
         monkeypatch, tmp_path):
     import conftest
 
-    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")  # the child makes its own, too
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("AZJAX_TEST_CACHE", raising=False)
     assert conftest._cache_directory() == (str(tmp_path / "xdg" / "azjax" / "test-xla"), False)
     monkeypatch.setenv("AZJAX_TEST_CACHE", str(tmp_path / "mine"))
     assert conftest._cache_directory() == (str(tmp_path / "mine"), False)
-    monkeypatch.setenv("AZJAX_TEST_CACHE", "off")
-    cold, own = conftest._cache_directory()
-    assert own and Path(cold).is_dir() and not any(Path(cold).iterdir())
-    Path(cold).rmdir()
+    # A cold session's cache is a directory of its own, gone when its process ends (a
+    # process of its own: the directory goes at exit, however the session ended).
+    code = ("import os, sys; sys.path.insert(0, 'tests'); import conftest; "
+            "print(conftest._CACHE_DIR, conftest._OWN_CACHE, os.path.isdir(conftest._CACHE_DIR))")
+    env = {**os.environ, "AZJAX_TEST_CACHE": "off"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    cold, own, existed = done.stdout.split()
+    assert (own, existed) == ("True", "True") and not Path(cold).exists(), done.stderr
     # A session started with the variable set (a worker, or a user's own) keeps it.
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "given"))
     assert conftest._cache_directory() == (str(tmp_path / "given"), False)
