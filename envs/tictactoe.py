@@ -102,6 +102,22 @@ def state_from_board(board: chex.Array) -> TicTacToeState:
     )
 
 
+_STATES_FROM_BOARDS = jax.jit(jax.vmap(state_from_board))
+
+
+def states_from_boards(boards: chex.Array) -> TicTacToeState:
+    """`state_from_board` of each board, as one compiled program (per batch size):
+    op by op, each of its operations would compile on its own.
+
+    Args:
+      boards: int [B, 9], -1 empty, 0 X, 1 O.
+
+    Returns:
+      The states, batched [B].
+    """
+    return _STATES_FROM_BOARDS(jnp.asarray(boards, dtype=jnp.int8))
+
+
 def parse_move(text: str) -> int:
     """A human move, keypad `"1"`-`"9"` or board `"a1"`-`"c3"`, as an action 0-8.
 
@@ -289,7 +305,7 @@ def _load_ground_truth(env: Env) -> GroundTruth:
     live = solution.live
     boards = solution.boards[live]
     return GroundTruth(
-        states=jax.jit(jax.vmap(state_from_board))(jnp.asarray(boards)),
+        states=states_from_boards(boards),
         right_moves=solution.optimal[live],
         counted=np.ones(len(live), bool),
         check_actions=SeatCheck(),

@@ -21,7 +21,7 @@ from azjax.evaluation.alphabeta import (
 from envs import tictactoe_minimax as solver
 from envs.connect_four import boards_from_moves, state_from_moves
 from envs.lines import EVAL_LIMIT, LINE_SCALE
-from envs.tictactoe import state_from_board
+from envs.tictactoe import state_from_board, states_from_boards
 
 
 def random_positions(env, count, min_ply, max_ply, seed):
@@ -226,7 +226,7 @@ def test_full_depth_tictactoe_matches_solver():
     rng = np.random.default_rng(0)
     rows = rng.choice(solution.live, 24, replace=False)
     boards = solution.boards[rows]
-    states = jax.jit(jax.vmap(state_from_board))(boards)
+    states = states_from_boards(boards)
     player = alphabeta_player(env, depth=9)
     moves = player.act(states, jax.random.key(0))
     for i, row in enumerate(rows):

@@ -24,7 +24,7 @@ from azjax.evaluation.evaluators import PositionEvaluator, RandomOpponentEvaluat
 from azjax.play import play_game
 from azjax.run.checkpoint import RunDirError
 from envs import Env, GroundTruth, GroundTruthSource
-from envs.tictactoe import TicTacToe, state_from_board
+from envs.tictactoe import TicTacToe, states_from_boards
 
 
 class PlainTicTacToe(TicTacToe):
@@ -53,7 +53,7 @@ def _load_corner_truth(env: Env) -> GroundTruth:
     boards[1, 0], boards[2, [0, 4]] = 0, [0, 1]
     right = np.zeros((3, 9), bool)
     right[:, 8] = True  # the bottom-right corner is "the" right move
-    return GroundTruth(states=jax.vmap(state_from_board)(jnp.asarray(boards)),
+    return GroundTruth(states=states_from_boards(boards),
                        right_moves=right, counted=np.ones(3, bool))
 
 
@@ -117,8 +117,7 @@ def test_the_hooks_reach_the_evaluator_the_solver_player_and_alphabeta():
         states.current_player.shape, 8, jnp.int32))
     assert evaluator.network_metrics(corner)["net_corner_share"] == 1.0
     assert evaluator.network_metrics(solver_player(env))["net_corner_share"] == 0.0
-    states = jax.vmap(state_from_board)(jnp.asarray(
-        np.random.default_rng(0).choice([-1, -1, 0, 1], size=(64, 9)).astype(np.int8)))
+    states = states_from_boards(np.random.default_rng(0).choice([-1, -1, 0, 1], size=(64, 9)))
     live = ~np.asarray(states.terminated) & np.asarray(states.legal_action_mask).any(1)
     actions = np.asarray(jax.jit(solver_player(env).act)(states, jax.random.key(1)))
     first = np.asarray(states.legal_action_mask).argmax(1)

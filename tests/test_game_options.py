@@ -15,7 +15,8 @@ import json
 import subprocess
 
 import pytest
-from cli_in_process import command, experiment
+from cli_in_process import command
+from cli_in_process import experiment as script  # python experiments/NAME.py ARGV
 from docs_blocks import SMOKE
 
 from azjax import arena, play
@@ -27,11 +28,6 @@ from azjax.sweep.grid import make_grid, parse_param
 GAME = "envs.coin_split:CoinSplit"  # an import path: no recipe, so no options by default
 TINY = [str(a) for item in SMOKE.items() for a in item] + ["--iterations", "1",
                                                            "--eval-every", "1"]
-
-
-def script(name: str, *argv: str) -> subprocess.CompletedProcess:
-    """`python experiments/NAME.py ARGV`, in this process."""
-    return experiment(name, *argv)
 
 
 def one_line_error(done: subprocess.CompletedProcess, message: str) -> None:

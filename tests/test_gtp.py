@@ -12,6 +12,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+import go_tiny
 import jax
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from test_games_training import TINY
 
 import envs
 from azjax import Agent, gtp
-from azjax.core.networks import NetworkConfig, abstract_params
+from azjax.core.networks import NetworkConfig
 from azjax.go.gtp_client import gnugo_command
 from azjax.go.gtp_engine import Engine, serve
 from azjax.go.gtp_protocol import parse_score
@@ -38,13 +39,10 @@ NETWORK = NetworkConfig(channels=8, num_blocks=1, policy_filters=2, value_hidden
 
 def untrained(game: str, **options) -> Agent:
     """An agent with random weights in a tiny network and a 4-simulation search (drawn
-    with NumPy into the network's shapes: nothing to compile)."""
+    with NumPy into the network's shapes, `go_tiny.random_params`: nothing to compile)."""
     config = TINY.replace(game=game, game_options=options, network=NETWORK)
     env = config.make_env()
-    rng = np.random.default_rng(0)
-    params = jax.tree.map(lambda leaf: rng.normal(0, 0.3, leaf.shape).astype(leaf.dtype),
-                          abstract_params(env, config.program.network))
-    return Agent(env, config.program, params)
+    return Agent(env, config.program, go_tiny.random_params(env, config.program.network))
 
 
 @pytest.fixture(scope="module")

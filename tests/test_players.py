@@ -40,7 +40,7 @@ from azjax.run import checkpoint as ckpt
 from envs import coin_split
 from envs import tictactoe_minimax as ttt_solver
 from envs.connect_four import state_from_moves
-from envs.tictactoe import state_from_board
+from envs.tictactoe import states_from_boards
 
 # --------------------------------------------------------------------------------------
 # Plain-Python references (independent of envs/ and azjax/).
@@ -94,11 +94,8 @@ def stack(states):
     return jax.tree.map(lambda *x: jnp.stack(x), *states)
 
 
-_states_from_boards = jax.jit(jax.vmap(state_from_board))  # eagerly: a compile per operation
-
-
 def boards_to_states(boards):
-    return _states_from_boards(jnp.asarray(np.array(boards), jnp.int8))
+    return states_from_boards(np.array(boards))
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from child_io import read_line
+from cli_in_process import experiment
 from test_resume import final_state, without_timing
 from test_training import ROOT, SMALL, leaves_equal
 from tiny import FLAGS
@@ -31,10 +32,6 @@ from azjax.driver import host_run
 from azjax.driver.status import TrainingDiverged
 from azjax.run import checkpoint as ckpt
 from azjax.run.lock import RunLock
-
-sys.path.insert(0, str(ROOT / "experiments"))
-
-from _cli import main as script_main  # what experiments/tictactoe.py runs
 
 # Checkpoints at 2, 4 and 6 (the newest three are kept): the tiny program, not evaluated.
 RUN = SMALL.replace(iterations=6, eval_every=0)
@@ -58,14 +55,10 @@ def cli(run_dir, *args, env=None, max_file_bytes=None) -> subprocess.CompletedPr
                           cwd=ROOT, env=env, timeout=600)
 
 
-def command(capsys, run_dir, *args) -> subprocess.CompletedProcess:
-    """What `cli` gives, from the script's `main` in this process (its exit status and
-    output): for the cases that need no process of their own."""
-    capsys.readouterr()
-    code = script_main("tictactoe", "runs/tictactoe",
-                       ["--run-dir", str(run_dir), *TINY, *args])
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(["main"], code, out, err)
+def command(run_dir, *args) -> subprocess.CompletedProcess:
+    """What `cli` gives, from the script run in this process (its exit status and output):
+    for the cases that need no process of their own."""
+    return experiment("tictactoe", "--run-dir", run_dir, *TINY, *args)
 
 
 def one_line_error(result: subprocess.CompletedProcess, *words: str) -> str:
@@ -146,7 +139,7 @@ def test_run_directory_with_glob_characters_saves_resumes_and_loads(tmp_path, tr
     assert ckpt.checkpoint_steps(run_dir) == [6, 4, 2]
 
 
-def test_a_second_writer_is_refused_naming_the_holder(tmp_path, capsys):
+def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
     run_dir = tmp_path / "run"
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
@@ -162,7 +155,7 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path, capsys):
         in_use = f"in use by another process \\(PID {holder.pid}\\)"
         with pytest.raises(ckpt.RunDirError, match=in_use):
             train(RUN.replace(iterations=2), run_dir, progress=None)
-        line = one_line_error(command(capsys, run_dir, "--iterations", "2"),
+        line = one_line_error(command(run_dir, "--iterations", "2"),
                               f"PID {holder.pid}")
         assert "--run-dir" in line
         assert sorted(p.name for p in run_dir.iterdir()) == [ckpt.LOCK_FILE]
@@ -262,8 +255,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, tr
     assert len(list((run_dir / ckpt.DAMAGED_DIR).iterdir())) == 1
 
 
-def test_no_intact_checkpoint_is_a_clear_error_and_nothing_is_overwritten(tmp_path, trained,
-                                                                          capsys):
+def test_no_intact_checkpoint_is_a_clear_error_and_nothing_is_overwritten(tmp_path, trained):
     run_dir = copy_of(trained, 4, tmp_path / "run")
     for step in (2, 4):
         flip_bytes(params_file(run_dir, step))
@@ -276,7 +268,7 @@ def test_no_intact_checkpoint_is_a_clear_error_and_nothing_is_overwritten(tmp_pa
     assert ckpt.checkpoint_steps(run_dir) == [4, 2]
     with pytest.raises(ckpt.RunDirError, match="no intact checkpoint"):
         Agent.load(run_dir)
-    one_line_error(command(capsys, run_dir, "--iterations", "6"), "no intact checkpoint")
+    one_line_error(command(run_dir, "--iterations", "6"), "no intact checkpoint")
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbled line", "deleted", "not appended"])
@@ -369,7 +361,7 @@ def test_a_diverging_run_stops_without_saving_the_diverged_state(tmp_path, train
 
 
 @pytest.mark.parametrize("where", ["empty", "a file", "under a file"])
-def test_run_directories_that_cannot_be_refused_before_any_work(tmp_path, capsys, where):
+def test_run_directories_that_cannot_be_refused_before_any_work(tmp_path, where):
     (tmp_path / "file").write_text("not a directory\n")
     run_dir = {"empty": "", "a file": tmp_path / "file",
                "under a file": tmp_path / "file" / "run"}[where]
@@ -377,22 +369,22 @@ def test_run_directories_that_cannot_be_refused_before_any_work(tmp_path, capsys
         train(RUN, run_dir, progress=None)
     words = {"empty": "must not be empty", "a file": "is a file",
              "under a file": "which is a file"}[where]
-    one_line_error(command(capsys, run_dir), words)
+    one_line_error(command(run_dir), words)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
     assert (tmp_path / "file").read_text() == "not a directory\n"
 
 
-def test_unwritable_run_and_checkpoint_directories_are_one_line_errors(tmp_path, capsys):
+def test_unwritable_run_and_checkpoint_directories_are_one_line_errors(tmp_path):
     # /sys refuses new directories even to root, where chmod would not.
-    one_line_error(command(capsys, "/sys/azjax-run"), "cannot write to run directory")
+    one_line_error(command("/sys/azjax-run"), "cannot write to run directory")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / ckpt.CHECKPOINT_DIR).write_text("in the way\n")
-    one_line_error(command(capsys, run_dir, "--iterations", "2"), "checkpoints' is a file")
+    one_line_error(command(run_dir, "--iterations", "2"), "checkpoints' is a file")
     assert sorted(p.name for p in run_dir.iterdir()) == [ckpt.CHECKPOINT_DIR]
 
 
-def test_a_full_disk_is_one_line_and_the_run_resumes_after(tmp_path, capsys):
+def test_a_full_disk_is_one_line_and_the_run_resumes_after(tmp_path):
     """A file size limit (as a full disk: writes fail) hits the first checkpoint, in a
     process of its own; the same command, without the limit, resumes the run."""
     run_dir = tmp_path / "run"
@@ -407,7 +399,7 @@ def test_a_full_disk_is_one_line_and_the_run_resumes_after(tmp_path, capsys):
                    "File too large")
     assert ckpt.checkpoint_steps(run_dir) == [] or ckpt.verify(run_dir, 2) is not None
     assert ckpt.read_metrics(run_dir) == []
-    resumed = command(capsys, run_dir, "--iterations", "4")
+    resumed = command(run_dir, "--iterations", "4")
     assert resumed.returncode == 0, resumed.stderr
     assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2, 3, 4]
 

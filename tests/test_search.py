@@ -24,7 +24,7 @@ from azjax.core.search import (
     symmetric_apply,
     visit_counts,
 )
-from envs.tictactoe import state_from_board
+from envs.tictactoe import states_from_boards
 
 # --------------------------------------------------------------------------------------
 # Plain-Python tic-tac-toe helpers (independent of envs/, envs/tictactoe_minimax.py included).
@@ -92,9 +92,6 @@ def tactical_positions():
             answers.extend(kind_answers[chosen])
     return np.array(boards, np.int8), np.array(answers, np.int32)
 
-
-# Compiled once per batch size (eagerly, each of its operations would compile alone).
-states_from_boards = jax.jit(jax.vmap(state_from_board))
 
 # --------------------------------------------------------------------------------------
 # Fixtures

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import envs
-from envs.tictactoe import state_from_board
+from envs.tictactoe import state_from_board, states_from_boards
 
 LINES = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]
 
@@ -100,7 +100,7 @@ def test_transform_state_matches_geometry(env, sym, live_batch):
     out = jax.device_get(
         jax.jit(jax.vmap(lambda b, g: env.transform_state(state_from_board(b), g)))(boards, g)
     )
-    from_board = jax.device_get(jax.jit(jax.vmap(state_from_board))(out.board))
+    from_board = jax.device_get(states_from_boards(out.board))
     np.testing.assert_array_equal(out.observation, from_board.observation)
     np.testing.assert_array_equal(out.legal_action_mask, from_board.legal_action_mask)
     np.testing.assert_array_equal(out.current_player, from_board.current_player)
@@ -189,8 +189,7 @@ def test_winning_is_invariant(env, sym):
     cell = np.asarray(sym.cell_perm)
     images = np.concatenate([boards[:, cell[g]] for g in range(8)])
     originals = np.tile(boards, (8, 1))
-    f = jax.jit(jax.vmap(state_from_board))
-    a, b = jax.device_get((f(originals), f(images)))
+    a, b = jax.device_get((states_from_boards(originals), states_from_boards(images)))
     np.testing.assert_array_equal(a.rewards, b.rewards)
     np.testing.assert_array_equal(a.terminated, b.terminated)
     assert (np.abs(a.rewards).sum(axis=1) == 2).sum() > 20  # some wins in the sample

@@ -6,7 +6,6 @@ import dataclasses
 import functools
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import binomial
@@ -15,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import tiny
+from cli_in_process import experiment
 from ttt_reference import negamax, reachable_boards, terminal
 
 import envs
@@ -28,7 +28,7 @@ from azjax.core.selfplay import SelfPlayConfig
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.run import checkpoint as ckpt
 from azjax.run.checkpoint import RunDirError, load_config, read_metrics
-from envs.tictactoe import state_from_board
+from envs.tictactoe import states_from_boards
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -170,7 +170,7 @@ def test_short_training_improves_the_policy_and_the_value():
     network = network_player(apply)
     evaluator = make_evaluator(env)
     boards = live_boards()
-    observation = jax.vmap(state_from_board)(jnp.asarray(np.array(boards, np.int8))).observation
+    observation = states_from_boards(boards).observation
     truth = np.array([negamax(b) for b in boards], np.float32)
     value = jax.jit(lambda params: apply(params, observation)[1])
 
@@ -287,7 +287,7 @@ def test_agent_acts_legally_and_wins_in_one(tiny_run):
 
     # X to move with X X . on the top row: cell 2 wins at once (O cannot stop it).
     boards = jnp.array([[0, 0, -1, 1, 1, -1, -1, -1, -1], [1, 1, -1, 0, 0, -1, 0, -1, -1]])
-    states = jax.vmap(state_from_board)(boards)
+    states = states_from_boards(boards)
     actions = np.asarray(agent.act(states, jax.random.key(0)))
     assert actions.tolist() == [2, 2]
     logits, values = agent.evaluate(states.observation)
@@ -321,31 +321,13 @@ def test_bad_config_is_a_clear_error(options, message):
         train(SMALL.replace(**options), run_dir=None, progress=None)
 
 
-def run_script(capsys, *args: str) -> tuple[int, str, str]:
-    """experiments/tictactoe.py's `main` on `args`, in this process (its script entry point
-    runs in a process of its own in tests/test_run_integrity.py and tests/test_resume.py):
-    the exit code, stdout and stderr."""
-    sys.path.insert(0, str(ROOT / "experiments"))
-    try:
-        from _cli import main
-    finally:
-        sys.path.remove(str(ROOT / "experiments"))
-    capsys.readouterr()
-    try:
-        code = main("tictactoe", "runs/tictactoe", list(args))
-    except SystemExit as exit:  # the parser's --help and its errors
-        code = exit.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_experiment_help_lists_every_option(capsys):
-    code, out, _ = run_script(capsys, "--help")
-    assert code == 0
+def test_experiment_help_lists_every_option():
+    done = experiment("tictactoe", "--help")  # in this process (tests/cli_in_process.py)
+    assert done.returncode == 0
     for option in ("--run-dir", "--seed", "--search.num-simulations", "--search.policy",
                    "--selfplay.temperature-moves", "--learner.learning-rate",
                    "--replay-capacity", "--augment", "--iterations"):
-        assert option in out
+        assert option in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -356,11 +338,11 @@ def test_experiment_help_lists_every_option(capsys):
         (["--seed", "many"], "many"),
     ],
 )
-def test_experiment_bad_options_fail_cleanly(tmp_path, capsys, args, message):
-    code, _, err = run_script(capsys, "--run-dir", str(tmp_path / "run"), *args)
-    assert code == 2
-    assert message in err
-    assert "Traceback" not in err
+def test_experiment_bad_options_fail_cleanly(tmp_path, args, message):
+    done = experiment("tictactoe", "--run-dir", str(tmp_path / "run"), *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
     assert not (tmp_path / "run").exists()
 
 
