@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 
 import go_tiny
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import tiny
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import envs
 from azjax.core import replay as replay_lib
-from azjax.core.iteration import init_train_state, make_iteration_fn
 from azjax.core.learner import alphazero_loss, auxiliary_losses
 from azjax.core.networks import NetworkConfig, abstract_params, make_network
 from azjax.core.program import ProgramConfig
@@ -28,7 +27,8 @@ from azjax.core.selfplay import (
     assign_outcomes,
     cheap_search_config,
     first_finals,
-    full_search_moves,
+    init_games,
+    make_play_fn,
 )
 
 S, B, CELLS = 10, 4, 6
@@ -259,46 +259,76 @@ def test_training_records_each_games_final_ownership_and_score(go_training):
                for r in records)
 
 
-def test_playout_cap_randomisation_searches_a_share_of_moves_in_full(go_training):
-    """The batch's moves get the full search on the evenly spread pattern, a quarter of
-    them; the cheap search is the configured one."""
+def test_playout_cap_randomisation_gives_every_game_and_colour_its_share(go_training):
+    """Each move searches a fresh random quarter of the games in full, so both colours
+    of every game get full searches at that rate: over the run's 1,024 moves each
+    colour's share is within a binomial bound of 1/4, and two full searches of one slot
+    a few plies apart are as often an odd number of plies apart (the other colour, when
+    in one game) as an even one. A pattern fixed over the iteration's steps would put
+    every full search of a game on one colour (all distances even)."""
     _, program, data, _ = go_training
-    written = data.slot >= 0
-    full = data.full_search[written].reshape(go_tiny.ITERATIONS, go_tiny.STEPS, go_tiny.GAMES)
-    assert (full == full[..., :1]).all()
-    pattern = full_search_moves(program.selfplay)
-    assert program.selfplay.full_search_prob == 0.25 and go_tiny.STEPS == 8
-    assert pattern.tolist() == [False, False, False, True, False, False, False, True]
-    assert (full[..., 0] == pattern).all()
+    p = program.selfplay.full_search_prob
+    assert p == 0.25 and program.selfplay.full_search_games == go_tiny.GAMES // 4
+    shape = (go_tiny.ITERATIONS * go_tiny.STEPS, go_tiny.GAMES)  # written time-major
+    assert (data.slot >= 0).all()
+    full, player = data.full_search.reshape(shape), data.player.reshape(shape)
+    assert (full.sum(axis=1) == go_tiny.GAMES // 4).all()
+    for colour in (0, 1):
+        moves = player == colour
+        n = moves.sum()
+        assert abs(full[moves].mean() - p) < 4 * np.sqrt(p * (1 - p) / n), colour
+    odd = pairs = 0
+    for slot in range(go_tiny.GAMES):
+        times = np.flatnonzero(full[:, slot])
+        gaps = (times[None, :] - times[:, None])[np.triu_indices(len(times), 1)]
+        near = gaps[gaps <= 8]
+        pairs, odd = pairs + len(near), odd + (near % 2).sum()
+    assert pairs > 200  # (deterministic, as above)
+    assert 0.35 < odd / pairs < 0.65
     cheap = cheap_search_config(program.search, program.selfplay)
     assert cheap.num_simulations == 2 and cheap.max_num_considered_actions == 2
 
 
-def test_training_vmapped_over_runs_still_runs_one_search_a_move():
-    """Training vmaps the iteration over a group's runs: the choice between the full and
-    the cheap search must stay a `cond` there (a batched choice would become a select
-    that runs both searches every move). The choice is the game's no more than the
-    network's: the tiny tic-tac-toe program (tests/tiny.py) with playout cap
-    randomisation is the cheapest to trace."""
-    program = dataclasses.replace(tiny.CONFIG.program, selfplay=dataclasses.replace(
-        tiny.CONFIG.program.selfplay, steps_per_iteration=8, full_search_prob=0.25,
-        cheap_simulations=2))
-    env = program.make_env()
-    state = jax.eval_shape(lambda k: init_train_state(env, program, k), jax.random.key(0))
-    stacked = jax.tree.map(lambda x: jax.ShapeDtypeStruct((2, *x.shape), x.dtype), state)
-    text = str(jax.make_jaxpr(jax.vmap(make_iteration_fn(env, program)))(stacked))
-    assert text.count("cond[") >= 1
+def test_training_vmapped_over_runs_runs_each_search_on_its_games_only():
+    """Each move runs the full search on its F games and the cheap one on the other
+    B - F, as two batches, also when training vmaps the iteration over a group's runs
+    (a branch on a drawn value would run both searches on every game there). The
+    searches are stand-ins that record the batch they are traced with."""
+    selfplay = SelfPlayConfig(num_games=8, steps_per_iteration=2, full_search_prob=0.25,
+                              cheap_simulations=2)
+    env = envs.make("tictactoe")
+    batches = []
+
+    def stand_in(params, search, key, states):
+        batch, actions = states.legal_action_mask.shape
+        batches.append(batch)
+        summary = types.SimpleNamespace(value=jnp.zeros(batch),
+                                        visit_counts=jnp.ones((batch, actions)))
+        return types.SimpleNamespace(action_weights=jnp.full((batch, actions), 1 / actions),
+                                     action=jnp.zeros(batch, jnp.int32),
+                                     search_tree=types.SimpleNamespace(summary=lambda: summary))
+
+    search = SearchConfig(num_simulations=4)
+    play = make_play_fn(env, stand_in, search, selfplay, stand_in)
+    keys = jax.random.split(jax.random.key(0), 2)
+    games = jax.vmap(lambda k: init_games(env, k, selfplay))(keys)
+    _, trajectory = jax.eval_shape(jax.vmap(lambda k, g: play(None, search, k, g)),
+                                   keys, games)
+    assert sorted(batches) == [2, 6]
+    assert trajectory.positions.full_search.shape == (2, 2, 8)
 
 
-@pytest.mark.parametrize("prob, steps, ok", [(0.25, 8, True), (0.5, 3, False),
-                                             (0.3, 10, True), (0.3, 8, False)])
-def test_the_full_searches_are_a_whole_number_of_moves(prob, steps, ok):
-    config = SelfPlayConfig(steps_per_iteration=steps, full_search_prob=prob)
+@pytest.mark.parametrize("prob, games, ok", [(0.25, 16, True), (0.5, 2, True),
+                                             (0.3, 16, False), (0.25, 2, False),
+                                             (0.01, 16, False)])
+def test_the_full_searches_are_a_whole_number_of_games(prob, games, ok):
+    config = SelfPlayConfig(num_games=games, full_search_prob=prob)
     if ok:
         config.validate()
-        assert full_search_moves(config).sum() == round(prob * steps)
+        assert config.full_search_games == round(prob * games)
     else:
-        with pytest.raises(ValueError, match="must be a whole number of fully searched"):
+        with pytest.raises(ValueError, match="must be a whole number of fully searched "
+                           "games per move, at least 1"):
             config.validate()
 
 

@@ -9,10 +9,11 @@ recorded with the search policy), which widens the set of positions seen in trai
 Playout cap randomisation (KataGo, `full_search_prob` < 1): that share of the moves gets
 the full search and the others a cheap one of `cheap_simulations`; only the full
 searches' policies become policy targets (every position keeps its value target), so
-more games are played for the same time. A search runs the whole batch at one budget,
-so the choice is made per move of the batch, on a fixed pattern over the iteration's S
-moves (`full_search_moves`); games start and end at different moves, so which plies of
-a game are searched in full varies from game to game.
+more games are played for the same time. At every move a fresh random subset of
+`full_search_prob` x B games is searched in full and the rest cheaply, each set as one
+batch: every move of every game has the same chance of a full search, whoever plays it,
+and each move costs exactly the expected compute, with no branch on a drawn value
+(training vmaps the iteration over runs, where such a branch would run both searches).
 
 Resignation (AlphaGo Zero, `resign_threshold` > -1): a player whose root value (its own
 view) falls below the threshold resigns instead of moving, once its game is past the
@@ -33,7 +34,6 @@ import dataclasses
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
 from azjax.core import replay as replay_lib
@@ -57,10 +57,10 @@ class SelfPlayConfig:
     random_opening_moves: int = 0
     """Each new game opens with U{0..N} uniformly random plies (recorded like any other)."""
     full_search_prob: float = 1.0
-    """Playout cap randomisation: the share of moves (of the whole batch at once) that
-    get the full search and become policy targets; the others get a cheap search of
-    `cheap_simulations` and train the value alone. 1: every move is searched in full.
-    Times `steps_per_iteration` it must be a whole number of moves."""
+    """Playout cap randomisation: the share of each move's games, drawn afresh every
+    move, that get the full search and become policy targets; the others get a cheap
+    search of `cheap_simulations` and train the value alone. 1: every move is searched
+    in full. Times `num_games` it must be a whole number of games, at least one."""
     cheap_simulations: int = 8
     """Simulations of the cheap search (with `full_search_prob` < 1)."""
     resign_threshold: float = -1.0
@@ -88,12 +88,18 @@ class SelfPlayConfig:
         check_setting("selfplay.random_move_prob", self.random_move_prob, float, 0, 1)
         check_setting("selfplay.resign_threshold", self.resign_threshold, float, -1, 1)
         check_setting("selfplay.resign_playout_prob", self.resign_playout_prob, float, 0, 1)
-        full = self.full_search_prob * self.steps_per_iteration
-        if abs(full - round(full)) > 1e-9:
-            raise ValueError(
-                f"selfplay.full_search_prob x selfplay.steps_per_iteration must be a whole "
-                f"number of fully searched moves per iteration, got "
-                f"{self.full_search_prob:g} x {self.steps_per_iteration} = {full:g}")
+        if self.full_search_prob < 1.0:
+            full = self.full_search_prob * self.num_games
+            if abs(full - round(full)) > 1e-9 or round(full) < 1:
+                raise ValueError(
+                    f"selfplay.full_search_prob x selfplay.num_games must be a whole "
+                    f"number of fully searched games per move, at least 1, got "
+                    f"{self.full_search_prob:g} x {self.num_games} = {full:g}")
+
+    @property
+    def full_search_games(self) -> int:
+        """Games searched in full at each move (all B without playout cap randomisation)."""
+        return round(self.full_search_prob * self.num_games)
 
 
 @struct.dataclass
@@ -165,12 +171,19 @@ def cheap_search_config(search_config: SearchConfig, config: SelfPlayConfig) -> 
         max_num_considered_actions=min(search_config.max_num_considered_actions, sims))
 
 
-def full_search_moves(config: SelfPlayConfig) -> np.ndarray:
-    """bool [S]: which of an iteration's S moves get the full search, `full_search_prob`
-    of them spread evenly (move s iff floor((s + 1) p) > floor(s p))."""
-    s = np.arange(config.steps_per_iteration)
-    p = config.full_search_prob
-    return np.floor((s + 1) * p + 1e-9) > np.floor(s * p + 1e-9)
+def split_full_and_cheap(key: chex.PRNGKey, config: SelfPlayConfig
+                         ) -> tuple[chex.Array, chex.Array]:
+    """A uniformly random split of the B games into those searched in full and the rest.
+
+    Args:
+      key: consumed.
+      config: `num_games` (B) and `full_search_prob` (F = `full_search_games` of B).
+
+    Returns:
+      (full [F] int32, cheap [B - F] int32): disjoint game indices covering 0..B-1.
+    """
+    order = jax.random.permutation(key, config.num_games).astype(jnp.int32)
+    return order[:config.full_search_games], order[config.full_search_games:]
 
 
 def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfPlayConfig,
@@ -205,26 +218,29 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
         output = fn(params, search, key, states)
         return output.action_weights, greedy_action(settings, output), root_value(output)
 
-    # Which of the S moves get the full search: a fixed, evenly spread pattern rather
-    # than a coin, so that the choice is no batched value and the `cond` below runs one
-    # search (training vmaps the iteration over runs, which turns a batched `cond` into
-    # both branches).
-    full_moves = jnp.asarray(full_search_moves(config))
+    def capped_search(params, search, key, states):
+        split_key, full_key, cheap_key = jax.random.split(key, 3)
+        full_games, cheap_games = split_full_and_cheap(split_key, config)
+        pick = lambda games: jax.tree.map(lambda x: x[games], states)
+        outputs = (searched(search_fn, search_config, params, search, full_key,
+                            pick(full_games)),
+                   searched(cheap_search_fn, cheap_config, params, search, cheap_key,
+                            pick(cheap_games)))
+        # Each game's results back in its slot.
+        slot_of = jnp.argsort(jnp.concatenate([full_games, cheap_games]))
+        pi, greedy, value = (jnp.concatenate(parts)[slot_of] for parts in zip(*outputs))
+        return pi, greedy, value, slot_of < config.full_search_games
 
-    def one_move(carry, xs):
+    def one_move(carry, key):
         params, search, games = carry
-        key, move = xs
         states = games.state
         search_key, sample_key, random_key, coin_key, reset_key = jax.random.split(key, 5)
-        args = (params, search, search_key, states)
-        full = True
         if capped:
-            full = full_moves[move]
-            pi, greedy, value = jax.lax.cond(
-                full, lambda: searched(search_fn, search_config, *args),
-                lambda: searched(cheap_search_fn, cheap_config, *args))
+            pi, greedy, value, full = capped_search(params, search, search_key, states)
         else:
-            pi, greedy, value = searched(search_fn, search_config, *args)
+            pi, greedy, value = searched(search_fn, search_config, params, search,
+                                         search_key, states)
+            full = True
         legal = states.legal_action_mask
         sampled = jax.random.categorical(sample_key, masked_logits(jnp.log(pi), pi > 0))
         chosen = jnp.where(states.step_count < config.temperature_moves, sampled, greedy)
@@ -245,7 +261,7 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
             slot=slots,
             **{name: jnp.zeros((num_games, *x.shape), x.dtype)
                for name, x in final_shapes.items()},
-            full_search=jnp.full(num_games, full) if capped else None,
+            full_search=full if capped else None,
             has_final=jnp.zeros(num_games, jnp.bool_) if finals and resigns else None,
         )
         step = Trajectory(
@@ -263,9 +279,7 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
 
     def play(params, search: SearchConfig, key: chex.PRNGKey, games: Games):
         keys = jax.random.split(key, config.steps_per_iteration)
-        (_, _, games), trajectory = jax.lax.scan(
-            one_move, (params, search, games),
-            (keys, jnp.arange(config.steps_per_iteration, dtype=jnp.int32)))
+        (_, _, games), trajectory = jax.lax.scan(one_move, (params, search, games), keys)
         return games, trajectory
 
     return play
