@@ -231,6 +231,29 @@ def test_the_command_line_refuses_a_bad_setting_before_writing_anything(tmp_path
     assert not run_dir.exists()
 
 
+def test_learning_after_more_positions_than_the_replay_holds_is_refused(tmp_path):
+    """go9x9 learns after 10,000 positions: a replay of 8,192 would never learn."""
+    run_dir = tmp_path / "run"
+    out = experiment("go9x9", "--replay-capacity", "8192", "--run-dir", run_dir)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        ("error: learn_after (10000) must be at most replay_capacity (8192): the replay "
+         "never holds more, so it would never learn")]
+    assert not run_dir.exists()
+    TrainConfig().replace(replay_capacity=4096, learn_after=4096).validate()
+
+
+def test_training_on_a_score_utility_with_a_mixed_value_target_is_refused():
+    """The search value mixed into the value target holds the score utility, which the
+    search adds again on top of the value head: one of the two must be off."""
+    config = TrainConfig().replace(value_target_mix=0.5).replace(
+        search=SearchConfig(score_utility=0.5))
+    message = refused(config, "value_target_mix")
+    assert "search.score_utility" in message and "set one of them to 0" in message
+    config.replace(value_target_mix=0.0).validate()
+    config.replace(value_target_mix=0.5, search=SearchConfig()).validate()
+
+
 # --------------------------------------------------------------------------------------
 # Game options
 # --------------------------------------------------------------------------------------

@@ -74,6 +74,18 @@ class ProgramConfig:
         check_setting("gradient_steps", self.gradient_steps, int, 0)
         check_setting("learn_after", self.learn_after, int, 0)
         check_setting("value_target_mix", self.value_target_mix, float, 0, 1)
+        if self.learn_after > self.replay_capacity:
+            raise ValueError(
+                f"learn_after ({self.learn_after}) must be at most replay_capacity "
+                f"({self.replay_capacity}): the replay never holds more, so it would "
+                f"never learn")
+        if self.value_target_mix > 0 and self.search.score_utility > 0:
+            # The root value it mixes into the value target already holds the utility,
+            # which the search then adds again on top of the value head.
+            raise ValueError(
+                "value_target_mix > 0 and search.score_utility > 0 would count the score "
+                "utility twice (the search value mixed into the value target holds it): "
+                "set one of them to 0")
         if self.regime not in REGIMES:
             raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}")
         check_int32("positions per iteration: selfplay.num_games x "
