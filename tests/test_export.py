@@ -6,7 +6,9 @@ import dataclasses
 import json
 import subprocess
 import sys
+import typing
 
+import go_tiny
 import jax
 import numpy as np
 import pytest
@@ -15,9 +17,11 @@ from test_training import ROOT, SMALL, leaves_equal
 
 from azjax import Agent
 from azjax.core.iteration import init_train_state
+from azjax.core.search import SearchConfig
 from azjax.export import main as export_main
 from azjax.run import checkpoint as ckpt
 from azjax.run.agent_file import AgentFileError, write_agent_file
+from azjax.run.recipes import recipe
 
 
 @pytest.fixture
@@ -62,6 +66,34 @@ def test_exported_agent_is_the_same_agent(run_dir, tmp_path):
     # A search override at load time still applies to a file.
     assert Agent.load(path, search=SMALL.program.search).search_config == SMALL.program.search
     assert not list(path.parent.glob("*.partial"))
+
+
+def other_value(kind, value):
+    """A valid setting of type `kind` other than `value`."""
+    choices = typing.get_args(kind)
+    if choices:
+        return next(choice for choice in choices if choice != value)
+    if kind is bool:
+        return not value
+    if kind is int:
+        return value + 1
+    return value / 2 if value else 0.5
+
+
+def test_an_exported_agent_searches_as_it_was_given(tmp_path):
+    """Every search setting survives export and load, on a program whose search has play
+    settings (go9x9's) that loading must not apply again."""
+    search = recipe("go9x9", "cpu").program.search
+    assert search.play_simulations and search.play_policy and search.play_skip_futile
+    program = dataclasses.replace(go_tiny.CONFIG.program, search=search)
+    env = program.make_env()
+    agent = Agent(env, program, go_tiny.random_params(env, program.network))
+    kinds = typing.get_type_hints(SearchConfig)
+    for field in dataclasses.fields(SearchConfig):
+        value = other_value(kinds[field.name], getattr(agent.search_config, field.name))
+        changed = agent.with_search(**{field.name: value})
+        loaded = Agent.load(changed.export(tmp_path / f"{field.name}.azjax"))
+        assert loaded.search_config == changed.search_config, field.name
 
 
 def test_export_command_line(run_dir, tmp_path, capsys):

@@ -48,7 +48,8 @@ class Agent:
 
     `evaluate(obs)` runs the network alone; `act(states, key)` runs network + search.
     `program` is the program config it was trained with; `search_config` the search `act`
-    uses (unless overridden, the training one with its play settings: `play_search`).
+    uses (unless overridden: of a run, the training one with its play settings,
+    `play_search`; of an agent file, the one it was exported with).
     """
 
     def __init__(self, env: Env, program: ProgramConfig, params: chex.ArrayTree,
@@ -86,7 +87,9 @@ class Agent:
             if step is not None:
                 raise AgentFileError(f"{str(path)!r} is an agent file: it has no steps")
             program, params = read_agent_file(path, params_shapes)
-            return cls(games["env"], program, params, search)
+            # The file's search is the one the agent played with when exported: its play
+            # settings were applied then, and applying them again would undo `with_search`.
+            return cls(games["env"], program, params, search or program.search)
         program = ckpt.load_config(path).program
         restored = ckpt.restore_params(path, params_shapes(program), step)
         notice = restored.notice(path)
@@ -96,7 +99,8 @@ class Agent:
 
     def export(self, path: str | Path) -> Path:
         """Writes this agent (program config with its search settings, and weights) to one
-        file that `Agent.load(path)` reads back; returns the path."""
+        file that `Agent.load(path)` reads back, searching as this agent does
+        (`search_config`, `with_search` changes included); returns the path."""
         program = dataclasses.replace(self.program, search=self.search_config)
         return write_agent_file(path, program, self.params)
 

@@ -1,4 +1,6 @@
 """The agent file: a program config (game, network, search) and the network weights.
+Its search is the one the agent plays with, as exported (`Agent.load` applies no play
+settings to it again).
 
 The file is msgpack (flax.serialization): a header naming the format and its version,
 the config as JSON, and the parameters as nested dicts of arrays. `Agent.export` writes
