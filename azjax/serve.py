@@ -16,16 +16,25 @@ Each answers with the game as `azjax.run.web_games.GameTable` describes it, or w
 status 4xx and `{"error": "..."}` for a request it refuses (unknown game, stale page,
 illegal move, malformed JSON, a body over 16 KiB). The server listens on 127.0.0.1
 unless `--host` says otherwise.
+
+Only its own page may use it: a request whose Host is not the server's address, or
+whose Origin (when it has one) is not that address, gets status 403 and one line saying
+why (`OwnAddress.refusal`). A web page elsewhere cannot then start games and spend the
+agent's compute, neither by a cross-site request (its Origin is its own) nor through a
+name of its own that resolves to this machine (DNS rebinding: its Host is that name).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import http.server
+import ipaddress
 import json
 import socket
 import sys
 import traceback
+import urllib.parse
 from importlib import resources
 from typing import Any
 
@@ -36,6 +45,76 @@ from azjax.run.web_games import GameError, GameTable
 
 MAX_BODY = 16 * 1024
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+ANY_ADDRESS = ("", "0.0.0.0", "::")
+
+
+def _address(netloc: str) -> tuple[str, int] | None:
+    """(host name in lower case, port) of `host[:port]` (port 80 when absent), or None
+    when it is not one."""
+    try:
+        parts = urllib.parse.urlsplit(f"//{netloc}")
+        name, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not name or parts.netloc != netloc or "@" in netloc:
+        return None
+    return name, 80 if port is None else port
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnAddress:
+    """Where the server's own page is: the host names (lower case) that reach it, on
+    its port. `any_ip` (listening on every interface): any IP address reaches it too."""
+
+    names: frozenset[str]
+    port: int
+    any_ip: bool = False
+
+    @classmethod
+    def of(cls, bound: str, port: int) -> OwnAddress:
+        """The address of a server listening on `bound` (`--host`) and `port`: that name;
+        every loopback name too for a loopback address; for every interface's address,
+        any IP address, `localhost` and this machine's names."""
+        bound = bound.lower()
+        if bound in ANY_ADDRESS:
+            names = {"localhost", socket.gethostname().lower(), socket.getfqdn().lower()}
+            return cls(frozenset(names), port, any_ip=True)
+        if bound in LOCAL_HOSTS or (_is_ip(bound) and ipaddress.ip_address(bound).is_loopback):
+            return cls(frozenset({bound, *LOCAL_HOSTS}), port)
+        return cls(frozenset({bound}), port)
+
+    def refusal(self, host: str | None, origin: str | None) -> str | None:
+        """Why a request is refused, or None when it comes from this server's own page.
+
+        Args:
+          host: the request's Host header (None when absent).
+          origin: its Origin header (None when absent: not a browser's cross-site request).
+
+        Returns:
+          One line naming what is wrong, or None. Another name would be another site's,
+          resolving to this machine (DNS rebinding); IP addresses, `localhost` and this
+          machine's names are none that another site can make its own, and a cross-site
+          request names its own page in Origin.
+        """
+        if host is None:
+            return "a request needs a Host header naming this server"
+        address = _address(host)
+        known = address is not None and address[1] == self.port and (
+            address[0] in self.names or (self.any_ip and _is_ip(address[0])))
+        if not known:
+            return f"Host {host[:80]!r} is not this server's address"
+        if origin is not None and not (origin.startswith("http://")
+                                       and _address(origin[len("http://"):]) == address):
+            return f"Origin {origin[:80]!r} is not this server's page"
+        return None
 
 
 def page(game: str) -> bytes:
@@ -58,12 +137,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+        if self._refused():
+            return
         if self.path.split("?")[0] in ("/", "/index.html"):
             self._send(200, self.server.page, "text/html; charset=utf-8")
         else:
             self._error(404, f"no page at {self.path[:60]}")
 
     def do_POST(self) -> None:  # noqa: N802
+        if self._refused():
+            return
         actions = {"/api/new": self.server.table.new, "/api/move": self.server.table.move,
                    "/api/undo": self.server.table.undo, "/api/hint": self.server.table.hint,
                    "/api/game": self.server.table.show}
@@ -83,14 +166,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         self._send(200, json.dumps(reply).encode(), "application/json")
 
+    def _refused(self) -> bool:
+        """Answers 403 to a request that is not from the server's own page
+        (`OwnAddress.refusal`); returns whether it did."""
+        reason = self.server.address.refusal(self.headers.get("Host"),
+                                             self.headers.get("Origin"))
+        if reason is None:
+            return False
+        self.close_connection = True  # its body, if any, is not read
+        self._error(403, reason)
+        return True
+
     def _json_body(self) -> dict[str, Any]:
         length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
+        if length is None:
             self.close_connection = True
             raise GameError("a request needs a Content-Length")
-        if int(length) > MAX_BODY:
+        # ASCII digits only: str.isdigit also takes '²', which int() refuses.
+        if not (length.isascii() and length.isdigit()):
             self.close_connection = True
-            raise GameError(f"a request may hold at most {MAX_BODY} bytes, not {length}")
+            raise GameError(f"Content-Length must be a number of bytes, got {length[:20]!r}")
+        digits = length.lstrip("0")  # int() refuses more than 4,300 digits
+        if len(digits) > len(str(MAX_BODY)) or int(digits or "0") > MAX_BODY:
+            self.close_connection = True
+            raise GameError(f"a request may hold at most {MAX_BODY} bytes, not {length[:20]}")
         body = self.rfile.read(int(length))
         try:
             request = json.loads(body)
@@ -129,6 +228,7 @@ class Server(http.server.ThreadingHTTPServer):
         self.page = page(table.env.name)
         self.quiet = quiet
         super().__init__((host, port), Handler)
+        self.address = OwnAddress.of(host, self.server_address[1])
 
     @property
     def url(self) -> str:

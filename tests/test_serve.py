@@ -29,7 +29,7 @@ from test_games_training import TINY
 from azjax import Agent
 from azjax.core.networks import NetworkConfig, init_params
 from azjax.run.web_games import GameError, GameTable
-from azjax.serve import MAX_BODY, Server
+from azjax.serve import MAX_BODY, OwnAddress, Server
 from azjax.serve import main as serve_main
 from envs.picture import Picture
 
@@ -168,16 +168,24 @@ def server():
         yield srv
 
 
-def post(srv: Server, path: str, body: bytes | str, headers: dict | None = None
-         ) -> tuple[int, dict]:
+def request(srv: Server, method: str, path: str, body: bytes | str | None = None,
+            headers: dict | None = None) -> tuple[int, dict | str]:
+    """One request with these headers (a Host among them replaces the real one)."""
     host, port = srv.server_address[:2]
     connection = http.client.HTTPConnection(host, port, timeout=20)
     try:
-        connection.request("POST", path, body=body, headers=headers or {})
+        connection.request(method, path, body=body, headers=headers or {})
         response = connection.getresponse()
-        return response.status, json.loads(response.read())
+        text = response.read().decode()
+        is_json = response.getheader("Content-Type") == "application/json"
+        return response.status, json.loads(text) if is_json else text
     finally:
         connection.close()
+
+
+def post(srv: Server, path: str, body: bytes | str, headers: dict | None = None
+         ) -> tuple[int, dict]:
+    return request(srv, "POST", path, body, headers)
 
 
 def raw(srv: Server, data: bytes) -> bytes:
@@ -245,6 +253,58 @@ def test_the_server_survives_1000_malformed_requests_and_still_plays(server):
             {"id": view["id"], "ply": view["ply"], "action": rng.choice(ref.legal_moves(board))}))
         assert status == 200
     check_view(view, 0)
+
+
+def test_only_the_servers_own_page_may_use_it(server, monkeypatch):
+    """Another site's page reaches the server through a name of its own (DNS rebinding:
+    its Host) or by a cross-site request (its Origin): refused, and no game is made."""
+    port = server.server_address[1]
+    made = []
+    monkeypatch.setattr(server.table, "new", lambda request: made.append(request) or {})
+    own = f"127.0.0.1:{port}"
+    for host, origin in [(f"evil.example:{port}", None),
+                         (f"evil.example:{port}", f"http://evil.example:{port}"),
+                         ("127.0.0.1", None), (f"127.0.0.1:{port + 1}", None),
+                         (f"127.0.0.1:{port}@evil.example", None),
+                         (own, "http://evil.example"), (own, f"https://{own}"),
+                         (own, f"http://localhost:{port}"), (own, "null")]:
+        for method, path in [("POST", "/api/new"), ("GET", "/")]:
+            headers = {"Host": host, **({"Origin": origin} if origin else {})}
+            status, reply = request(server, method, path, "{}", headers)
+            assert status == 403, (host, origin, method)
+            assert reply["error"].count("\n") == 0
+            assert ("Origin" if host == own else "Host") in reply["error"], reply
+    assert made == []
+    # The page's own requests: same host and port, any loopback name, Origin or none.
+    for host in (own, f"localhost:{port}", f"LOCALHOST:{port}", f"[::1]:{port}"):
+        for origin in (None, f"http://{host}"):
+            headers = {"Host": host, **({"Origin": origin} if origin else {})}
+            assert request(server, "POST", "/api/new", "{}", headers)[0] == 200
+            assert request(server, "GET", "/", headers=headers)[0] == 200
+    assert len(made) == 8
+
+
+def test_the_own_address_of_each_kind_of_listening_address():
+    loopback = OwnAddress.of("127.0.0.1", 8765)
+    assert loopback.refusal("localhost:8765", "http://localhost:8765") is None
+    assert "Host" in loopback.refusal("192.168.1.5:8765", None)
+    assert "Host" in loopback.refusal(None, None)
+    named = OwnAddress.of("Box.example", 80)  # port 80: browsers leave it out
+    assert named.refusal("box.example", "http://box.example") is None
+    assert named.refusal("box.example:80", "http://box.example") is None
+    assert "Host" in named.refusal("localhost", None)
+    everywhere = OwnAddress.of("0.0.0.0", 8765)  # no other site can make these its own
+    for host in ("192.168.1.5:8765", "[fe80::1]:8765", "localhost:8765", "0.0.0.0:8765"):
+        assert everywhere.refusal(host, f"http://{host}") is None, host
+    assert "Host" in everywhere.refusal("evil.example:8765", None)
+    assert "Origin" in everywhere.refusal("192.168.1.5:8765", "http://evil.example:8765")
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "-5", "abc", "1e3", " ", "0x10", "9" * 5000])
+def test_a_bad_content_length_is_refused(server, length):
+    status, reply = post(server, "/api/new", b"", {"Content-Length": length})
+    message = "at most" if length.isdecimal() and length.isascii() else "must be a number"
+    assert status == 400 and message in reply["error"], reply
 
 
 # Paths that would reach a file outside the page if the server looked files up.
