@@ -51,7 +51,7 @@ def _incompressible(state):
 
 def measure(name: str, repeats: int) -> dict[str, float]:
     """Median seconds of orbax-only and checked save and restore for recipe `name`."""
-    config = recipe(name)
+    config = recipe(name, "cpu")
     env = config.make_env()
     state = _incompressible(init_train_state(env, config.program, jax.random.key(0)))
     jax.block_until_ready(state)

@@ -74,7 +74,7 @@ def configure(name: str, sets: list[str], **changes: Any):
     """The recipe `name` with the `NAME=VALUE` settings of `sets`, then `changes`."""
     from azjax.run.recipes import recipe
 
-    config = recipe(name)
+    config = recipe(name, "cpu")
     for item in sets:
         path, _, text = item.partition("=")
         current = config.get(path)

@@ -49,8 +49,8 @@ def _worker(args: argparse.Namespace) -> None:
         start = time.perf_counter()
         agreed_max(0)
         agree.append(time.perf_counter() - start)
-    config = recipe(args.recipe).replace(iterations=args.iterations, eval_every=0,
-                                         devices=2, stop_when_perfect=False, log_every=1)
+    config = recipe(args.recipe, "cpu").replace(iterations=args.iterations, eval_every=0,
+                                                devices=2, stop_when_perfect=False, log_every=1)
     walls = [r["wall_time"] for r in train(config, None, progress=None).records]
     steps = [b - a for a, b in zip(walls[1:], walls[2:])]  # the first holds compilation
     if args.process_id == 0:

@@ -205,7 +205,7 @@ def profile(name: str, requested: int, repeats: int, conv: str | None = None
     from azjax.run.devices import cpu_cores, device_count
     from azjax.run.recipes import recipe
 
-    config = recipe(name)
+    config = recipe(name, "cpu")
     if conv is not None:
         config = config.replace(network=dataclasses.replace(config.program.network, conv=conv))
     program, env = config.program, config.make_env()

@@ -42,7 +42,7 @@ def main() -> int:
     from azjax.driver.driver import group_step, stack
     from azjax.run.recipes import defaults_for
 
-    defaults = defaults_for(args.game, args.preset)
+    defaults = defaults_for(args.game, args.preset or "auto")
     base = tyro.cli(Experiment, default=Experiment(config=defaults), args=overrides).config
     seeds = range(args.experiments)
     program, env = base.program, base.make_env()

@@ -4,8 +4,11 @@ against random play and GNU Go level 1.
     python experiments/go9x9.py [--game-options komi=K history=T] [--help]
 
 A curriculum over board sizes on a 2-core CPU, 20 minutes: the go7x7 recipe trains this
-recipe's network for 14 minutes (RUN_DIR/warm-up; `--warm-up-minutes`, or `--warm-up ''`
-for none), then 9x9 Go goes on from its weights for 6 (`--max-minutes`). The network's
+recipe's network for 14 minutes (RUN_DIR/warm-up; `--warm-up ''` for none), then 9x9 Go
+goes on from its weights for 6. The first status line says so. `--max-minutes M` is the
+whole command's time, shared 14:6 (`--max-minutes 10`: 7 + 3), unless
+`--warm-up-minutes` is given too (then each option is its own part's); `--iterations N`
+bounds each part. The network's
 heads pool over the board (`--network.pooled-heads`), so one set of weights plays both
 sizes; it has ownership and score heads, Gumbel search with 32 simulations on every
 move, 4 positions of history (AlphaGo Zero used 8). The

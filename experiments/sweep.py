@@ -32,9 +32,10 @@ import tyro
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from _cli import game_and_defaults, parse_with_preset  # noqa: E402
+from _cli import Saved, game_and_defaults, parse_with_preset  # noqa: E402
 
 from azjax.cli import one_line_errors, run_script
+from azjax.driver.status import budget_text, opening_line  # noqa: E402
 from azjax.run import compile_cache  # noqa: E402
 from azjax.run.config import (
     TrainConfig,  # noqa: E402
@@ -43,7 +44,8 @@ from azjax.run.config import (
 from azjax.run.devices import arrange  # noqa: E402
 from azjax.run.files import check_output_dir  # noqa: E402
 from azjax.run.stop_signals import EXIT_STOPPED, Stopped, signal_name  # noqa: E402
-from azjax.sweep import merge, parse_params, parse_shard, run_sweep  # noqa: E402
+from azjax.sweep import merge, parse_params, parse_shard, run_sweep, saved_base  # noqa: E402
+from azjax.sweep.sweep import SWEEP_FILE  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,11 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     """Runs (or with --merge only tabulates) the sweep; exit status 2 with one `error:`
     line for a bad option, an out directory that cannot be written or a failed write."""
     game, defaults, argv = game_and_defaults(sys.argv[1:] if argv is None else argv)
-    args = parse_with_preset(
+    args, why = parse_with_preset(
         Sweep, defaults, lambda config: Sweep(config=config,
                                               out=f"runs/sweep_{game.replace(':', '_')}"),
         argv, lambda args: None if args.merge else arrange(args.config.run.devices),
-        description=__doc__)
+        lambda args: saved_sweep(args.out), description=__doc__)
     try:
         if args.merge:
             result = merge(check_output_dir(args.out, "--out"))
@@ -84,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             shard = parse_shard(args.shard)
             seeds = sweep_seeds(args.config.seed, args.seeds)
             out = check_output_dir(args.out, "--out")  # before any training
+            print(opening_line(game, args.config.run.preset, why,
+                               f"each run for {budget_text(args.config.run)}"), flush=True)
             compile_cache.enable()
             result = run_sweep(args.config, params, seeds, out, shard=shard)
     except Stopped as stopped:  # every experiment saved: the same command goes on
@@ -95,6 +99,25 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     print(result.markdown)
     return 0
+
+
+def saved_sweep(out: str) -> Saved | None:
+    """The sweep already in an out directory.
+
+    Args:
+      out: the directory (`--out`).
+
+    Returns:
+      Its sweep.json's base config and preset; None for none, or one that cannot be read
+      (the sweep says what is wrong with it).
+    """
+    try:
+        base = saved_base(out) if out else None
+    except (ValueError, OSError):
+        return None
+    if base is None:
+        return None
+    return Saved(str(Path(out) / SWEEP_FILE), "--out", base.run.preset, base)
 
 
 def sweep_seeds(first: int, count: int) -> list[int]:

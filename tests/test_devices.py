@@ -207,7 +207,7 @@ from azjax.run.devices import data_mesh
 from azjax.core.iteration import init_train_state
 from azjax.run.recipes import recipe
 from azjax.core.stacked import init_placed, placed
-program = recipe("tictactoe").program
+program = recipe("tictactoe", "cpu").program
 env, mesh, key = program.make_env(), data_mesh(2), jax.random.key(5)
 state = init_placed(env, program, key, mesh)
 ours = jax.tree.leaves(state)
@@ -249,12 +249,12 @@ def test_a_fresh_state_is_made_where_placing_it_would_put_it_and_saves_as_it_is(
 
 def test_sizes_that_do_not_split_name_the_nearest_that_do():
     assert [nearest_multiple(v, 4) for v in (1, 4, 5, 6, 7, 255)] == [4, 4, 4, 8, 8, 256]
-    program = recipe("tictactoe").with_value("selfplay.num_games", 255).program
+    program = recipe("tictactoe", "cpu").with_value("selfplay.num_games", 255).program
     assert misfits(program, 2) == [
         "selfplay.num_games 255 is not a multiple of 2 (nearest that is: 256)"]
-    assert misfits(recipe("tictactoe").program, 2) == []
+    assert misfits(recipe("tictactoe", "cpu").program, 2) == []
     with pytest.raises(ValueError, match="only 1 device here"):
-        device_count(2, recipe("tictactoe").program)
+        device_count(2, recipe("tictactoe", "cpu").program)
     assert device_count(0, program) == (1, None)
 
 

@@ -47,7 +47,7 @@ SETTINGS = {"go9x9": {"warm_up": ""}}
 def expected_config(name: str, options: dict) -> TrainConfig:
     """The script's recipe with the smoke options and its settings applied, built without
     the script."""
-    config = smoke(recipe(name))
+    config = smoke(recipe(name, "auto"))
     for path, value in SETTINGS.get(name, {}).items():
         config = config.with_value(path, value)
     return config.replace(game_options={**config.program.game_options, **options})
@@ -79,8 +79,8 @@ def test_experiment_script_trains_its_recipe(name, tmp_path):
     assert metric_keys <= evaluated.keys(), sorted(evaluated)
     for key in metric_keys - {"ownership_loss", "score_loss"}:
         assert 0.0 <= evaluated[key] <= 1.0
-    if recipe(name).program.game == "go":  # decided by points: the margin is logged too
-        most = options["size"] ** 2 + recipe(name).program.game_options["komi"]
+    if recipe(name, "auto").program.game == "go":  # decided by points: the margin is logged too
+        most = options["size"] ** 2 + recipe(name, "auto").program.game_options["komi"]
         assert -most <= evaluated["margin vs gnugo:1"] <= most
     assert not {k for k in metric_keys if "vs" in k} & records[0].keys()  # at --eval-every
     assert (run_dir / "checkpoints" / "2" / "azjax_manifest.json").is_file()

@@ -49,11 +49,11 @@ def test_default_tictactoe_command_reaches_perfect_play(tmp_path):
     # perfect play in 17-73 of the 300 iterations (recipes.py), which bounds a seed's
     # failure rate only below upper_bound(0, 10) = 37% (99%): no derivation of < 1e-3 per
     # seed is possible from ten seeds (it takes 4,603 clean ones).
-    assert last["iteration"] < recipe("tictactoe").run.iterations  # it stopped on reaching it
+    assert last["iteration"] < recipe("tictactoe", "auto").run.iterations  # it stopped on reaching it
     assert not any(r.get("perfect") == 1.0 for r in records[:-1])
 
     agent = Agent.load(run_dir)
-    assert agent.program == recipe("tictactoe").program
+    assert agent.program == recipe("tictactoe", "auto").program
     states = make_evaluator(envs.make("tictactoe")).truth.states
     logits, _ = jax.device_get(agent.evaluate(states.observation))
     legal = np.asarray(states.legal_action_mask)

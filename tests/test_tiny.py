@@ -13,9 +13,10 @@ from _cli import Experiment, parse_with_preset  # noqa: E402
 
 
 def test_the_flags_give_the_config_to_the_tictactoe_script():
-    parsed = parse_with_preset(Experiment, "tictactoe",
-                               lambda config: Experiment(config=config), FLAGS,
-                               start=lambda _: None).config
+    options, _ = parse_with_preset(Experiment, "tictactoe",
+                                   lambda config: Experiment(config=config), FLAGS,
+                                   start=lambda _: None)
+    parsed = options.config
     assert parsed.program == CONFIG.program
     assert parsed.run == CONFIG.run
     assert parsed.seed == CONFIG.seed

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from azjax.evaluation.evaluators import MARGIN_PREFIX, METRIC_LABELS, OPPONENT_PREFIX
-from azjax.run.config import RunConfig
+from azjax.run.config import RunConfig, TrainConfig
 from azjax.run.progress import format_duration
 
 
@@ -45,6 +45,57 @@ def format_progress(record: dict[str, Any], eta: float | None = None) -> str:
     if eta is not None:
         parts.append(f"ETA {format_duration(eta)}")
     return " | ".join(parts)
+
+
+def budget_text(run: RunConfig) -> str:
+    """A run's budget in words.
+
+    Args:
+      run: the run half of its config.
+
+    Returns:
+      E.g. '6 minutes (at most 100,000 iterations)', 'at most 300 iterations, sooner at
+      perfect play'.
+    """
+    text = f"at most {run.iterations:,} iteration{'s' * (run.iterations != 1)}"
+    if run.max_minutes > 0:
+        text = f"{minutes_text(run.max_minutes)} ({text})"
+    return text + (", sooner at perfect play" if run.stop_when_perfect else "")
+
+
+def minutes_text(minutes: float) -> str:
+    """'6 minutes', '1 minute', '0.5 minutes'."""
+    return f"{minutes:g} minute{'s' * (minutes != 1)}"
+
+
+def changed_settings(saved: TrainConfig, config: TrainConfig) -> list[str]:
+    """The settings a resumed run would change, by name.
+
+    Args:
+      saved: the config the run began with.
+      config: another config.
+
+    Returns:
+      The paths of the program settings (and 'seed') in which `config` differs from
+      `saved`, sorted (`TrainConfig.program_differences` without the values).
+    """
+    return [line.split(":")[0] for line in saved.program_differences(config)]
+
+
+def opening_line(name: str, preset: str, why: str, plan: str) -> str:
+    """A run's first status line.
+
+    Args:
+      name: what the run trains (its recipe's name, or its game's).
+      preset: its variant of the recipe ('' for a game of no recipe).
+      why: why that preset.
+      plan: what it will train and for how long (`azjax.driver.warm_up.plan`).
+
+    Returns:
+      '<name>, preset <preset> (<why>): <plan>'.
+    """
+    chosen = f"preset {preset}" if preset else "no preset"
+    return f"{name}, {chosen} ({why}): {plan}"
 
 
 def summarize(result: Any) -> str:

@@ -5,7 +5,7 @@ it leaves behind (the run directory's checkpoints, lock and metrics, agent files
 Modules:
 
 * `config`: `TrainConfig` = `ProgramConfig` + `RunConfig` + seed, saved as `config.json`.
-* `recipes`: the measured training recipes of the experiment scripts (`recipe(name)`).
+* `recipes`: the measured training recipes of the experiment scripts (`recipe(name, preset)`).
 * `game_check`: a game of the user's checked (`envs.check_env`) before training writes.
 * `specs`: the grammar of player specs (`random`, `mcts:100`, `alphazero:DIR`, ...).
 * `devices`: host devices on a CPU, `jax.distributed`, the data mesh, agreement.

@@ -1,20 +1,21 @@
 """The measured training recipes of the experiment scripts, as importable configs.
 
-`recipe("tictactoe")` is what `python experiments/tictactoe.py` trains with; notebooks and
-sweeps start from the same configs (`.replace(...)` them to change a setting: any field of
-either half by its name, e.g. `recipe("tictactoe").replace(seed=3, iterations=50)`).
+`recipe("tictactoe", "cpu")` is what `python experiments/tictactoe.py` trains with on a CPU;
+notebooks and sweeps start from the same configs (`.replace(...)` them: any field of either
+half by its name, e.g. `recipe("tictactoe", "cpu").replace(seed=3, iterations=50)`).
 
 Each recipe has two variants, its presets: 'cpu', sized for a 2-core CPU (where every
 figure of the README's CPU tables was measured), and 'gpu', sized to keep one GPU busy
 (thousands of games per iteration, a wider network, more gradient steps, cadences in
-minutes of wall time). `recipe(name)` picks the one for the backend JAX runs on (any
-accelerator, a TPU too, takes 'gpu'); `recipe(name, "cpu")` names one. The scripts take
-`--preset cpu|gpu`, and a run's config.json records which it used (`run.preset`).
+minutes of wall time); 'auto' takes the one for the backend JAX runs on (any accelerator,
+a TPU too, takes 'gpu'). The scripts take `--preset auto|cpu|gpu`, and a run's
+config.json records which it used (`run.preset`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import jax
 
@@ -286,21 +287,37 @@ def check_preset(preset: str) -> str:
 
 
 def recipe(name: str, preset: str | None = None) -> TrainConfig:
-    """The training config of `experiments/<name>.py` in `preset`'s variant ('cpu' or
-    'gpu'; None: `backend_preset()`), its `run.preset` set to it (ValueError for an
-    unknown name or preset)."""
+    """The training config of `experiments/<name>.py` in one of its variants.
+
+    Args:
+      name: a recipe's name (`RECIPES`; ValueError for another).
+      preset: 'cpu', 'gpu', or 'auto' for the backend JAX runs on (`backend_preset`);
+        leaving it out is deprecated (a DeprecationWarning, then 'auto').
+
+    Returns:
+      The recipe's config, its `run.preset` set to the variant taken.
+    """
     if name not in CPU_RECIPES:
         raise ValueError(f"no recipe {name!r}; recipes: {', '.join(sorted(CPU_RECIPES))}")
-    preset = backend_preset() if preset is None else check_preset(preset)
+    preset = _preset_of(preset, f"recipe({name!r}")
     return _BY_PRESET[preset][name].replace(preset=preset)
 
 
 def defaults_for(game: str, preset: str | None = None) -> TrainConfig:
-    """The recipe called `game` (`go9x9` included) in `preset`'s variant, else plain
-    defaults for the game `game` names (any name or import path `envs.make` takes)."""
+    """The recipe called `game` (`go9x9` included) in `preset`'s variant (as `recipe`
+    takes it), else plain defaults for the game `game` names (any `envs.make` takes)."""
     if game in CPU_RECIPES:
-        return recipe(game, preset)
+        return recipe(game, _preset_of(preset, f"defaults_for({game!r}"))
     return TrainConfig(program=ProgramConfig(game=game))
+
+
+def _preset_of(preset: str | None, call: str) -> str:
+    """'cpu' or 'gpu' for `preset` (None: 'auto', and a DeprecationWarning on `call`)."""
+    if preset is None:
+        warnings.warn(f"{call}) without a preset picks the variant by the backend JAX runs "
+                      f"on; name one: {call}, 'cpu'), 'gpu', or 'auto' for the backend's",
+                      DeprecationWarning, stacklevel=3)
+    return backend_preset() if preset in (None, "auto") else check_preset(preset)
 
 
 # ------------------------------------------------------------------------- game options

@@ -13,6 +13,6 @@ May import: everything below it (`envs`, `azjax.core`, `run`, `go`, `evaluation`
 """
 
 from azjax.sweep.grid import parse_params, parse_shard
-from azjax.sweep.sweep import merge, run_sweep
+from azjax.sweep.sweep import merge, run_sweep, saved_base
 
-__all__ = ["merge", "parse_params", "parse_shard", "run_sweep"]
+__all__ = ["merge", "parse_params", "parse_shard", "run_sweep", "saved_base"]

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from azjax.driver.driver import train_group
-from azjax.driver.status import finished
+from azjax.driver.status import changed_settings, finished
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.run import checkpoint as ckpt
 from azjax.run.config import TrainConfig
@@ -156,8 +156,7 @@ def check_out_dir(out_dir: Path, base: TrainConfig, params: Sequence[Param]) -> 
     if path.is_file():
         saved = json.loads(path.read_text())
         saved_base = TrainConfig.from_dict(saved["base"])
-        different = [line.split(":")[0] for line in saved_base.program_differences(
-            base.replace(seed=saved_base.seed))]
+        different = changed_settings(saved_base, base.replace(seed=saved_base.seed))
         if different:
             raise ValueError(
                 f"{out_dir} holds a sweep with another base config (differs in "
@@ -167,6 +166,28 @@ def check_out_dir(out_dir: Path, base: TrainConfig, params: Sequence[Param]) -> 
             raise ValueError(f"{out_dir} holds a sweep over {', '.join(saved['params'])}; "
                              "use another --out to sweep other settings")
     path.write_text(json.dumps({"base": base.to_dict(), "params": paths}, indent=1) + "\n")
+
+
+def saved_base(out_dir: Path | str) -> TrainConfig | None:
+    """The base config of the sweep in `out_dir`, as its sweep.json records it (its
+    `run.preset` too), or None where there is no sweep yet.
+
+    Args:
+      out_dir: the sweep's out directory.
+
+    Returns:
+      The saved base config, or None.
+
+    Raises:
+      ValueError: for a sweep.json that does not hold a base config.
+    """
+    path = Path(out_dir) / SWEEP_FILE
+    if not path.is_file():
+        return None
+    try:
+        return TrainConfig.from_dict(json.loads(path.read_text())["base"])
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        raise ValueError(f"{path} is not a sweep's record ({err})") from None
 
 
 def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> SweepResult:
