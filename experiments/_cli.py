@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -290,7 +291,7 @@ def main(defaults: TrainConfig | str, run_dir: str, argv: list[str] | None = Non
     prints a summary; returns the exit code (2 with one `error:` line for a bad option, a
     run directory that cannot be used, an OS error; 75 stopped by SIGTERM or SIGINT with a
     checkpoint; 76 when another process of the run was lost; 130 when interrupted before
-    training began)."""
+    training began, or by a second signal (143 when that is SIGTERM))."""
     def start(experiment: Experiment) -> None:
         if experiment.num_processes > 1:
             # A bad value stops every process alike before any joins the others.
@@ -323,10 +324,19 @@ def main(defaults: TrainConfig | str, run_dir: str, argv: list[str] | None = Non
         if is_primary():
             print(stopped.message(experiment.num_processes), file=sys.stderr, flush=True)
         return EXIT_STOPPED
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:  # before training began, or a second signal
+        code = 128 + getattr(interrupt, "signum", signal.SIGINT)
         print("\ninterrupted; rerun the same command to resume from the last checkpoint",
-              file=sys.stderr)
-        return 130
+              file=sys.stderr, flush=True)
+        if experiment.num_processes > 1:
+            # Leave at once, telling the other processes (JAX's shutdown would wait for
+            # them); the guard's copy of a terminal's Ctrl-C must not cut that short.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            if watch is not None:
+                watch.leave(ok=False, interrupted=True)
+            sys.stdout.flush()
+            os._exit(code)
+        return code
     except BaseException as err:
         if watch is None:
             raise

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
+import subprocess
+import sys
+import threading
+import time
 
 import binomial
 import jax
@@ -212,6 +217,81 @@ def test_a_dead_engine_is_restarted():
     gnugo._POOLS[key][0].close()
     assert move_of(player, states) == "G9"
     assert player.stats["restarts"] == 1
+
+
+# A process at a terminal, standing for azjax: Ctrl-C sends SIGINT to the terminal's
+# foreground process group, here this process's own (the test starts it in a session of
+# its own), which takes it. The client needs only the standard library: loaded alone,
+# from its file, it spares the process JAX's import.
+CTRL_C = """
+import importlib.util, os, signal, sys
+spec = importlib.util.spec_from_file_location("gtp_client", sys.argv[1])
+gtp_client = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gtp_client)
+signal.signal(signal.SIGINT, lambda *_: print("azjax took Ctrl-C", flush=True))
+with gtp_client.GtpProcess(gtp_client.gnugo_command(0)) as engine:
+    engine.send("boardsize 9")
+    os.killpg(os.getpgid(0), signal.SIGINT)
+    print(engine.send("genmove black"), flush=True)
+"""
+
+
+def test_a_terminals_ctrl_c_reaches_azjax_but_not_gnugo():
+    done = subprocess.run([sys.executable, "-c", CTRL_C, gtp_client.__file__],
+                          capture_output=True, text=True, timeout=120, start_new_session=True,
+                          check=False)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stderr
+    assert lines[0] == "azjax took Ctrl-C" and GO9.parse_move(lines[1]) >= 0, lines
+
+
+def test_a_move_cut_short_by_an_interrupt_restarts_its_engine(monkeypatch):
+    """Ctrl-C (a stop's interrupt) in the middle of a move's replies, read in this
+    thread: the engine's other replies are never read, so it is not asked again."""
+    states = position(RACE)
+    player = gnugo_player(GO9, 0, processes=1, seed=5)  # a pool of its own
+    assert move_of(player, states) == "G9"
+    reply = GtpProcess._reply
+    replies = []
+
+    def interrupted(self, command):
+        replies.append(command)
+        if len(replies) == 3:
+            raise KeyboardInterrupt
+        return reply(self, command)
+
+    monkeypatch.setattr(GtpProcess, "_reply", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        move_of(player, states)
+    assert move_of(player, states) == "G9"
+    assert player.stats["restarts"] == 1
+
+
+def test_an_interrupted_batch_ends_its_threads_after_their_moves(monkeypatch):
+    """Ctrl-C while this thread waits for the threads that play a batch: each ends after
+    the move it plays, before the interrupt goes on (a stop then closes the engines)."""
+    states = jax.tree.map(lambda x: np.repeat(x, 6, axis=0), position(RACE))
+    player = gnugo_player(GO9, 0, processes=2, seed=6)
+    send_all = GtpProcess.send_all
+    main = threading.main_thread().ident
+    moves = []
+
+    def slow(self, commands):
+        if threading.get_ident() != main and not moves:
+            signal.pthread_kill(main, signal.SIGINT)  # Ctrl-C, in the thread Python takes it
+        moves.append(commands[-1])
+        time.sleep(0.2)
+        return send_all(self, commands)
+
+    player.act(states, jax.random.key(0))  # its engines start, and their threads
+    running = set(threading.enumerate())
+    monkeypatch.setattr(GtpProcess, "send_all", slow)
+    with pytest.raises(KeyboardInterrupt):
+        player.act(states, jax.random.key(0))
+    assert set(threading.enumerate()) <= running  # no thread plays on
+    assert len(moves) < 6
+    monkeypatch.setattr(GtpProcess, "send_all", send_all)
+    assert move_of(player, states) == "G9"
 
 
 # --------------------------------------------------------------------------------------

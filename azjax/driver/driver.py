@@ -49,12 +49,16 @@ from azjax.run.game_check import check_game
 from azjax.run.lock import RunLock, lock_run_dir
 from azjax.run.metrics_log import check_tensorboard
 from azjax.run.progress import Progress
-from azjax.run.stop_signals import Stopped, StopSignals
+from azjax.run.stop_signals import REPEAT_S, Stopped, StopSignals
 from envs import Env
 from envs.registry import registered_at_runtime
 
 STATUS_EVERY_S = 2.0
 """Seconds between status lines of a group of several experiments."""
+STOP_NOTICE = (f"finishing this iteration and saving a checkpoint, evaluations skipped (a "
+               f"second signal interrupts at once; the same one within {REPEAT_S:g} s is "
+               "taken as this one's echo and ignored)")
+"""What a run says at its first signal."""
 
 
 @dataclasses.dataclass
@@ -139,20 +143,19 @@ def _writing(run_dir: Path | None, write: Callable, *args: Any) -> Any:
 
 def _loop(runs: list[HostRun], state: TrainState, step: Callable, evaluator: Evaluator,
           players: ProgramPlayers, on_iteration: Callable[[list[int]], None] | None,
-          signals: StopSignals, say: Say) -> tuple[TrainState, int]:
+          signals: StopSignals, say: Say) -> TrainState:
     """Steps the group until every run is done: each iteration advances the runs that
-    lag (a resumed group first catches up), then their host sides run. Returns the state
-    and the signal that stopped every run after its iteration (any process's, agreed by
-    all), or 0."""
+    lag (a resumed group first catches up), then their host sides run. Returns the state;
+    `signals.agreed` is the signal that stopped every run after its iteration (any
+    process's, agreed by all), or 0."""
     num = len(runs)
     status = Progress(sum(r.run.iterations for r in runs), "it", "group", write=say,
                       initial=sum(r.iteration for r in runs), every=STATUS_EVERY_S)
-    signum = 0
     while not all(run.done for run in runs):
         lag = min(run.iteration for run in runs if not run.done)
         active = [not run.done and run.iteration == lag for run in runs]
         state, metrics = step(state, np.asarray(active))
-        signum = agreed_max(signals.received)  # the same iteration in every process
+        signals.agree()  # the same iteration in every process
         fetched: dict[str, np.ndarray] = {}
 
         def host_metrics() -> dict[str, np.ndarray]:
@@ -163,8 +166,8 @@ def _loop(runs: list[HostRun], state: TrainState, step: Callable, evaluator: Eva
         for i, run in enumerate(runs):
             if active[i]:
                 state = run.after_iteration(i, state, host_metrics, evaluator, players,
-                                            lines=num == 1, stopping=bool(signum))
-        if signum:  # `train_group` saves the runs that did not step where they stand
+                                            lines=num == 1, signals=signals)
+        if signals.agreed:  # `train_group` saves the runs that did not step where they stand
             for run in runs:
                 run.done = True
         if num > 1:
@@ -176,7 +179,7 @@ def _loop(runs: list[HostRun], state: TrainState, step: Callable, evaluator: Eva
             status.update(done, f"it {lag + 1} | perfect {perfect}/{num}", limit=limit)
         if on_iteration is not None:
             on_iteration([run.iteration for run in runs])
-    return state, signum
+    return state
 
 
 def train_group(
@@ -211,8 +214,10 @@ def train_group(
     evaluation's record; training goes on (its progress and checkpoints kept), and the
     next evaluation starts GNU Go afresh. SIGTERM or SIGINT (Ctrl-C) while it trains
     stops every experiment after the iteration, with a checkpoint, and raises
-    `azjax.run.stop_signals.Stopped` (a KeyboardInterrupt); a second signal ends the
-    process at once.
+    `azjax.run.stop_signals.Stopped` (a KeyboardInterrupt); the evaluations due are
+    skipped (one under way is abandoned), gates are not. A second signal, not within
+    a second of the first, raises `azjax.run.stop_signals.Interrupted` (a
+    KeyboardInterrupt) at once, without that checkpoint.
     """
     clock_start = time.perf_counter()
     configs = list(configs)
@@ -245,8 +250,7 @@ def train_group(
         prefix = "" if num == 1 else f"[{name}] "
         runs.append(HostRun(config, run_dir, name, lambda x, p=prefix: say(p + x), num == 1))
     locks: list[RunLock] = []
-    signals = StopSignals("finishing this iteration and saving a checkpoint (a second "
-                          "signal stops at once)" if is_primary() else None)
+    signals = StopSignals(STOP_NOTICE if is_primary() else None, agree=agreed_max)
     step = group_step(env, program, num, mesh)
     ahead = compile_ahead(step, env, program, num, mesh)  # while the runs set up
     try:
@@ -263,14 +267,13 @@ def train_group(
         preload()  # matplotlib's import too
         with signals:  # until the last checkpoint is written
             ahead.join()
-            state, signum = _loop(runs, state, step, evaluator, players, on_iteration,
-                                  signals, say)
+            state = _loop(runs, state, step, evaluator, players, on_iteration, signals, say)
             for i, run in enumerate(runs):
                 if (run.run_dir is not None and run.saved_at != run.iteration
                         and not run.diverged):
                     run.save(i, state)
-        if signum:
-            raise Stopped(signum, [run.iteration for run in runs], run_dirs)
+        if signals.agreed:
+            raise Stopped(signals.agreed, [run.iteration for run in runs], run_dirs)
     finally:
         with contextlib.ExitStack() as stack_:
             stack_.callback(ahead.join)  # exiting while XLA compiles in a thread can crash

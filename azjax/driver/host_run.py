@@ -39,12 +39,16 @@ from azjax.run.devices import agree, barrier, is_primary, local, peak_device_byt
 from azjax.run.files import error_line
 from azjax.run.metrics_log import MetricsLog, resume_records
 from azjax.run.progress import Progress
+from azjax.run.stop_signals import StopSignals
 from azjax.run.warm_start import placed_like, warm_start_params
 from envs import Env
 
 Say = Callable[[str], None]
 
 
+EVALUATION_SKIPPED = "evaluation_skipped"
+"""The key of a record whose evaluation, due, a stop at a signal skipped: counted as
+done, so that a resumed run evaluates as an uninterrupted one (`run.eval_search_every`)."""
 PLOT_EVERY_S = 30.0
 """Seconds between draws of training.png at checkpoints, from a run's start (and at its end)."""
 
@@ -119,8 +123,9 @@ class HostRun:
         self.clock_start = clock_start
         self.time_offset = self.records[-1]["wall_time"] if self.records else 0.0
         self.last_log_time, self.last_log_positions = time.perf_counter(), int(state.positions)
-        self.evals_done = sum(1 for r in self.records if "perfect" in r)
-        self.eval_wall = max((r["wall_time"] for r in self.records if "perfect" in r),
+        evaluated = [r for r in self.records if "perfect" in r or EVALUATION_SKIPPED in r]
+        self.evals_done = len(evaluated)
+        self.eval_wall = max((r["wall_time"] for r in evaluated),
                              default=self.time_offset)
         self.save_wall = self.time_offset
         self.perfect_at = next((r for r in self.records if r.get("perfect")), None)
@@ -139,28 +144,33 @@ class HostRun:
 
     def after_iteration(self, index: int, state: TrainState, metrics: Callable[[], dict],
                         evaluator: Evaluator, players: ProgramPlayers, lines: bool,
-                        stopping: bool = False) -> TrainState:
+                        signals: StopSignals | None = None) -> TrainState:
         """Logs, evaluates, gates and checkpoints after the experiment's iteration; returns
-        the stacked state (changed where a gate promoted its network). `stopping`: the
-        run stops here at a signal: a record and a checkpoint, and only the evaluations
-        and gates due at this iteration anyway."""
+        the stacked state (changed where a gate promoted its network). With `signals`
+        agreed on a stop (`StopSignals.agree`), the run stops here: a record and a
+        checkpoint, and the gate due at this iteration (training), but no evaluation. A
+        signal during the evaluation abandons it, and one during it or the gate stops
+        the run here too."""
         run = self.run
+        signals = signals or StopSignals()
+        stopping = bool(signals.agreed)
         self.iteration += 1
         iteration = self.iteration
         clock = agree(self.wall_time())  # process 0's clock decides for every process
         out_of_time = run.max_minutes > 0 and clock >= 60 * run.max_minutes
         last = iteration >= run.iterations or out_of_time
-        do_eval = run.evaluates and (_due(iteration, run.eval_every, clock - self.eval_wall,
-                                          run.eval_every_minutes) or last)
+        due_eval = run.evaluates and (_due(iteration, run.eval_every, clock - self.eval_wall,
+                                           run.eval_every_minutes) or last)
+        do_eval = due_eval and not stopping
         do_gate = self.config.program.regime == "gating" and iteration % run.gate_every == 0
-        do_save = self.run_dir is not None and (
-            _due(iteration, run.checkpoint_every, clock - self.save_wall,
-                 run.checkpoint_every_minutes) or stopping)
-        if do_eval:  # the next one is due by the same agreed clock in every process
+        due_save = _due(iteration, run.checkpoint_every, clock - self.save_wall,
+                        run.checkpoint_every_minutes)
+        do_save = self.run_dir is not None and (due_save or stopping)
+        if due_eval:  # the next one is due by the same agreed clock in every process
             self.eval_wall = clock
-        if do_save:
+        if due_save:
             self.save_wall = clock
-        if not (do_eval or do_gate or do_save or last or stopping
+        if not (due_eval or do_gate or do_save or last or stopping
                 or iteration % run.log_every == 0):
             return state
 
@@ -179,9 +189,15 @@ class HostRun:
             params = local(unstack(state.params, index))
             bound = AgentParams(params, local(unstack(state.search_params, index)))
             if do_eval:
-                record.update(self._evaluate(iteration, last, bound, evaluator, players))
+                record.update(signals.unless_stopped(lambda: self._evaluate(
+                    iteration, last, bound, evaluator, players)) or {})
             if do_gate:
                 state = self._gate(index, state, bound, players, record)
+            # A signal since the iteration, in any process, stops every one here.
+            stopping = bool(signals.agree())
+            do_save = self.run_dir is not None and (due_save or stopping)
+        if due_eval and "perfect" not in record:  # a resumed run counts it as done
+            record[EVALUATION_SKIPPED] = 1.0
         record["wall_time"] = self.wall_time()
         if divergence(record):
             self.stop_diverged(divergence(record))

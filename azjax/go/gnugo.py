@@ -28,7 +28,10 @@ not know about) is taken back and replaced by GNU Go's best legal move
 Processes: a pool per (GNU Go executable, level, seed, board size, timeout), shared by
 every player with those settings, started lazily (at most `processes`, by default one per
 CPU core, and at most one per game to move), driven from one thread each over a slice of
-the batch, restarted when one has died, and closed at interpreter exit.
+the batch, restarted when one has died, and closed at interpreter exit. Each runs in a
+session of its own: a terminal's Ctrl-C reaches only azjax, whose stop at it (a
+KeyboardInterrupt) ends each thread after the move it plays; a move cut short marks its
+process for a restart.
 
 GNU Go is found by `azjax.go.gtp_client.find_gnugo` (`$AZJAX_GNUGO`, else PATH, then
 /usr/games) when the player is made: a missing GNU Go raises `GnuGoMissing` (a
@@ -306,10 +309,13 @@ def gnugo_player(env: Env, level: int, seed: int = 0, name: str | None = None,
                          f"{restricted!r} with {again!r}: both illegal here")
         return replaced
 
-    def work(slot: int, positions: list[dict], actions: np.ndarray) -> None:
+    def work(slot: int, positions: list[dict], actions: np.ndarray,
+             cancel: threading.Event | None = None) -> None:
         with _slot_lock(key, slot):
             engine = None
             for state in positions:
+                if cancel is not None and cancel.is_set():
+                    return
                 for retry in (False, True):  # a failed move is asked again of a new process
                     try:
                         if engine is None or retry:
@@ -318,6 +324,10 @@ def gnugo_player(env: Env, level: int, seed: int = 0, name: str | None = None,
                             count("restarts", int(restarted))
                         actions[state["index"]] = move(engine, state)
                         break
+                    except KeyboardInterrupt:  # a stop cut the move short: replies unread
+                        if engine is not None:
+                            engine.broken = True
+                        raise
                     except (EngineDied, GtpError) as err:
                         if retry:
                             raise failed(state, f"{failure(err)} (a new process, after the "
@@ -348,19 +358,27 @@ def gnugo_player(env: Env, level: int, seed: int = 0, name: str | None = None,
             work(0, slices[0], actions)
             return actions
         errors: list[BaseException] = []
+        cancel = threading.Event()
 
         def run(slot: int) -> None:
             try:
-                work(slot, slices[slot], actions)
+                work(slot, slices[slot], actions, cancel)
             except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
                 errors.append(err)
 
         threads = [threading.Thread(target=run, args=(slot,), daemon=True)
                    for slot in range(len(slices))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        except KeyboardInterrupt:  # a stop (Ctrl-C): each thread ends after its move
+            cancel.set()
+            for thread in threads:
+                if thread.ident is not None:
+                    thread.join()
+            raise
         if errors:
             raise errors[0]
         return actions

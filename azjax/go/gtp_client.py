@@ -114,9 +114,12 @@ class GtpProcess:
         self.name = name
         self.broken = False
         try:
+            # A session of its own: a terminal's Ctrl-C (or Jupyter's Interrupt, sent to
+            # the kernel's process group) reaches only this process, which stops the
+            # engine itself; the engine ends when this process does (its input closes).
             self._process = subprocess.Popen(
                 self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True, bufsize=1)
+                stderr=subprocess.PIPE, text=True, bufsize=1, start_new_session=True)
         except OSError as err:
             raise EngineDied(f"cannot start {self.command[0]!r}: {err.strerror or err}") from None
         self._lines: queue.Queue[str | None] = queue.Queue()

@@ -3,11 +3,14 @@
 When process 0, the coordinator, dies, JAX's client in every other process learns it at
 once and aborts its process from a C++ thread (SIGABRT, with a stack trace of some 40
 lines) before Python can act. `guard` forks the process before JAX starts: the child
-trains, with its stderr piped through the parent, which holds back the lines of such an
-abort and, when the child dies of one, prints one line naming the lost process and how
-to resume, and exits with `EXIT_PEER_LOST`. Signals sent to the guard reach the child
-(`azjax.run.stop_signals` takes a repeat within a second as the same one, since a
-scheduler may signal both); the child dies with the guard (Linux's parent-death signal).
+trains, with what native code writes to its stderr piped through the parent, which holds
+back the lines of such an abort and, when the child dies of one, prints one line naming
+the lost process and how to resume, and exits with `EXIT_PEER_LOST`. Python's own stderr
+(messages, warnings, tracebacks) goes around the pipe, and held lines that were not an
+abort are printed when the child ends otherwise: nothing else is held back or dropped.
+Signals sent to the guard reach the child (`azjax.run.stop_signals` takes a repeat
+within a second as the same one, since a scheduler, or a terminal's Ctrl-C, may signal
+both); the child dies with the guard (Linux's parent-death signal).
 Set `AZJAX_FAULT_DETAILS=1` to see what JAX printed as well.
 """
 
@@ -44,12 +47,23 @@ def guard(num_processes: int, coordinator: str, resume_hint: str) -> None:
     child = os.fork()
     if child == 0:
         os.close(read)
+        python_stderr = os.dup(2)
         os.dup2(write, 2)
         os.close(write)
+        _python_stderr_to(python_stderr)
         _die_with(parent)
         return
     os.close(write)
     _watch_child(child, read, num_processes, coordinator, resume_hint)
+
+
+def _python_stderr_to(fd: int) -> None:
+    """Points `sys.stderr` at `fd`, so that only native code's writes to fd 2 reach the
+    guard."""
+    encoding, errors = getattr(sys.stderr, "encoding", None), getattr(sys.stderr, "errors", None)
+    # Open for the rest of the process's life, as the stderr it replaces.
+    sys.stderr = open(fd, "w", buffering=1, encoding=encoding,  # noqa: SIM115
+                      errors=errors or "backslashreplace")
 
 
 def _die_with(parent: int) -> None:
@@ -70,11 +84,10 @@ def _watch_child(child: int, read: int, num_processes: int, coordinator: str,
     details = os.environ.get(FAULT_DETAILS, "") not in ("", "0")
     held: list[bytes] = []
     with os.fdopen(read, "rb", buffering=0) as pipe:
-        for line in _lines(pipe):
-            if not details and (held or _is_native_fault(line)):
-                held.append(line)  # a native fault's lines, told below if it is not one
-            else:
-                os.write(2, line)
+        for lines in _reads(pipe):
+            shown = lines if details else _hold_faults(lines, held)
+            if shown:
+                os.write(2, b"".join(shown))
     status = _wait(child)
     text = b"".join(held).decode(errors="replace")
     code = os.waitstatus_to_exitcode(status)
@@ -88,8 +101,9 @@ def _watch_child(child: int, read: int, num_processes: int, coordinator: str,
     os._exit(code if code >= 0 else 128 - code)
 
 
-def _lines(pipe: BinaryIO) -> Iterator[bytes]:
-    """The pipe's lines as they come (the last one maybe without a newline)."""
+def _reads(pipe: BinaryIO) -> Iterator[list[bytes]]:
+    """The pipe's lines as they come, those completed by each read together (the last
+    one maybe without a newline)."""
     buffer = b""
     while True:
         try:
@@ -100,10 +114,22 @@ def _lines(pipe: BinaryIO) -> Iterator[bytes]:
             break
         buffer += chunk
         *complete, buffer = buffer.split(b"\n")
-        for line in complete:
-            yield line + b"\n"
+        yield [line + b"\n" for line in complete]
     if buffer:
-        yield buffer
+        yield [buffer]
+
+
+def _hold_faults(lines: list[bytes], held: list[bytes]) -> list[bytes]:
+    """Of the lines of one read, those to show now; the lines of a native fault go to
+    `held` instead, with the lines that follow one in the same read (the rest of its
+    message: a native log message is one write), up to a native log line of another
+    kind."""
+    shown: list[bytes] = []
+    following = False
+    for line in lines:
+        following = _is_native_fault(line) or (following and not _NATIVE_LOG.match(line))
+        (held if following else shown).append(line)
+    return shown
 
 
 def _wait(child: int) -> int:

@@ -18,7 +18,9 @@ and aborts the process; `azjax.run.guard` turns that abort into the same one lin
 
 A process that finished (or stopped at a signal) says so, and is not waited for. A
 process that failed says so too; when it is the coordinator, it waits until its peers
-have read that and left, so that each tells its own failure, not a lost coordinator.
+have read that and left, so that each tells its own failure, not a lost coordinator. A
+process interrupted (Ctrl-C before training, a second signal) says that, and the others
+end with it, whatever failed in them meanwhile (a collective it left).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ failure); every process's command, rerun, resumes from the newest checkpoint."""
 
 _PREFIX = "azjax/peers"
 _RUNNING, _FINISHED, _FAILED = "running", "finished", "failed"
+_INTERRUPTED = "interrupted"
 
 
 def jax_heartbeat_timeout(timeout: float) -> int:
@@ -159,6 +162,8 @@ class PeerWatch:
                     if self._settling:
                         continue
                     return f"lost process {peer} of {self.num}: it failed (see its output)"
+                if state == _INTERRUPTED:  # even while settling: it caused what failed here
+                    return f"lost process {peer} of {self.num}: it was interrupted"
                 if now - self._seen[peer][1] > self.timeout:
                     return (f"lost process {peer} of {self.num}: no heartbeat for "
                             f"{self.timeout:g} s (killed, crashed or cut off)")
@@ -206,11 +211,12 @@ class PeerWatch:
                 return
             self._sleep(self.interval / 2)
 
-    def leave(self, ok: bool) -> None:
-        """Says this process finished (`ok`) or failed, and stops watching. The
+    def leave(self, ok: bool, interrupted: bool = False) -> None:
+        """Says this process finished (`ok`), or failed or was `interrupted` (Ctrl-C: the
+        others stop at once, whatever failed in them since), and stops watching. The
         coordinator, failing, then outlasts its peers (`_outlast_peers`)."""
         with self._lock:
-            self._state = _FINISHED if ok else _FAILED
+            self._state = _FINISHED if ok else _INTERRUPTED if interrupted else _FAILED
         self._stop.set()
         try:
             self._write()
