@@ -156,10 +156,9 @@ CPU_RECIPES: dict[str, TrainConfig] = {
     "gomoku": _GOMOKU,
     # 7x7 Go (area scoring, komi 9: by the 1989 analysis Black wins by 9 with best play),
     # with KataGo's ownership and score heads trained on each game's final position;
-    # every move gets the 32-simulation search. Playout cap randomisation (a quarter of
-    # the moves searched in full, the others with 8 simulations) played 1.75 times the
-    # games but scored 50.0% against 60.8% without it after 20 minutes (gnugo:1, 200
-    # games over seeds 0 and 1), and within the intervals after 60 (docs/go.md).
+    # every move gets the 32-simulation search: playout cap randomisation (a quarter of
+    # the games searched in full at each move, the others with 8 simulations) plays more
+    # games but scored less against GNU Go after 20 minutes (docs/go.md).
     # 60 minutes, scored against GNU Go level 1 (20 games) every 5 minutes; every 100th
     # iteration's checkpoint is kept, for the curve against both levels afterwards.
     "go7x7": _GOMOKU.replace(
@@ -248,7 +247,8 @@ GPU_RECIPES: dict[str, TrainConfig] = {
 # (about 85,000 games on an H200), then 3 of 9x9 (about 35,000). Measured on an H200,
 # 100 games against gnugo:1 after the run: 82% / 73% (seeds 0 / 1), margin -4.0 / -10.7
 # with the training search; seed 0 with 128 simulations of PUCT: 84%, -2.5. Both Go gpu
-# variants keep playout cap randomisation (8 simulations on 3 moves in 4), as measured:
+# variants keep playout cap randomisation (8 simulations on 3 moves in 4), as measured
+# (with the version that gave one colour of each game every full search, fixed since):
 # the CPU recipes dropped it after CPU measurements only.
 _GPU_GO_SELFPLAY = {"selfplay__num_games": 1024, "selfplay__full_search_prob": 0.25,
                     "selfplay__cheap_simulations": 8}
