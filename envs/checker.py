@@ -24,13 +24,23 @@ from envs.conformance import (
     check_tracing_and_types,
     init_keys,
 )
-from envs.conformance_games import play_games
+from envs.conformance_games import POLICIES, play_games
 from envs.conformance_reference import check_reference, check_reference_api
 from envs.conformance_rules import PROPERTIES, RULES, EnvCheckError
 from envs.conformance_verdicts import check_games, check_pictures, check_replay
 from envs.core import Env
 
-__all__ = ["PROPERTIES", "RULES", "CheckReport", "EnvCheckError", "check_env", "init_keys"]
+__all__ = ["ONLY_A_REFERENCE", "PROPERTIES", "RULES", "CheckReport", "EnvCheckError", "check_env",
+           "init_keys"]
+
+ONLY_A_REFERENCE = (
+    "a wrong rule keeps the protocol (a wrong winner, a missed line, a game that ends a ply "
+    "early or late, a wrong legal move): give a second implementation of the rules with "
+    "--reference module:NAME (check_env(env, reference=...)), speaking OpenSpiel's state "
+    "API (new_initial_state(); an OpenSpiel game serves as it is)"
+)
+"""The line a report without a reference ends with: the bugs only a reference catches."""
+
 
 @dataclasses.dataclass(frozen=True)
 class CheckReport:
@@ -49,6 +59,8 @@ class CheckReport:
         which step and the symmetry were checked to commute.
       seed: the seed of the random games; seconds: the check's wall time.
       reference_plies: plies on which the reference agreed (None: no reference given).
+      policies: (name, games) for each policy the random games were played by
+        (`envs.conformance_games.POLICIES`).
     """
 
     game: str
@@ -66,13 +78,16 @@ class CheckReport:
     seed: int
     seconds: float
     reference_plies: int | None = None
+    policies: tuple[tuple[str, int], ...] = ()
 
     def __str__(self) -> str:
         p0, p1, draws = self.wins
+        played = ", ".join(f"{count} {name}" for name, count in self.policies if count)
         return "\n".join([
             f"{self.game}: all {len(self.properties)} properties hold",
-            (f"  games      {self.games} random games (seed {self.seed}), {self.finished} "
-             f"finished; {p0} won by player 0, {p1} by player 1, {draws} drawn"),
+            (f"  games      {self.games} random games (seed {self.seed}"
+             f"{'; ' + played if played else ''}), {self.finished} finished; {p0} won by "
+             f"player 0, {p1} by player 1, {draws} drawn"),
             (f"  plies      {self.plies} moves played, longest game {self.longest} plies "
              f"(max_plies {self.max_plies})"),
             (f"  edge cases {self.forfeits} illegal or out-of-range actions, {self.after_end} "
@@ -84,6 +99,7 @@ class CheckReport:
                 "games"]),
             f"  checked    {', '.join(self.properties)}",
             f"  time       {self.seconds:.1f} s",
+            *([f"  unchecked  {ONLY_A_REFERENCE}"] if self.reference_plies is None else []),
         ])
 
 
@@ -92,9 +108,12 @@ def check_env(env: Env, num_games: int = 64, seed: int = 0,
     """Checks that `env` keeps the game protocol; raises EnvCheckError on the first
     property it breaks (see `RULES` for each property and what a correct game does).
 
-    Plays `num_games` games of uniformly random legal moves in one jitted, vmapped scan of
-    `max_plies + 1` plies (`max_plies` defaults to `env.max_plies`), stepping every state
-    also with a bad action and every sampled live state under every symmetry, and draws
+    Plays `num_games` random games in one jitted, vmapped scan of `max_plies + 1` plies
+    (`max_plies` defaults to `env.max_plies`): a quarter of uniformly random legal moves,
+    the others biased, one ply ahead, towards moves that end the game, change the
+    material or keep the game going, so as to reach endings that uniform play seldom
+    does (`envs.conformance_games`). It steps every state also with a bad action and
+    every sampled live state under every symmetry, and draws
     three states of game 0 with `env.picture` (no compiling: on the host). Game i
     starts from `env.init(init_keys(seed, num_games)[i])`; a failure gives the actions
     of the shortest game found that shows it (`EnvCheckError.actions`).
@@ -142,4 +161,6 @@ def check_env(env: Env, num_games: int = 64, seed: int = 0,
         seed=seed,
         seconds=time.perf_counter() - start,
         reference_plies=agreed,
+        policies=tuple((name, int((games.policies == p).sum()))
+                       for p, name in enumerate(POLICIES)),
     )

@@ -1,16 +1,25 @@
 """The random games of `envs.check_env`: one jitted `lax.scan` over plies plays a batch of
-games with uniformly random legal moves and flags, at every ply, the steps that break a
-rule; the host then finds the shortest game that shows each failure
-(`envs.conformance_verdicts`).
+games and flags, at every ply, the steps that break a rule; the host then finds the
+shortest game that shows each failure (`envs.conformance_verdicts`).
+
+Every game looks one ply ahead, at `CANDIDATES` legal moves evenly spaced among its
+legal moves from a random offset (every one, some twice, where there are no more), and
+keeps the one its policy (`POLICIES`) prefers, at random among equals: a quarter of the
+games prefer none, and so play uniformly random legal moves; the others prefer the moves
+that end the game ("ending"), that change the material most ("material": the sums of
+the observation's planes, sorted, so that the same material seen from the other side is
+no change), or that do not end it ("lasting"). Uniform play seldom reaches some endings
+(a side wiped out, a full board); the biased games do, so that a reference sees them.
+The policies know nothing of the game but `step` and the observation.
 
 At every ply one `vmap(env.step)` call steps three groups of states together:
 
-* every game with its move (a random legal move; once the game is over, a random action
-  that was legal just before the end);
+* every game with each of its candidates (once the game is over, each is a random
+  action that was legal just before the end);
 * every game again with a bad action (an illegal one, -1 or num_actions on a live state;
   -1, num_actions or any action on a finished one), whose result is thrown away;
-* a few live states of the batch transformed by every symmetry, with their move mapped,
-  to compare with the transformed result of the first group.
+* a few live states of the batch transformed by every symmetry, with their first
+  candidate mapped, to compare with the transformed result of that candidate.
 
 The scan runs `max_plies + 1` plies, so every game is stepped at least once after its end.
 """
@@ -30,6 +39,10 @@ from envs.core import Env
 
 SYMMETRY_SAMPLES = 256
 """About how many live states (each with every symmetry) the symmetry check compares."""
+POLICIES = ("uniform", "ending", "material", "lasting")
+"""The policies of the random games, in the order `policies_of` deals them out."""
+CANDIDATES = 8
+"""How many legal moves a game looks at, one ply ahead, before each move."""
 _HASH_SEED = 20240521
 _MIX = (np.uint32(0x7FEB352D), np.uint32(0x846CA68B))
 
@@ -48,6 +61,15 @@ class Games(NamedTuple):
     trace: list[np.ndarray]  # game 0 after every ply (host leaves, [T, ...])
     samples_per_ply: int
     num_symmetries: int
+    policies: np.ndarray  # [n] the index in POLICIES of each game's policy
+
+
+def policies_of(num_games: int) -> np.ndarray:
+    """The policy (an index into `POLICIES`) of each of `num_games` games: the first
+    quarter (rounded up, game 0 among them) uniform, then the biased ones in turn."""
+    uniform = -(-num_games // len(POLICIES))
+    biased = 1 + np.arange(num_games - uniform) % (len(POLICIES) - 1)
+    return np.concatenate([np.zeros(uniform, np.int32), biased.astype(np.int32)])
 
 
 def _pick(u: jax.Array, mask: jax.Array) -> jax.Array:
@@ -56,8 +78,33 @@ def _pick(u: jax.Array, mask: jax.Array) -> jax.Array:
     out of the scan body."""
     counts = jnp.sum(mask, axis=-1, dtype=jnp.int32)
     target = jnp.minimum(jnp.floor(u * counts).astype(jnp.int32), counts - 1)
+    return _nth(mask, target)
+
+
+def _nth(mask: jax.Array, target: jax.Array) -> jax.Array:
+    """The index of the (target + 1)-th True entry of each row of `mask` [B, A], for
+    targets [B, ...] (0 where there is none)."""
     rank = jnp.cumsum(mask, axis=-1, dtype=jnp.int32)
+    rank = rank.reshape(rank.shape[:1] + (1,) * (target.ndim - 1) + rank.shape[1:])
     return jnp.argmax(rank > target[..., None], axis=-1).astype(jnp.int32)
+
+
+def _spread(u: jax.Array, mask: jax.Array, k: int) -> jax.Array:
+    """k legal moves of each row of `mask` [B, A], evenly spaced among its True entries
+    from a random offset `u` [B]: all of them, some repeated, where there are at most k."""
+    counts = jnp.sum(mask, axis=-1, dtype=jnp.int32)[:, None]
+    spots = (jnp.arange(k, dtype=jnp.float32)[None, :] + u[:, None]) / k
+    return _nth(mask, jnp.minimum(jnp.floor(spots * counts).astype(jnp.int32), counts - 1))
+
+
+def _material(observation: jax.Array) -> jax.Array:
+    """[B, C]: the sum of each of an observation's C planes (its last axis), 0 for a plane
+    that is uniform (a side-to-move plane), sorted: the same material seen from either
+    side is the same."""
+    b, *cells, c = observation.shape
+    x = observation.reshape(b, math.prod(cells), c).astype(jnp.float32)
+    uniform = jnp.max(x, axis=1) == jnp.min(x, axis=1)
+    return jnp.sort(jnp.where(uniform, 0.0, jnp.sum(x, axis=1)), axis=-1)
 
 
 def _plain(x: jax.Array) -> jax.Array:
@@ -78,7 +125,7 @@ def _mismatch(a: Any, b: Any) -> jax.Array:
 
 def _words(x: jax.Array) -> jax.Array:
     """[B, ...] of any dtype -> uint32 [B, D] with the same information."""
-    x = x.reshape(x.shape[0], -1)
+    x = _plain(x).reshape(x.shape[0], -1)
     if jnp.issubdtype(x.dtype, jnp.floating):
         return jax.lax.bitcast_convert_type(x.astype(jnp.float32), jnp.uint32)
     return x.astype(jnp.int32).astype(jnp.uint32)
@@ -99,10 +146,19 @@ def _hasher(size: int, salt: int) -> Callable[[jax.Array], jax.Array]:
     return hash_
 
 
+def _hash_rest(state: Any) -> jax.Array:
+    """uint32 [B, 2]: a hash of every leaf of a batch of states but the observation."""
+    words = jnp.concatenate([_words(x) for x in jax.tree.leaves(state.replace(observation=None))],
+                            axis=1)
+    return _hasher(words.shape[1], 2)(words)
+
+
 def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = False):
-    """The jitted function (init keys [n], uniforms [plies, 5n + samples]) -> (record,
+    """The jitted function (init keys [n], uniforms [plies, 6n + samples]) -> (record,
     first state, trace); with `masks`, the record holds every legal mask too."""
     n, num_actions = num_games, env.num_actions
+    k = min(CANDIDATES, num_actions)
+    kind = jnp.asarray(policies_of(n))[:, None]
     sym = env.symmetries
     size = sym.size
     step = jax.vmap(env.step)
@@ -119,32 +175,54 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
     def concat(*trees):
         return jax.tree.map(lambda *xs: jnp.concatenate(xs), *trees)
 
+    def candidate(tree, which=None):
+        """Per game, its candidate `which` [n] (None: the first) of a tree [n * k, ...]."""
+        def one(x):
+            x = x.reshape((n, k) + x.shape[1:])
+            return x[:, 0] if which is None else x[jnp.arange(n), which]
+        return jax.tree.map(one, tree)
+
     def body(carry, u):
         state, last_mask = carry
-        u_move, u_after, u_illegal, u_kind, u_any = u[:5 * n].reshape(5, n)
+        u_spread, u_tie, u_after, u_illegal, u_kind, u_any = u[:6 * n].reshape(6, n)
         live = ~state.terminated
         mask = state.legal_action_mask
         mover = state.current_player
-        # The move, and the bad action each game is also stepped with.
-        move = jnp.where(live, _pick(u_move, mask), _pick(u_after, last_mask))
-        kind = jnp.floor(u_kind * 4).astype(jnp.int32)
+        # Each game's candidates: k legal moves (every one where there are no more); once
+        # the game is over, k times a random action that was legal just before the end.
+        cand = jnp.where(live[:, None], _spread(u_spread, mask, k),
+                         _pick(u_after, last_mask)[:, None])
+        # The bad action each game is also stepped with.
+        kind_bad = jnp.floor(u_kind * 4).astype(jnp.int32)
         has_illegal = jnp.any(~mask, axis=1)
-        bad_live = jnp.where((kind < 2) & has_illegal, _pick(u_illegal, ~mask),
-                             jnp.where(kind == 3, num_actions, -1))
+        bad_live = jnp.where((kind_bad < 2) & has_illegal, _pick(u_illegal, ~mask),
+                             jnp.where(kind_bad == 3, num_actions, -1))
         anything = jnp.minimum(jnp.floor(u_any * num_actions).astype(jnp.int32), num_actions - 1)
-        bad_done = jnp.where(kind == 0, -1, jnp.where(kind == 1, num_actions, anything))
+        bad_done = jnp.where(kind_bad == 0, -1, jnp.where(kind_bad == 1, num_actions, anything))
         bad = jnp.where(live, bad_live, bad_done).astype(jnp.int32)
-        # Live states to check the symmetries on: `samples` games, each under every g.
-        idx = _pick(u[5 * n:], jnp.broadcast_to(live, (samples, n)))
+        # Live states to check the symmetries on: `samples` games, each under every g, with
+        # their first candidate.
+        idx = _pick(u[6 * n:], jnp.broadcast_to(live, (samples, n)))
         rep = jnp.repeat(idx, size)
         g = jnp.tile(jnp.arange(size, dtype=jnp.int32), samples)
         sym_in = transform(take(state, rep), g)
-        sym_move = jax.vmap(sym.action)(move[rep], g)
-        out = step(concat(state, state, sym_in),
-                   jnp.concatenate([move, bad, sym_move.astype(jnp.int32)]))
-        nxt, bad_out, lhs = take(out, slice(0, n)), take(out, slice(n, 2 * n)), take(
-            out, slice(2 * n, None))
-        rhs = transform(take(nxt, rep), g)
+        sym_move = jax.vmap(sym.action)(cand[rep, 0], g)
+        out = step(concat(jax.tree.map(lambda x: jnp.repeat(x, k, axis=0), state), state, sym_in),
+                   jnp.concatenate([cand.reshape(-1), bad, sym_move.astype(jnp.int32)]))
+        out_c, bad_out, lhs = (take(out, part) for part in (
+            slice(0, n * k), slice(n * k, n * k + n), slice(n * k + n, None)))
+        # Each game keeps the candidate its policy prefers, ties broken at random: a
+        # uniform game prefers none, and so plays a uniformly random legal move (the
+        # candidates are evenly spaced from a random offset).
+        ended_c = out_c.terminated.reshape(n, k)
+        after = _material(out_c.observation).reshape(n, k, env.observation_shape[-1])
+        change = jnp.abs(after - _material(state.observation)[:, None]).sum(axis=-1)
+        score = jnp.where(kind == 1, ended_c, jnp.where(
+            kind == 2, change, jnp.where(kind == 3, ~ended_c, 0.0)))
+        pick = _pick(u_tie, score == jnp.max(score, axis=1, keepdims=True))
+        nxt = candidate(out_c, pick)
+        move = cand[jnp.arange(n), pick]
+        rhs = transform(take(candidate(out_c), rep), g)
         # Expected results of the bad actions and of steps after the end.
         frozen = state.replace(rewards=jnp.zeros_like(state.rewards))
         forfeit = jnp.where(jnp.arange(2) == mover[:, None], -1.0, 1.0).astype(state.rewards.dtype)
@@ -170,16 +248,22 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
             "ended": ended,
             "player_bad": (mover != 0) & (mover != 1),
             "move_bad": (live & ~jnp.any(mask, axis=1)) | (state.terminated & jnp.any(mask, axis=1)),
+            "step_count": state.step_count,
+            "step_count_after": nxt.step_count,
+            "count_bad": live & (nxt.step_count != state.step_count + 1),
             "reward_mid": live & ~nxt.terminated & jnp.any(r != 0, axis=1),
             "reward_values": ended & ~jnp.all((r == -1) | (r == 0) | (r == 1), axis=1),
             "reward_sum": ended & (r[:, 0] != -r[:, 1]),
             "frozen_move": done & diff[:n],
             "frozen_bad": done & diff[n:2 * n],
             "illegal": ~done & diff[n:2 * n],
+            "obs_kept": live & ~_mismatch(nxt.observation, state.observation)[:, 0],
             "mover_reward": jnp.take_along_axis(r, jnp.clip(mover, 0, 1)[:, None], axis=1)[:, 0],
             "obs_hash": hash_obs(state.observation),
             "mask_hash": hash_mask(mask),
+            "rest_hash": _hash_rest(state),
             "sample": idx.astype(jnp.int32),
+            "sample_first": cand[idx, 0],
             "sample_live": jnp.broadcast_to(jnp.any(live), (samples,)),
             "sample_move": sym_move.reshape(samples, size),
             "transform_obs": _mismatch(sym_in.observation, moved_obs)[:, 0].reshape(samples, size),
@@ -191,8 +275,18 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
             flags = jax.vmap(futile)(state)
             typed = flags.dtype == jnp.bool_ and flags.shape == mask.shape
             record["futile_type"] = jnp.bool_(typed)
-            record["futile_all"] = (live & ~jnp.any(mask & ~flags, axis=1) if typed
-                                    else jnp.zeros_like(live))
+            if typed:
+                record["futile_all"] = live & ~jnp.any(mask & ~flags, axis=1)
+                # A flagged move that alone wins at once, where the game saw every move.
+                r_c = out_c.rewards.reshape(n, k, 2)
+                wins = ended_c & (jnp.where(mover[:, None] == 0, r_c[..., 0], r_c[..., 1]) > 0)
+                flagged = jnp.take_along_axis(flags, cand, axis=1)
+                record["futile_win"] = (live & (jnp.sum(mask, axis=1) <= k)
+                                        & jnp.any(wins & flagged, axis=1)
+                                        & ~jnp.any(wins & ~flagged, axis=1))
+                record["futile_win_move"] = cand[jnp.arange(n), jnp.argmax(wins & flagged, axis=1)]
+            else:
+                record["futile_all"] = jnp.zeros_like(live)
         if masks:
             record["mask"] = mask
         trace = jax.tree.map(lambda x: _plain(x[0]), nxt)
@@ -221,11 +315,12 @@ def play_games(env: Env, num_games: int, seed: int, max_plies: int,
     plies = max_plies + 1
     samples = max(1, min(num_games, -(-SYMMETRY_SAMPLES // plies)))
     keys = init_keys(seed, num_games)
-    random = uniforms(seed, (plies, 5 * num_games + samples))
+    random = uniforms(seed, (plies, 6 * num_games + samples))
     play = _program(env, num_games, plies, samples, masks)
     record, first, trace = jax.device_get(play(keys, random))
     names = leaf_names(jax.eval_shape(env.init, keys[0]))
     return Games(env, seed, num_games, max_plies, names,
                  {k: np.asarray(v) for k, v in record.items()},
                  [np.asarray(x) for x in jax.tree.leaves(first)],
-                 [np.asarray(x) for x in jax.tree.leaves(trace)], samples, env.symmetries.size)
+                 [np.asarray(x) for x in jax.tree.leaves(trace)], samples, env.symmetries.size,
+                 policies_of(num_games))

@@ -36,6 +36,10 @@ RULES: dict[str, str] = {
         "stepped alone (jit) equals the same state stepped in a batch (jit + vmap)"
     ),
     "live-has-move": "every live state has a legal move, and a finished one has none",
+    "step-count": (
+        "step_count counts the plies played: 0 at init and one more after every move (a "
+        "forfeit and a step after the end leave it as it was)"
+    ),
     "rewards-only-at-end": "rewards are zero at init and on every step that does not end the game",
     "rewards-values": "the rewards of the step that ends a game are -1, 0 or +1",
     "rewards-zero-sum": "the rewards of the step that ends a game are zero-sum: r[0] == -r[1]",
@@ -53,20 +57,28 @@ RULES: dict[str, str] = {
         "every symmetry commutes with step: step(transform_state(s, g), "
         "symmetries.action(a, g)) equals transform_state(step(s, a), g) on every leaf"
     ),
+    "observation": (
+        "the observation follows the state: every move changes it, and two states equal in "
+        "every other leaf have equal observations (the network tells positions apart by "
+        "their observations alone; keep what an observation shows, a history too, in "
+        "leaves of the state)"
+    ),
     "perspective": (
         "rewards are indexed by player id and current_player is the player the observation "
         "speaks for: the same observation, legal mask and move give the player who moves "
-        "the same reward, whichever player id moves (a game fails this if it rewards a "
-        "fixed player id, indexes rewards by the wrong player, or hides from the "
-        "observation something that the result of a move depends on)"
+        "the same reward, whichever player id moves (a game fails this if it hides from the "
+        "observation something that the result of a move depends on, or rewards a fixed "
+        "or the wrong player id where both ids see the same observation; an observation "
+        "that shows who is to move, as a side-to-move plane does, never looks the same to "
+        "both, and there 'winners' and a reference check the rewards' ids)"
     ),
     "winners": (
-        "the results speak for player ids, not seats or movers: over 16 or more decisive "
-        "random games, not every one is won by the same player id; and the player who ends "
-        "a game with a move does not win every such game when it is one id and lose every "
-        "one when it is the other (checked over 8 or more decisive games ended by each id); "
-        "a game fails this if it rewards a fixed player id or puts the mover's reward at "
-        "index 0"
+        "the results speak for player ids, not seats or movers: over 16 or more distinct "
+        "decisive random games, some ended by each player id's move, not every one is won "
+        "by the same player id; and the player who ends a game with a move does not win "
+        "every such game when it is one id and lose every one when it is the other "
+        "(checked over 8 or more distinct decisive games ended by each id); a game fails "
+        "this if it rewards a fixed player id or puts the mover's reward at index 0"
     ),
     "score-margin": (
         "for a game with a score_margin, every finished random game's margin (player 0's "
@@ -79,7 +91,9 @@ RULES: dict[str, str] = {
     ),
     "futile-moves": (
         "for a game with futile_moves, every live random position's flags are bool "
-        "[num_actions] and leave at least one legal move unflagged"
+        "[num_actions] and leave at least one legal move unflagged, and a flagged move is "
+        "never the only legal move that wins at once (checked in the positions of 8 or "
+        "fewer legal moves, where a random game looks at every one, one ply ahead)"
     ),
     "picture": (
         "env.picture(state, last_move) returns an envs.picture.Picture whose svg() is "

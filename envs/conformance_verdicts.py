@@ -58,6 +58,7 @@ def check_games(g: Games) -> None:
         what = ("a live state has no legal move" if rec["live"][t, i] else
                 f"a finished game has {rec['legal_count'][t, i]} legal moves")
         _fail(g, "live-has-move", f"after {t} plies {what}", _moves(g, t, i), i, t)
+    _check_step_count(g)
     for flag, prop, what in (
         ("reward_mid", "rewards-only-at-end", "a step that does not end the game gives rewards"),
         ("reward_values", "rewards-values", "the step that ends the game gives rewards"),
@@ -75,6 +76,7 @@ def check_games(g: Games) -> None:
                          "max_plies or end the game (a move cap) within it",
               _moves(g, g.max_plies, i), i, g.max_plies)
     _check_symmetry_samples(g)
+    _check_observation(g)
     _check_perspective(g)
     _check_winners(g)
     _check_score_margin(g)
@@ -104,6 +106,54 @@ def _check_after_end_and_forfeits(g: Games) -> None:
               _moves(g, t, i, [action]), i, t)
 
 
+def _check_step_count(g: Games) -> None:
+    rec = g.rec
+    if rec["step_count"][0].any():
+        i = int(np.argmax(rec["step_count"][0] != 0))
+        _fail(g, "step-count", f"env.init gives step_count {int(rec['step_count'][0, i])}; it "
+                               "counts the plies played, from 0", [], i, 0)
+    if hit := _first(rec["count_bad"]):
+        t, i = hit
+        move = int(rec["move"][t, i])
+        _fail(g, "step-count", f"after {t} plies, {_move_text(g, move)} takes step_count from "
+                               f"{int(rec['step_count'][t, i])} to "
+                               f"{int(rec['step_count_after'][t, i])}, not "
+                               f"{int(rec['step_count'][t, i]) + 1}",
+              _moves(g, t + 1, i), i, t)
+
+
+def _check_observation(g: Games) -> None:
+    rec = g.rec
+    if hit := _first(rec["obs_kept"]):
+        t, i = hit
+        _fail(g, "observation", f"after {t} plies, player {rec['player'][t, i]} plays "
+                                f"{_move_text(g, int(rec['move'][t, i]))} and the observation "
+                                "stays as it was: the network sees the position after the "
+                                "move as the one before it (is the observation made from the "
+                                "new state, for the new player to move?)",
+              _moves(g, t + 1, i), i, t)
+    # States equal in every other leaf, with different observations: the one reached in
+    # the fewest plies of each such group against the shortest that differs from it.
+    t_idx, i_idx = (x.reshape(-1) for x in np.indices(rec["live"].shape))
+    obs = rec["obs_hash"].reshape(-1, 2).astype(np.int64)
+    _, group = np.unique(rec["rest_hash"].reshape(-1, 2), axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    looks = np.bincount(np.unique(np.column_stack([group, obs]), axis=0)[:, 0])
+    clash = np.flatnonzero(looks[group] > 1)
+    if len(clash) == 0:
+        return
+    order = clash[np.lexsort((i_idx[clash], t_idx[clash]))]
+    a = order[0]
+    b = next(m for m in order if group[m] == group[a] and (obs[m] != obs[a]).any())
+    (t1, i1), (t2, i2) = (int(t_idx[a]), int(i_idx[a])), (int(t_idx[b]), int(i_idx[b]))
+    other = " ".join(format_moves(g.env, _moves(g, t2, i2))) or "(none)"
+    _fail(g, "observation", f"game {i1} after {t1} plies and game {i2} after {t2} plies "
+                            f"({other}) reach states equal in every leaf but the "
+                            "observation, and their observations differ: the observation "
+                            "does not follow from the state (does it depend on the way the "
+                            "position was reached?)", _moves(g, t1, i1), i1, t1)
+
+
 def _check_symmetry_samples(g: Games) -> None:
     rec = g.rec
     valid = rec["sample_live"][:, :, None]
@@ -116,10 +166,10 @@ def _check_symmetry_samples(g: Games) -> None:
             continue
         t, s, sym = (int(x) for x in hits[0])
         i = int(rec["sample"][t, s])
-        move = int(rec["move"][t, i])
+        move = int(rec["sample_first"][t, s])
         if prop == "symmetries-commute":
             mapped = int(rec["sample_move"][t, s, sym])
-            text = (f"for symmetry g = {sym}, the last move, {_move_text(g, move)}, mapped to "
+            text = (f"for symmetry g = {sym}, the move {_move_text(g, move)}, mapped to "
                     f"{_move_text(g, mapped)} and played on transform_state(s, g), gives a state "
                     f"that differs from transform_state(step(s, {move}), g) in "
                     f"{_leaves_text(g, rec['commute'][t, s, sym])}")
@@ -187,9 +237,11 @@ def _check_perspective(g: Games) -> None:
 
 
 MIN_DECISIVE = 16
-"""Decisive random games needed before "winners" judges that one player id wins all."""
+"""Distinct decisive random games needed before "winners" judges that one player id
+wins all."""
 MIN_ENDED_BY_EACH = 8
-"""Decisive games ended by each player id needed before "winners" compares the two."""
+"""Distinct decisive games ended by each player id needed before "winners" compares the
+two."""
 
 
 def _endings(g: Games) -> tuple[np.ndarray, np.ndarray]:
@@ -199,24 +251,44 @@ def _endings(g: Games) -> tuple[np.ndarray, np.ndarray]:
     return t_idx[order], i_idx[order]
 
 
+def _distinct(g: Games, i_idx: np.ndarray) -> np.ndarray:
+    """bool [m]: whether each of the games `i_idx` is the first of its kind (the same
+    initial state and moves make the same game)."""
+    rec = g.rec
+    if len(i_idx) == 0:
+        return np.zeros(0, bool)
+    moves = np.where(rec["live"][:, i_idx], rec["move"][:, i_idx], -2).T.astype(np.int64)
+    start = np.concatenate([rec["rest_hash"][0, i_idx], rec["obs_hash"][0, i_idx]], axis=1)
+    _, first = np.unique(np.concatenate([start.astype(np.int64), moves], axis=1), axis=0,
+                         return_index=True)
+    keep = np.zeros(len(i_idx), bool)
+    keep[first] = True
+    return keep
+
+
 def _check_winners(g: Games) -> None:
     rec = g.rec
     t_idx, i_idx = _endings(g)
     r0 = rec["rewards"][t_idx, i_idx, 0]
-    decisive = r0 != 0
+    # Games played alike are one piece of evidence (a game with one line of play, one).
+    decisive = (r0 != 0) & _distinct(g, i_idx)
     winner = np.where(r0 > 0, 0, 1)
-    if decisive.sum() >= MIN_DECISIVE and len(set(winner[decisive].tolist())) == 1:
+    mover = rec["player"][t_idx, i_idx]
+    ended_by = [decisive & (mover == p) for p in (0, 1)]
+    # One id winning every game is a fault only where both ids made a last move: a game
+    # whose last mover always wins (or loses) may well be won by one id every time.
+    if (decisive.sum() >= MIN_DECISIVE and len(set(winner[decisive].tolist())) == 1
+            and all(e.any() for e in ended_by)):
         w = int(winner[decisive][0])
-        k = int(np.argmax(decisive))
+        k = int(np.argmax(ended_by[1 - w]))
         t, i = int(t_idx[k]), int(i_idx[k])
-        _fail(g, "winners", f"player {w} won all {int(decisive.sum())} decisive random games "
-                            f"({int((~decisive).sum())} drawn), whoever made the last move: are "
-                            f"the rewards given to a fixed player id? (this game: rewards "
+        _fail(g, "winners", f"player {w} won all {int(decisive.sum())} distinct decisive random "
+                            f"games, the {int(ended_by[1 - w].sum())} that player {1 - w} ended "
+                            f"with its own move among them: are the rewards given to a fixed "
+                            f"player id? (this game, ended by player {1 - w}: rewards "
                             f"{rec['rewards'][t, i].tolist()} after {t + 1} plies)",
               _moves(g, t + 1, i), i, t)
-    mover = rec["player"][t_idx, i_idx]
     won = rec["mover_reward"][t_idx, i_idx] > 0
-    ended_by = [decisive & (mover == p) for p in (0, 1)]
     if min(int(e.sum()) for e in ended_by) < MIN_ENDED_BY_EACH:
         return
     always = [bool(won[e].all()) for e in ended_by]
@@ -226,11 +298,12 @@ def _check_winners(g: Games) -> None:
             k = int(np.argmax(ended_by[1 - p]))
             t, i = int(t_idx[k]), int(i_idx[k])
             _fail(g, "winners",
-                  f"player {p} won all {int(ended_by[p].sum())} decisive games in which it made "
-                  f"the last move, and player {1 - p} lost all {int(ended_by[1 - p].sum())} in "
-                  f"which it did: the rewards follow the seat, not the game (rewards indexed by "
-                  f"the mover, or by a fixed player id?); this game, ended by player {1 - p}, "
-                  f"gave rewards {rec['rewards'][t, i].tolist()}", _moves(g, t + 1, i), i, t)
+                  f"player {p} won all {int(ended_by[p].sum())} distinct decisive games in "
+                  f"which it made the last move, and player {1 - p} lost all "
+                  f"{int(ended_by[1 - p].sum())} in which it did: the rewards follow the seat, "
+                  f"not the game (rewards indexed by the mover, or by a fixed player id?); this "
+                  f"game, ended by player {1 - p}, gave rewards {rec['rewards'][t, i].tolist()}",
+                  _moves(g, t + 1, i), i, t)
 
 
 def _check_score_margin(g: Games) -> None:
@@ -276,11 +349,19 @@ def _check_futile_moves(g: Games) -> None:
     if not rec["futile_type"].all():
         _fail(g, "futile-moves", f"futile_moves does not return bool "
                                  f"[{g.env.num_actions}] (one flag per action)", [], 0, 0)
-    if hit := _first(rec["futile_all"]):
-        t, i = hit
+    # The earlier of the two failures (on a tie, every move flagged).
+    hits = [(hit, name) for name in ("futile_all", "futile_win") if name in rec
+            and (hit := _first(rec[name]))]
+    if not hits:
+        return
+    (t, i), name = min(hits)
+    if name == "futile_all":
         _fail(g, "futile-moves", f"after {t} plies futile_moves flags every one of the "
                                  f"{rec['legal_count'][t, i]} legal moves",
               _moves(g, t, i), i, t)
+    move = int(rec["futile_win_move"][t, i])
+    _fail(g, "futile-moves", f"after {t} plies futile_moves flags {_move_text(g, move)}, the "
+                             "only legal move that wins at once", _moves(g, t, i, [move]), i, t)
 
 
 def _picture_problem(g: Games, state, last_move: int | None) -> str | None:

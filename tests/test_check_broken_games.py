@@ -263,6 +263,7 @@ def test_wrong_rules_keep_the_protocol(game):
     assert "reference" not in report.properties
 
 
+@pytest.mark.slow  # a compile of its own; RewardsToPlayerZero fails by default at 64 games
 def test_reward_bugs_of_the_issue_fail_on_a_large_board_with_many_games():
     """The issue's report: a copy rewarding player 0 passed 2,000 games. Now it cannot."""
     with pytest.raises(EnvCheckError) as caught:

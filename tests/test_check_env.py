@@ -19,6 +19,7 @@ import envs
 from envs import EnvCheckError, check_env
 from envs.check import PROPERTIES, RULES, CheckReport, init_keys
 from envs.check import main as check_main
+from envs.checker import ONLY_A_REFERENCE
 
 # Small options where they save time (the CLI test checks tictactoe as well).
 SHIPPED_OPTIONS = {"go": {"size": 5}, "gomoku": {"size": 7, "k": 4}}
@@ -41,8 +42,19 @@ def test_shipped_games_pass(game):
     assert report.after_end >= 2 * NUM_GAMES  # every game was stepped after its end
     assert report.symmetries == env.symmetries.size
     assert report.symmetry_pairs >= report.symmetries * 10
+    assert sum(count for _, count in report.policies) == NUM_GAMES
     text = str(report)
     assert env.name in text and "hold" in text and all(p in text for p in WITHOUT_REFERENCE)
+    # Without a reference, the report says what only a reference would have caught.
+    assert text.splitlines()[-1] == f"  unchecked  {ONLY_A_REFERENCE}"
+    assert "--reference module:NAME" in text and "OpenSpiel" in text
+
+
+def test_a_forced_outcome_passes():
+    """Coin splitting from 4 coins has one line of play (4=1+3, 3=1+2), which player 1
+    ends and wins: every game won by one id is no sign of rewards to a fixed id here."""
+    report = check_env(envs.make("coin_split", coins=4), num_games=16)
+    assert report.wins == (0, 16, 0) and "winners" in report.properties
 
 
 # --------------------------------------------------------------------------------------
