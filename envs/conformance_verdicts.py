@@ -6,15 +6,14 @@ the replay of one game alone."""
 from __future__ import annotations
 
 import math
-from xml.etree import ElementTree
 
 import jax
 import numpy as np
 
-from envs.conformance import _user_frame, differing_leaves, host_leaves, init_keys
+from envs.conformance import differing_leaves, host_leaves, init_keys
 from envs.conformance_games import Games
+from envs.conformance_pictures import picture_problem
 from envs.conformance_rules import EnvCheckError, format_moves
-from envs.picture import Picture
 
 
 def _first(flags: np.ndarray) -> tuple[int, int] | None:
@@ -364,35 +363,6 @@ def _check_futile_moves(g: Games) -> None:
                              "only legal move that wins at once", _moves(g, t, i, [move]), i, t)
 
 
-def _picture_problem(g: Games, state, last_move: int | None) -> str | None:
-    """What is wrong with `env.picture(state, last_move)`, or None."""
-    call = f"env.picture(state, last_move={last_move})"
-    try:
-        picture = g.env.picture(state, last_move=last_move)
-    except Exception as err:  # noqa: BLE001 - reported as a failed check
-        return f"{call} raised {type(err).__name__}{_user_frame(err)}: {err}"
-    if not isinstance(picture, Picture):
-        return f"{call} returned a {type(picture).__name__}, not an envs.picture.Picture"
-    try:
-        ElementTree.fromstring(picture.svg())
-    except Exception as err:  # noqa: BLE001 - reported as a failed check
-        return f"the svg() of {call} is not well-formed XML: {type(err).__name__}: {err}"
-    w, h = picture.width, picture.height
-    for action, spot in picture.spots.items():
-        if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or not (
-                0 <= action < g.env.num_actions):
-            return (f"{call} has a spot for {action!r}, which is not an int action in "
-                    f"[0, {g.env.num_actions})")
-        try:
-            x, y = (float(v) for v in spot)
-        except (TypeError, ValueError):
-            return f"{call} has the spot {spot!r} for action {action}, not a point (x, y)"
-        if not (math.isfinite(x) and math.isfinite(y) and 0 <= x <= w and 0 <= y <= h):
-            return (f"{call} puts the spot of action {action} at ({x:g}, {y:g}), outside "
-                    f"the picture (0..{w:g}, 0..{h:g})")
-    return None
-
-
 def check_pictures(g: Games) -> None:
     """`env.picture` draws the first state of game 0, one from the middle of it (with
     its last move) and its final state (with its last move); see RULES["picture"]."""
@@ -403,7 +373,7 @@ def check_pictures(g: Games) -> None:
     for t, leaves in cases:
         state = jax.tree.unflatten(structure, leaves)
         last = int(g.rec["move"][t - 1, 0]) if t else None
-        if problem := _picture_problem(g, state, last):
+        if problem := picture_problem(g.env, state, last):
             name = getattr(g.env, "name", type(g.env).__name__)
             _fail(g, "picture", f"{name}: after {t} plies, {problem}", _moves(g, t, 0), 0, t)
 
