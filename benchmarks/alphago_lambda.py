@@ -6,6 +6,9 @@ mix plays `--games` games against `--opponent` (half per seat, paired openings).
 
     python benchmarks/alphago_lambda.py --run-dir runs/connect_four \
         --lambdas 0,0.25,0.5,1 --opponent alphabeta:4 --games 200
+
+`--quick` (seconds, to check the script end to end on any run; the figures mean nothing):
+lambdas 0 and 1, 2 games each against `random`, 2 simulations a move.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import argparse
 import sys
 import time
 
+import _quick
 import jax
 
 from azjax.evaluation.match import play_match
@@ -30,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--openings", type=int, default=2)
     parser.add_argument("--simulations", type=int, default=0, help="0 = the training budget")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    args = _quick.parse(parser, argv, lambdas="0,1", opponent="random", games=2, simulations=2)
     try:
         lambdas = [float(x) for x in args.lambdas.split(",")]
         sims = f",sims={args.simulations}" if args.simulations else ""

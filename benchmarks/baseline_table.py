@@ -7,6 +7,9 @@ Each opponent plays `--games` games (half per seat, paired random openings of
 `--openings` plies) against the run's newest checkpoint with its training search
 budget (or `--simulations`). Prints a markdown table and writes it with the raw counts
 to `--out` (default: RUN_DIR/baselines.md and .json).
+
+`--quick` (seconds, to check the script end to end on any run; the figures mean nothing):
+2 games against each of random, mcts:2 and alphabeta:1, 2 simulations a move.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import _quick
 import jax
 
 from azjax import Agent
@@ -51,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--simulations", type=int, default=0, help="0 = the training budget")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="output stem (default RUN_DIR/baselines)")
-    args = parser.parse_args(argv)
+    args = _quick.parse(parser, argv, opponents="random,mcts:2,alphabeta:1", games=2, simulations=2)
     try:
         agent = Agent.load(args.run_dir)
         if args.simulations:

@@ -5,7 +5,8 @@ manifest of SHA-256 checksums; on restore, the checksums verified first), in one
     python benchmarks/checkpoint_overhead.py [--recipes tictactoe connect_four] [--repeats 5]
 
 Prints, per recipe, the checkpoint's size and the median seconds of each, and the ratio
-checked / orbax alone.
+checked / orbax alone. `--quick`: the tic-tac-toe recipe shrunk (`benchmarks/_quick.py`),
+once, in seconds (to check the script end to end; the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _quick
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -49,9 +51,12 @@ def _incompressible(state):
     return jax.tree.map(fill, state)
 
 
-def measure(name: str, repeats: int) -> dict[str, float]:
-    """Median seconds of orbax-only and checked save and restore for recipe `name`."""
+def measure(name: str, repeats: int, quick: bool = False) -> dict[str, float]:
+    """Median seconds of orbax-only and checked save and restore for recipe `name`
+    (shrunk to `_quick`'s sizes when `quick`)."""
     config = recipe(name, "cpu")
+    if quick:
+        config = _quick.shrink(config)
     env = config.make_env()
     state = _incompressible(init_train_state(env, config.program, jax.random.key(0)))
     jax.block_until_ready(state)
@@ -96,11 +101,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipes", nargs="+", default=["tictactoe", "connect_four"])
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = _quick.parse(parser, recipes=["tictactoe"], repeats=1)
     print(f"{'recipe':<14} {'MB':>7} {'save orbax':>11} {'checked':>9} {'ratio':>6} "
           f"{'restore orbax':>14} {'checked':>9} {'ratio':>6}")
     for name in args.recipes:
-        m = measure(name, args.repeats)
+        m = measure(name, args.repeats, args.quick)
         print(f"{name:<14} {m['megabytes']:>7.1f} {m['save_orbax']:>10.3f}s "
               f"{m['save_checked']:>8.3f}s {m['save_checked'] / m['save_orbax']:>6.2f} "
               f"{m['restore_orbax']:>13.3f}s {m['restore_checked']:>8.3f}s "

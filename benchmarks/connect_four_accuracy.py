@@ -21,6 +21,10 @@ only (an evaluation-time ablation on a trained network).
         [--budgets 32 128 512 [--step N] [--search-with gumbel_value_scale=1 ...]]
         [any experiments/connect_four.py option,
         e.g. --max-minutes 60]
+
+`--quick` (seconds, to check the script end to end; the figures mean nothing): trains one
+iteration at `benchmarks/_quick.py`'s sizes, evaluated with search, into a new temporary
+--run-dir unless given, then the table at a budget of 2 simulations.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import _quick
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +129,10 @@ def main() -> int:
     parser.add_argument("--search-with", nargs="*", default=[], metavar="NAME=VALUE",
                         help="with --budgets: search with these settings changed "
                              "(e.g. gumbel_value_scale=1 discount=0.9)")
-    args, rest = parser.parse_known_args()
+    args, rest = _quick.parse(parser, known=True, run_dir=None, budgets=[2])
+    if args.quick:
+        rest = _quick.flags(iterations=1, eval_every=1, eval_search_every=1) + rest
+        args.run_dir = args.run_dir or tempfile.mkdtemp(prefix="connect_four_quick_")
     changes = search_changes(args.search_with)
     if not args.report_only:
         command = [sys.executable, str(ROOT / "experiments" / "connect_four.py"),

@@ -29,6 +29,10 @@ The shapes that matter (defaults: Connect Four's 7 convs, 32 channels, 6x7, batc
     python benchmarks/conv_throughput.py --network --blocks 0 --channels 128 --height 3 \
         --width 3 --dtypes float32 --steps 200
 
+`--quick` times both, the stack (a `PatchConv`, `nn.Conv` and 'lax patches') and the
+network ('patch' and 'hybrid', both dtypes), at tiny sizes in seconds (to check the script
+end to end; the figures mean nothing).
+
 Measured on a shared 2-core CPU (jax 0.10.2; load 4-9, so ratios +-15%), ratios to
 'patch': Connect Four, without vmap, 'hybrid' 1.65-2.36x forward ('xla' alike) and
 1.12-1.26x forward + backward ('xla' 0.09x); vmapped over 1 experiment 1.9-3.2x forward
@@ -44,6 +48,7 @@ import dataclasses
 import statistics
 import time
 
+import _quick
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -219,13 +224,18 @@ def main() -> None:
     parser.add_argument("--dtypes", type=lambda s: s.split(","),
                         default=["float32", "bfloat16"],
                         help="comma-separated NetworkConfig.dtype values (--network)")
-    args = parser.parse_args()
+    args = _quick.parse(parser, channels=4, layers=1, height=3, width=3, batch=2, steps=2,
+                        repeats=1, kinds=["patch", "nn.Conv", "lax patches"], blocks=1,
+                        convs=["patch", "hybrid"])
     for kind in args.kinds:
         if kind not in KINDS:
             parser.error(f"--kinds: {kind!r} is not one of {KINDS}")
     mode = "gradient" if args.grad else args.mode
-    for grad in {"forward": [False], "gradient": [True], "both": [False, True]}[mode]:
-        (main_network if args.network else main_stack)(args, grad)
+    parts = [main_stack, main_network] if args.quick else [
+        main_network if args.network else main_stack]
+    for part in parts:
+        for grad in {"forward": [False], "gradient": [True], "both": [False, True]}[mode]:
+            part(args, grad)
 
 
 if __name__ == "__main__":

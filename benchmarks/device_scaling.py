@@ -34,6 +34,9 @@ always evaluates, with search, so the last record gives the solver-position accu
 --set NAME=VALUE (repeatable) changes any recipe setting by name in every measurement
 (`TrainConfig.replace`), e.g. `--set iterations=40` to cap a run; `--devices` takes
 counts and `all` (every device: one per core on a CPU) in each mode.
+
+--quick runs the chosen modes at tiny sizes, in seconds (`benchmarks/_quick.py`; the
+figures mean nothing): tic-tac-toe, 1 timed iteration, 1 seed, runs of 1 iteration.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import _quick  # noqa: E402
 
 DEFAULT_ITERATIONS = {"tictactoe": 5, "connect_four": 2}
 """Timed iterations per repeat in the throughput mode, by recipe (others: 2)."""
@@ -111,6 +116,7 @@ def measure_throughput(spec: dict[str, Any]) -> dict[str, Any]:
     import jax
     import numpy as np
 
+    from azjax.core import counters
     from azjax.core.iteration import init_train_state
     from azjax.core.stacked import group_step, placed, stack
     from azjax.run.devices import data_mesh, misfits
@@ -154,7 +160,7 @@ def measure_throughput(spec: dict[str, Any]) -> dict[str, Any]:
             "positions_per_s": best["positions_per_s"], "cpu_per_wall": best["cpu_per_wall"],
             "median_positions_per_s": statistics.median(t["positions_per_s"]
                                                         for t in timings),
-            "final_iteration": int(np.asarray(state.iteration)[0])}
+            "final_iteration": counters.value(state.iteration, 0)}
 
 
 def measure_run(spec: dict[str, Any]) -> dict[str, Any]:
@@ -439,7 +445,9 @@ def main() -> int:
                         help="change a recipe setting in every measurement (repeatable)")
     parser.add_argument("--json", default=None, help="write every result to this file")
     parser.add_argument("--measure", nargs=2, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = _quick.parse(parser, recipes="tictactoe", iterations=1, repeats=1, seeds=1)
+    if args.quick:
+        args.set = _quick.settings(iterations=1, eval_every=1) + args.set
 
     if args.measure is not None:
         kind, spec = args.measure[0], json.loads(args.measure[1])

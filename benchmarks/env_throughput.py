@@ -19,6 +19,9 @@ coins). pgx is the reference when installed (`pip install -e ".[bench]"`).
 
     python benchmarks/env_throughput.py [--games tictactoe,go9] [--batches 1,1024]
         [--picker uniform|categorical] [--repeats 3] [--seconds 0.75] [--json PATH]
+
+`--quick`: the tic-tac-toe row at batch 2, one short repeat, in seconds (to check the
+script end to end; the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import _quick
 import jax
 import jax.numpy as jnp
 
@@ -169,7 +173,7 @@ def main() -> int:
                         help="target duration of one timed repeat")
     parser.add_argument("--no-pgx", action="store_true", help="ours only")
     parser.add_argument("--json", help="write the figures to this path")
-    args = parser.parse_args()
+    args = _quick.parse(parser, games="tictactoe", batches="2", repeats=1, seconds=0.01)
 
     by_name = {r.name: r for r in ROWS}
     wanted = [g.strip() for g in args.games.split(",") if g.strip()]

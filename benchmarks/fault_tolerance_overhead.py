@@ -17,6 +17,10 @@ recipe's defaults, `--heartbeat-timeout 30`) stops after a fault: `kill -9` of p
 or of process 0 when process 0 prints iteration 30, or SIGTERM to both at iteration 40.
 It prints the seconds from the fault to the last exit, the exit statuses and, for
 SIGTERM, the newest checkpoint.
+
+`--quick` shrinks either to seconds (to check the script end to end; the figures mean
+nothing): the recipe at `benchmarks/_quick.py`'s sizes, 3 iterations and 5 agreements;
+with `--faults`, one run of each fault, at iteration 3 (SIGTERM: 4).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import _quick
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,8 +55,11 @@ def _worker(args: argparse.Namespace) -> None:
         start = time.perf_counter()
         agreed_max(0)
         agree.append(time.perf_counter() - start)
-    config = recipe(args.recipe, "cpu").replace(iterations=args.iterations, eval_every=0,
-                                                devices=2, stop_when_perfect=False, log_every=1)
+    config = recipe(args.recipe, "cpu")
+    if args.quick:
+        config = _quick.shrink(config)
+    config = config.replace(iterations=args.iterations, eval_every=0, devices=2,
+                            stop_when_perfect=False, log_every=1)
     walls = [r["wall_time"] for r in train(config, None, progress=None).records]
     steps = [b - a for a, b in zip(walls[1:], walls[2:])]  # the first holds compilation
     if args.process_id == 0:
@@ -66,8 +75,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _fault(kind: str, recipe: str, root: Path) -> str:
-    """One run of two processes, one fault; its timing as a line."""
+def _fault(kind: str, recipe: str, root: Path, quick: bool) -> str:
+    """One run of two processes, one fault (`quick`: at `_quick`'s sizes, 10 times
+    sooner); its timing as a line."""
     run_dir, port = root / kind, _free_port()
     logs = [root / f"{kind}.{i}.out" for i in (0, 1)]
     workers = []
@@ -77,8 +87,9 @@ def _fault(kind: str, recipe: str, root: Path) -> str:
                 [sys.executable, str(ROOT / "experiments" / f"{recipe}.py"), "--run-dir",
                  str(run_dir), "--devices", "2", "--num-processes", "2", "--process-id", str(i),
                  "--coordinator-address", f"127.0.0.1:{port}", "--no-stop-when-perfect",
-                 "--iterations", "100000"], stdout=out, stderr=subprocess.DEVNULL, cwd=ROOT))
-    at = 40 if kind == "sigterm" else 30
+                 "--iterations", "100000", *(_quick.flags() if quick else [])],
+                stdout=out, stderr=subprocess.DEVNULL, cwd=ROOT))
+    at = (40 if kind == "sigterm" else 30) // (10 if quick else 1)
     while f"it {at:5d} |" not in logs[0].read_text():
         if any(w.poll() is not None for w in workers):
             sys.exit(f"{kind}: a process ended before iteration {at}")
@@ -106,7 +117,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="runs of each fault")
     parser.add_argument("--process-id", type=int, default=-1, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = _quick.parse(parser, iterations=3, calls=5, repeats=1)
     if args.process_id >= 0:
         _worker(args)
         return
@@ -116,11 +127,12 @@ def main() -> None:
                 for kind in ("kill1", "kill0", "sigterm"):
                     folder = Path(root) / str(repeat)
                     folder.mkdir(exist_ok=True)
-                    print(_fault(kind, args.recipe, folder), flush=True)
+                    print(_fault(kind, args.recipe, folder, args.quick), flush=True)
         return
     port = _free_port()
     common = [sys.executable, __file__, "--recipe", args.recipe, "--iterations",
-              str(args.iterations), "--calls", str(args.calls), "--port", str(port)]
+              str(args.iterations), "--calls", str(args.calls), "--port", str(port),
+              *(["--quick"] if args.quick else [])]
     workers = [subprocess.Popen([*common, "--process-id", str(i)], cwd=ROOT) for i in (0, 1)]
     codes = [w.wait() for w in workers]
     if any(codes):

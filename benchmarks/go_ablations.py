@@ -18,6 +18,10 @@ experiments/go7x7.py: go9x9.py on 7x7, komi 9, the levers turned on, `FALLBACK`,
         [--variants all no-ownership no-score none pcr] [--out runs/go_ablations]
         [--final-games 32] [--final-opponents gnugo:1 gnugo:10] [--report-only]
         [--define NAME='--flag value ...'] [any training script option, e.g. --eval-games 32]
+
+`--quick` (seconds, to check the script end to end; the figures mean nothing): the variant
+'all' at `benchmarks/_quick.py`'s sizes for 1 iteration, which evaluates against gnugo:1
+(2 games), then 2 final games against gnugo:1, into a new temporary --out unless given.
 """
 
 from __future__ import annotations
@@ -30,9 +34,14 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # for `_quick`, when imported as a module
+
+import _quick  # noqa: E402
+
 EVAL_OPPONENT = "gnugo:1"
 """The baseline of the training evaluations this table reads (`eval_opponents`)."""
 FINAL_OPENINGS = 2
@@ -337,7 +346,11 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, dict[str, list[str]], li
     parser.add_argument("--report-only", action="store_true", help="do not train or play")
     parser.add_argument("--final-games", type=int, default=32, help="0: no final arena")
     parser.add_argument("--final-opponents", nargs="+", default=["gnugo:1", "gnugo:10"])
-    args, extra = parser.parse_known_args(argv)
+    args, extra = _quick.parse(parser, argv, known=True, variants=["all"], final_games=2,
+                               final_opponents=["gnugo:1"], out=None)
+    if args.quick:
+        extra = _quick.flags(iterations=1, eval_every=1) + extra
+        args.out = args.out or Path(tempfile.mkdtemp(prefix="go_ablations_quick_"))
     table = dict(VARIANTS)
     for item in args.define:
         name, eq, flags = item.partition("=")

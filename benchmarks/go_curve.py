@@ -13,6 +13,9 @@ noise off), as during training.
 
     python benchmarks/go_curve.py --run-dir runs/go7x7 [--opponents gnugo:1 gnugo:10]
         [--games 40] [--final-games 100] [--steps S ...] [--report-only]
+
+`--quick` (seconds, to check the script end to end on any Go run; the figures mean
+nothing): 2 games of each checkpoint against gnugo:1.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _quick  # noqa: E402
 from go_ablations import Failure, _pct, _run, _signed, read_records, wilson  # noqa: E402
 
 OPENINGS = 2
@@ -116,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--report-only", action="store_true",
                         help="only read the results already played")
-    args = parser.parse_args(argv)
+    args = _quick.parse(parser, argv, opponents=["gnugo:1"], games=2, final_games=2)
     run_dir = Path(args.run_dir)
     if not (run_dir / "metrics.jsonl").exists():
         print(f"error: {run_dir} holds no training run (no metrics.jsonl)", file=sys.stderr)

@@ -25,6 +25,9 @@ says), which the experiment scripts turn on.
 --devices N arranges N host devices on a CPU before JAX starts (`azjax.run.devices.arrange`,
 as the experiment scripts do); on a GPU it takes N of the devices there are. A recipe whose
 sizes do not split over N devices is reported as skipped.
+
+`--quick`: the tic-tac-toe recipe at `benchmarks/_quick.py`'s sizes, 1 timed call each, in
+seconds (to check the script end to end; the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import _quick  # noqa: E402
 
 DEFAULT_RECIPES = ("tictactoe", "connect_four")
 """Recipes profiled when none is named."""
@@ -196,16 +201,18 @@ def time_evaluation(config, env, state, repeats: int) -> dict[str, Any]:
     return out
 
 
-def profile(name: str, requested: int, repeats: int, conv: str | None = None
-            ) -> dict[str, Any]:
+def profile(name: str, requested: int, repeats: int, conv: str | None = None,
+            quick: bool = False) -> dict[str, Any]:
     """Everything measured for recipe `name` on `requested` devices (with its network's
-    `conv` replaced by `conv` when given)."""
+    `conv` replaced by `conv` when given; at `_quick`'s sizes when `quick`)."""
     import jax
 
     from azjax.run.devices import cpu_cores, device_count
     from azjax.run.recipes import recipe
 
     config = recipe(name, "cpu")
+    if quick:
+        config = _quick.shrink(config)
     if conv is not None:
         config = config.replace(network=dataclasses.replace(config.program.network, conv=conv))
     program, env = config.program, config.make_env()
@@ -320,10 +327,11 @@ def main() -> int:
     parser.add_argument("--conv", default=None, choices=CONV_CHOICES,
                         help="replace the recipes' network.conv (azjax.core.conv; default: theirs)")
     parser.add_argument("--json", default=None, help="write the results to this file")
-    args = parser.parse_args()
+    args = _quick.parse(parser, repeats=1)
     if args.repeats < 1 or args.devices < 1:
         parser.error("--repeats and --devices must be at least 1")
-    names = list(RECIPES) if args.all else (args.recipe or list(DEFAULT_RECIPES))
+    names = list(RECIPES) if args.all else (
+        args.recipe or (["tictactoe"] if args.quick else list(DEFAULT_RECIPES)))
 
     import_s = import_seconds()  # before this process's JAX takes the cores
     arrange(args.devices)  # before anything starts JAX's backend
@@ -341,7 +349,7 @@ def main() -> int:
           f"compilation cache: {cache or 'none (cold compiles)'}")
     results = []
     for name in names:
-        result = profile(name, args.devices, args.repeats, args.conv)
+        result = profile(name, args.devices, args.repeats, args.conv, args.quick)
         show(result)
         results.append(result)
     if args.json:

@@ -8,6 +8,9 @@ and, as the in-run reference, the same self-play with pgx's tic-tac-toe as the g
 (same mctx search, same network), when pgx is installed (`pip install -e ".[bench]"`).
 
     python benchmarks/selfplay_throughput.py [--repeats 5]
+
+`--quick`: at `benchmarks/_quick.py`'s sizes, one timed call each, in seconds (to check
+the script end to end; the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from flax import struct
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import _quick  # noqa: E402
 
 import envs  # noqa: E402
 from azjax.core.iteration import init_train_state, make_iteration_fn  # noqa: E402
@@ -112,8 +117,9 @@ def selfplay_rate(env, config, repeats):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
-    config = recipe("tictactoe", "cpu").program
+    args = _quick.parse(parser, repeats=1)
+    config = recipe("tictactoe", "cpu")
+    config = (_quick.shrink(config) if args.quick else config).program
     env = envs.make("tictactoe")
     print(f"backend {jax.default_backend()}, devices {jax.devices()}")
     print(

@@ -10,6 +10,9 @@ Each game's agent is the recipe's network, untrained unless `--run-dir` gives a 
 time of a search does not depend on the weights). Compilation is excluded: one game is
 played first and not counted. Figures: median milliseconds per move request and per
 search, and their ratio (the server's overhead is the ratio minus one).
+
+`--quick`: one tic-tac-toe game of the recipe at `benchmarks/_quick.py`'s sizes, in seconds
+(to check the script end to end; the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 
+import _quick
 import jax
 import numpy as np
 
@@ -32,8 +36,12 @@ from azjax.run.web_games import GameTable
 from azjax.serve import Server
 
 
-def untrained(game: str) -> Agent:
+def untrained(game: str, quick: bool = False) -> Agent:
+    """The recipe's agent with freshly initialised weights (at `_quick`'s sizes when
+    `quick`)."""
     config = recipe(game, "cpu")
+    if quick:
+        config = _quick.shrink(config)
     env = config.make_env()
     params = init_params(env, config.program.network, jax.random.key(0))
     return Agent(env, config.program, params)
@@ -87,9 +95,10 @@ def main() -> None:
     parser.add_argument("--run-dir", help="a run whose agent to serve (one game)")
     parser.add_argument("--games", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = _quick.parse(parser, games=1)
+    games = args.game or (["tictactoe"] if args.quick else ["tictactoe", "connect_four"])
     agents = ([Agent.load(args.run_dir)] if args.run_dir else
-              [untrained(g) for g in args.game or ["tictactoe", "connect_four"]])
+              [untrained(g, args.quick) for g in games])
     print(f"backend {jax.default_backend()}; {args.games} games per agent, random human "
           "moves; medians")
     for agent in agents:

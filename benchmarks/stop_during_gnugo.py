@@ -12,6 +12,9 @@ the newest checkpoint and whether the stop's record holds a score against GNU Go
 evaluation played to its end). `--repo` runs another checkout's script and package (a
 `git worktree` of an older commit, say) with this Python; `--out DIR` keeps each trial's
 run directory and output in DIR/N, to resume the run from its checkpoint, say.
+`--quick`: one trial of the recipe at `benchmarks/_quick.py`'s sizes, stopped as its first
+GNU Go process appears, in seconds (to check the script end to end; the figures mean
+nothing).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import _quick
 
 ROOT = Path(__file__).resolve().parents[1]
 START_LIMIT_S = 1800.0
@@ -48,12 +53,13 @@ def gnugo_children(pid: int) -> list[int]:
     return found
 
 
-def trial(repo: Path, folder: Path, wait: float) -> str:
-    """One run stopped by SIGTERM during its first GNU Go evaluation; its figures as a line."""
+def trial(repo: Path, folder: Path, wait: float, flags: list[str]) -> str:
+    """One run (with training options `flags` too) stopped by SIGTERM during its first
+    GNU Go evaluation; its figures as a line."""
     run_dir = folder / "run"
     command = [sys.executable, str(repo / "experiments" / "go9x9.py"), "--run-dir", str(run_dir),
                "--warm-up", "", "--eval-every", "1", "--eval-every-minutes", "0",
-               "--max-minutes", "0", "--iterations", "1000"]
+               "--max-minutes", "0", "--iterations", "1000", *flags]
     env = {**os.environ, "PYTHONPATH": str(repo)}
     with open(folder / "out", "w") as out, open(folder / "err", "w") as err:
         process = subprocess.Popen(command, stdout=out, stderr=err, cwd=repo, env=env)
@@ -89,13 +95,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None,
                         help="keep each trial's run directory and output in OUT/N "
                         "(default: a temporary directory)")
-    args = parser.parse_args()
+    args = _quick.parse(parser, trials=1, wait=0.0)
+    flags = _quick.flags() if args.quick else []
     with tempfile.TemporaryDirectory() as temporary:
         root = args.out or Path(temporary)
         for i in range(args.trials):
             folder = root / str(i)
             folder.mkdir(parents=True)
-            print(f"trial {i + 1}: {trial(args.repo.resolve(), folder, args.wait)}", flush=True)
+            print(f"trial {i + 1}: {trial(args.repo.resolve(), folder, args.wait, flags)}",
+                  flush=True)
 
 
 if __name__ == "__main__":

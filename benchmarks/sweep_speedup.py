@@ -10,6 +10,9 @@ ratio when each experiment would run in a process of its own (E compilations).
 
     python benchmarks/sweep_speedup.py --experiments 4 --iterations 10 [--preset cpu|gpu]
         [experiment options]
+
+`--quick`: 2 experiments x 1 iteration at `benchmarks/_quick.py`'s sizes, in seconds (to
+check the script end to end; the figures mean nothing).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
+import _quick  # noqa: E402
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -31,7 +36,9 @@ def main() -> int:
     parser.add_argument("--game", default="tictactoe", help="experiment defaults to use")
     parser.add_argument("--preset", choices=("cpu", "gpu"), default=None,
                         help="the recipe's variant (default: the backend's)")
-    args, overrides = parser.parse_known_args()
+    args, overrides = _quick.parse(parser, known=True, experiments=2, iterations=1)
+    if args.quick:
+        overrides = _quick.flags() + overrides
 
     import jax
     import numpy as np

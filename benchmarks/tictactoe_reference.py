@@ -12,6 +12,9 @@ no losing line from either seat) or after --max-seconds of training.
 
 The last stdout line is one JSON object: seed, perfect, iterations, games, train_s
 (training and evaluation after compilation), compile_s, since_start_s, optimal_share.
+
+`--quick`: one iteration of one Adam step, in seconds after compiling the whole program
+(to check the script end to end; the figures mean nothing).
 """
 
 import time
@@ -27,6 +30,7 @@ from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import _quick
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -322,11 +326,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-seconds", type=float, default=120.0,
-                        help="training time limit (after compilation)")
+                        help="training time limit (after compilation; one iteration at least)")
     parser.add_argument("--steps", type=int, default=STEPS, help="Adam steps per iteration")
     parser.add_argument("--check-encoding", action="store_true",
                         help="first assert the judge's observations match pgx's")
-    args = parser.parse_args()
+    args = _quick.parse(parser, max_seconds=0.0, steps=1)
     if args.check_encoding:
         check_encoding()
 
@@ -340,7 +344,8 @@ def main() -> int:
 
     train_start = time.perf_counter()
     perfect, share, iteration = False, 0.0, 0
-    while not perfect and time.perf_counter() - train_start < args.max_seconds:
+    while not perfect and (iteration == 0
+                           or time.perf_counter() - train_start < args.max_seconds):
         key, iter_key = jax.random.split(key)
         state, metrics = step(state, iter_key)
         share, perfect = judge(np.asarray(act(state.params, judge.obs, judge.legal)))

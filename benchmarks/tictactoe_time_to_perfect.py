@@ -24,6 +24,10 @@ Ours runs twice per seed: "ours cold" with an empty compilation cache (a first r
 fresh machine compiles everything), then "ours warm" in a new run directory with the
 cache the first filled (every later run: `azjax.run.compile_cache`). --cold-only skips the
 second.
+
+`--quick`: seed 0 alone, ours at `benchmarks/_quick.py`'s sizes for 1 iteration and the
+reference's `--quick`, in seconds (to check the script end to end; the figures mean
+nothing).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import _quick
 
 from azjax.run import compile_cache
 
@@ -140,7 +146,10 @@ def main() -> int:
     parser.add_argument("--cold-only", action="store_true",
                         help="skip the second (warm-cache) run of ours")
     parser.add_argument("--json", type=Path, default=None, help="write all rows here")
-    args, overrides = parser.parse_known_args()
+    args, overrides = _quick.parse(parser, known=True, seeds=1)
+    if args.quick:
+        overrides = _quick.flags(iterations=1) + overrides
+        args.reference_arg = ["--quick", *args.reference_arg]
 
     rows = []
     print("      who | seed | process s | run s   |   games | iters | perfect | optimal")
