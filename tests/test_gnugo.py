@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import signal
 import subprocess
 import sys
 import threading
@@ -269,26 +268,37 @@ def test_a_move_cut_short_by_an_interrupt_restarts_its_engine(monkeypatch):
 
 def test_an_interrupted_batch_ends_its_threads_after_their_moves(monkeypatch):
     """Ctrl-C while this thread waits for the threads that play a batch: each ends after
-    the move it plays, before the interrupt goes on (a stop then closes the engines)."""
+    the move it plays, before the interrupt goes on (a stop then closes the engines).
+    The Ctrl-C is the KeyboardInterrupt this thread's first wait raises once a move is
+    under way: a real signal reaches only the main thread, which under pytest-xdist need
+    not be the one running the test."""
     states = jax.tree.map(lambda x: np.repeat(x, 6, axis=0), position(RACE))
     player = gnugo_player(GO9, 0, processes=2, seed=6)
-    send_all = GtpProcess.send_all
-    main = threading.main_thread().ident
-    moves = []
+    send_all, join = GtpProcess.send_all, threading.Thread.join
+    caller = threading.get_ident()
+    playing = threading.Event()
+    moves, interrupted = [], []
 
     def slow(self, commands):
-        if threading.get_ident() != main and not moves:
-            signal.pthread_kill(main, signal.SIGINT)  # Ctrl-C, in the thread Python takes it
+        playing.set()
         moves.append(commands[-1])
         time.sleep(0.2)
         return send_all(self, commands)
 
+    def join_or_interrupt(thread, timeout=None):
+        if threading.get_ident() == caller and not interrupted:
+            assert playing.wait(30)
+            interrupted.append(True)
+            raise KeyboardInterrupt
+        return join(thread, timeout)
+
     player.act(states, jax.random.key(0))  # its engines start, and their threads
     running = set(threading.enumerate())
     monkeypatch.setattr(GtpProcess, "send_all", slow)
+    monkeypatch.setattr(threading.Thread, "join", join_or_interrupt)
     with pytest.raises(KeyboardInterrupt):
         player.act(states, jax.random.key(0))
-    assert set(threading.enumerate()) <= running  # no thread plays on
+    assert interrupted and set(threading.enumerate()) <= running  # no thread plays on
     assert len(moves) < 6
     monkeypatch.setattr(GtpProcess, "send_all", send_all)
     assert move_of(player, states) == "G9"
