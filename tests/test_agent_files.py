@@ -49,6 +49,7 @@ def results(data: dict) -> list:
     return [data["as_player0"], data["as_player1"], data["wins"], data["draws"]]
 
 
+@pytest.mark.slow  # an arena of its own (~10 s); the file loads in the default run
 def test_arena_takes_an_agent_file_with_spec_options(run_and_file, tmp_path, capsys):
     run_dir, path = run_and_file
     for options in ("", ",sims=3"):

@@ -322,12 +322,16 @@ class GoFutileWithoutPass(Go):
         return lambda state: inner(state)[:-1]
 
 
+# Slow for two of the four (each compiles the checker on a Go of its own): one broken
+# hook of each kind stays in the default run.
 @pytest.mark.parametrize("broken, rule, says", [
-    (GoOwnedByColourIds, "ownership", "ownership gave a cell the owner 2, not -1, 0 or 1"),
+    pytest.param(GoOwnedByColourIds, "ownership",
+                 "ownership gave a cell the owner 2, not -1, 0 or 1", marks=pytest.mark.slow),
     (GoOwnershipWithPass, "ownership",
      "ownership returned int8[26] for a finished game, expected int8[25]"),
-    (GoEverythingFutile, "futile-moves",
-     "after 0 plies futile_moves flags every one of the 26 legal moves"),
+    pytest.param(GoEverythingFutile, "futile-moves",
+                 "after 0 plies futile_moves flags every one of the 26 legal moves",
+                 marks=pytest.mark.slow),
     (GoFutileWithoutPass, "futile-moves", "futile_moves does not return bool [26]"),
 ])
 def test_a_go_hook_that_breaks_its_rule(broken, rule, says):

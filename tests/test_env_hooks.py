@@ -147,6 +147,7 @@ def test_play_speaks_the_default_notation_and_the_games_marks_and_result():
     assert result in (-1.0, 0.0, 1.0)
 
 
+@pytest.mark.slow  # a training run of its own (~10 s)
 def test_the_driver_trains_an_env_object_and_records_how_to_build_it(tmp_path):
     env = PlainTicTacToe()
     config = CONFIG.replace(iterations=1, checkpoint_every=1)

@@ -115,7 +115,8 @@ def uniform_net(num_actions: int):
     return apply
 
 
-@pytest.mark.parametrize("policy", ["puct", "gumbel"])
+# Slow for PUCT (~11 s of compilation of its own): Gumbel keeps the check by default.
+@pytest.mark.parametrize("policy", [pytest.param("puct", marks=pytest.mark.slow), "gumbel"])
 def test_a_search_that_skips_futile_moves_never_visits_them(policy):
     env, state = eyes_only_position()
     states = jax.tree.map(lambda x: x[None], state)

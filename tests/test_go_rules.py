@@ -384,7 +384,8 @@ SUPERKO_CONFIGS = ("4x4 superko", "4x4 simple ko")
 
 # The larger boards' thousands of reference plies run with the slow tests.
 @pytest.fixture(scope="module", params=[
-    pytest.param(name, marks=pytest.mark.slow) if name in ("7x7", "9x9") else name
+    # Slow: 5x5 and up compile and play long; the 4x4 boards (simple ko, superko) stay.
+    pytest.param(name, marks=pytest.mark.slow) if name in ("5x5", "7x7", "9x9") else name
     for name in RANDOM_CONFIGS])
 def random_games(request):
     kwargs, num_games, num_plies, pass_logits = RANDOM_CONFIGS[request.param]

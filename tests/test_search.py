@@ -507,6 +507,7 @@ def test_symmetric_apply_is_the_network_itself_without_symmetries():
     assert symmetric_apply(game_env, zero_apply) is zero_apply
 
 
+@pytest.mark.slow  # compiles averaged searches of its own; test_symmetric_apply stays
 def test_averaged_search_plays_mirrored_positions_alike():
     """With the averaged network, a deterministic Gumbel search values a Connect Four
     position and its mirror image alike (root value), and its root visit counts are the

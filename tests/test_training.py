@@ -215,6 +215,7 @@ def test_eval_simulations_set_the_evaluation_search():
     assert leaves_equal(same_params, params) and leaves_equal(other_params, params)
 
 
+@pytest.mark.slow  # two evaluated training runs of their own (~19 s)
 def test_eval_search_with_changes_only_the_scored_search():
     """`eval_search_with` reaches the scored search, compiled-in settings and traced ones
     alike: the symmetry-averaged network and an all-playout leaf value (rollout_lambda,
