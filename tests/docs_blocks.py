@@ -43,6 +43,7 @@ SMOKE = {
     "--search.play-simulations": 0,
     "--selfplay.num-games": 8, "--selfplay.steps-per-iteration": 4,
     "--learner.batch-size": 16, "--replay-capacity": 256, "--gradient-steps": 1,
+    "--learn-after": 0,  # go9x9 waits for 10,000 positions, more than this replay holds
     "--iterations": 2, "--eval-every": 2, "--eval-search-every": 1, "--eval-simulations": 4,
     "--eval-games": 2,  # against each opponent of the training-time evaluation
     "--checkpoint-every": 2, "--selfplay.cheap-simulations": 2,
