@@ -247,9 +247,8 @@ GPU_RECIPES: dict[str, TrainConfig] = {
 # (about 85,000 games on an H200), then 3 of 9x9 (about 35,000). Measured on an H200,
 # 100 games against gnugo:1 after the run: 82% / 73% (seeds 0 / 1), margin -4.0 / -10.7
 # with the training search; seed 0 with 128 simulations of PUCT: 84%, -2.5. Both Go gpu
-# variants keep playout cap randomisation (8 simulations on 3 moves in 4), as measured
-# (with the version that gave one colour of each game every full search, fixed since):
-# the CPU recipes dropped it after CPU measurements only.
+# variants keep playout cap randomisation (8 simulations on 3 moves in 4): the CPU
+# recipes dropped it on CPU budgets, which say nothing of a GPU's (docs/go.md).
 _GPU_GO_SELFPLAY = {"selfplay__num_games": 1024, "selfplay__full_search_prob": 0.25,
                     "selfplay__cheap_simulations": 8}
 GPU_RECIPES["go9x9"] = _variant(
