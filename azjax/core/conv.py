@@ -6,25 +6,19 @@ several ways on the same parameters (`CONV_CHOICES`); `resolve_conv` picks one f
   * 'patch': k*k shifted slices of the zero-padded input + one matmul, forward and
     (by autodiff) backward. The CPU default for the learner.
   * 'xla': XLA's convolution (`lax.conv_general_dilated`) forward and backward. For
-    accelerators; on CPU its gradient inside `lax.scan` is ~10-20x slower than 'patch'.
+    accelerators, and on CPU for networks that only run forward; XLA's CPU gradient
+    inside `lax.scan` is much slower than 'patch'.
   * 'hybrid': XLA's convolution forward, and a `jax.custom_vjp` backward pass computed
     from shifted slices + matmuls (kernel cotangent: per tap, the shifted input
     transposed times the output cotangent; input cotangent: the output cotangent
     convolved, as shifted slices + matmuls, with the flipped, channel-swapped kernel).
 
-Measured on a shared 2-core CPU (jax 0.10.2, `benchmarks/conv_throughput.py`: ratios to
-'patch' in the same run, medians of 5-7, load 4-9 so +-15%) at Connect Four's shapes (6x7,
-32 channels, 7 convs or the whole `PolicyValueNet` with 3 blocks, batch 256 and 128),
-'hybrid' against 'patch': forward passes inside `lax.scan` 1.65-2.36x (as fast as
-'xla'), forward + backward 1.12-1.26x ('xla': 0.09x). But the driver vmaps the training
-step over experiments, each with its own parameters, and XLA's convolution with a
-batched kernel is a grouped one: vmapped over 1 experiment, 1.9-3.2x forward but
-0.74-1.01x forward + backward; over 4 experiments (batch 64 each) 0.79-0.88x forward and
-0.83-0.88x forward + backward. So 'auto' on CPU takes 'patch' for the differentiated
-network (the learner's) and 'xla' for forward-only ones (search, evaluation, play: Connect
-Four self-play 2.4x faster, `benchmarks/iteration_profile.py --conv`), 'xla' elsewhere;
-'hybrid' is there to choose by hand. Tic-tac-toe (3x3, 128 channels, one conv) is too
-small to tell them apart (forward within 5%).
+Why 'auto' on CPU takes 'patch' for the differentiated network (the learner's) and 'xla'
+for forward-only ones (search, evaluation, play), and not 'hybrid': the driver vmaps the
+training step over experiments, each with its own parameters, and XLA's convolution with a
+batched kernel is a grouped convolution, which loses on CPU what 'hybrid' gains in its
+forward pass. 'hybrid' is there to choose by hand. The figures behind these choices are in
+docs/results.md#convolution-implementations.
 """
 
 from __future__ import annotations
@@ -121,15 +115,15 @@ class PatchConv(nn.Module):
     """A stride-1 'SAME' k x k convolution whose kernel is stored as a dense layer's.
 
     `impl` is how it is computed, on the same parameters (see the module docstring for
-    measurements): 'patch' as k*k shifted copies + one matmul (the shifted copies are
-    slices of the zero-padded input: `lax.conv_general_dilated_patches` is itself a
-    convolution, 5x slower at 32 channels); 'xla' with XLA's convolution
-    (`lax.conv_general_dilated`), for accelerators; 'hybrid' with XLA's convolution
-    forward and a custom backward pass of shifted slices + matmuls (on CPU the forward
-    pass of XLA's convolution is ~2x faster than 'patch', its gradient inside loops ~10x
-    slower). Any other `impl` is a ValueError. `dtype` is the compute dtype (input,
-    kernel and bias are cast to it, the output is in it; the backward pass computes in it
-    too); the parameters are float32 whichever it is.
+    why each exists): 'patch' as k*k shifted copies + one matmul (the shifted copies are
+    slices of the zero-padded input, not `lax.conv_general_dilated_patches`, which is
+    itself a convolution and slow on CPU); 'xla' with XLA's convolution
+    (`lax.conv_general_dilated`), for accelerators and forward-only networks; 'hybrid' with
+    XLA's convolution forward and a custom backward pass of shifted slices + matmuls (on
+    CPU XLA's forward pass is fast but its gradient inside loops is slow). Any other
+    `impl` is a ValueError. `dtype` is the compute dtype (input, kernel and bias are cast
+    to it, the output is in it; the backward pass computes in it too); the parameters are
+    float32 whichever it is.
     """
 
     features: int
@@ -150,8 +144,8 @@ class PatchConv(nn.Module):
 class _PatchDense(nn.Module):
     """The k x k convolution of `PatchConv` on input [B, H, W, C]. Its kernel is stored as
     a dense layer's, [C*k*k, features], in `lax.conv_general_dilated_patches` order
-    (channel, row offset, column offset), the layout of earlier versions, so their
-    checkpoints still load."""
+    (channel, row offset, column offset), so that checkpoints written in that layout
+    load whichever `impl` computes the convolution."""
 
     features: int
     kernel_size: int

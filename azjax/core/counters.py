@@ -86,6 +86,7 @@ def is_count(x: object) -> bool:
 
 def fold_in(key: chex.PRNGKey, number: int) -> chex.PRNGKey:
     """`jax.random.fold_in` of a count that may exceed 32 bits: its low 32 bits, and its
-    high bits where there are any (keys of counts below 2**32 are as before)."""
+    high bits where there are any (a count below 2**32 gets the key of a plain `fold_in`, so such keys do not depend on
+    whether the count is a `Count`)."""
     key = jax.random.fold_in(key, number & 0xFFFFFFFF)
     return jax.random.fold_in(key, number >> 32) if number >> 32 else key

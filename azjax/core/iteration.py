@@ -66,8 +66,8 @@ class TrainState:
 def init_train_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainState:
     """A fresh run: random network, empty replay, new games; the key is consumed.
 
-    Built by one jitted program (run op by op, its hundreds of small ops took seconds
-    of a short run's start to compile), compiled once per env object and compiled
+    Built by one jitted program (run op by op, each of its hundreds of small ops would
+    be compiled on its own, a large share of a short run's start), compiled once per env object and compiled
     settings: the traced ones (learning rate, search constants) are its arguments, so
     the runs of a group or a sweep, which differ only in those and their seeds, share it."""
     config.check(env)
@@ -164,8 +164,8 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
         return unflatten(jax.lax.pmean(flat, DATA_AXIS))
 
     net = make_network(env, config.network)
-    # Self-play only runs the network forward: with 'auto' convolutions, XLA's on a CPU
-    # (2.4x faster self-play for Connect Four: benchmarks/iteration_profile.py --conv).
+    # Self-play only runs the network forward: with 'auto' convolutions, XLA's on a CPU,
+    # whose forward pass is the faster there (docs/results.md#where-an-iterations-time-goes).
     search_net = make_network(env, config.network, gradients=False)
     search_fn = make_search_fn(env, search_net.apply, config.search)
     cheap_fn = None

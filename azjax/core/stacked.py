@@ -87,8 +87,9 @@ def placed(state: TrainState, mesh: Mesh, stacked: bool = True) -> TrainState:
 
 def init_placed(env: Env, program: ProgramConfig, key: jax.Array, mesh: Mesh) -> TrainState:
     """`init_train_state` made where `placed(..., stacked=False)` would put it: one
-    program writing each device's part (placing a state made on one device copied it
-    leaf by leaf, about a second for tic-tac-toe). Several processes place the state
+    program writing each device's part (placing a state made on one device would copy it
+    leaf by leaf, a noticeable share of a short run's start:
+    docs/results.md#what-took-time-off). Several processes place the state
     they each made (`placed`): a program over all of them takes global inputs only."""
     if jax.process_count() > 1:
         return placed(init_train_state(env, program, key), mesh, stacked=False)

@@ -103,8 +103,8 @@ def _orbax_silenced():
 def _whole_replicas() -> None:
     """Has orbax write a replicated array whole from its first replica (its default
     on GPUs), not a slice from each replica: slicing runs op by op and compiled a program
-    per shape at a run's first save (0.4 s of a 20 s tic-tac-toe run on two devices),
-    for nothing when the replicas share a host. Orbax's registry is global: this holds
+    per shape at a run's first save, a noticeable share of a short run
+    (docs/results.md#what-took-time-off), for nothing when the replicas share a host. Orbax's registry is global: this holds
     for every orbax save in the process. Such an array is then stored in one chunk, as
     on one device; checkpoints written either way restore alike."""
     registered = ocp.type_handlers.get_type_handler(jax.Array)

@@ -1,11 +1,11 @@
-"""The measured training recipes of the experiment scripts, as importable configs.
+"""The training recipes of the experiment scripts, as importable configs.
 
 `recipe("tictactoe", "cpu")` is what `python experiments/tictactoe.py` trains with on a CPU;
 notebooks and sweeps start from the same configs (`.replace(...)` them: any field of either
 half by its name, e.g. `recipe("tictactoe", "cpu").replace(seed=3, iterations=50)`).
 
-Each recipe has two variants, its presets: 'cpu', sized for a 2-core CPU (where every
-figure of the README's CPU tables was measured), and 'gpu', sized to keep one GPU busy
+Each recipe has two variants, its presets: 'cpu', sized for a 2-core CPU (the machine
+of docs/results.md), and 'gpu', sized to keep one GPU busy
 (thousands of games per iteration, a wider network, more gradient steps, cadences in
 minutes of wall time); 'auto' takes the one for the backend JAX runs on (any accelerator,
 a TPU too, takes 'gpu'). The scripts take `--preset auto|cpu|gpu`, and a run's
@@ -62,10 +62,10 @@ _GOMOKU = TrainConfig(
 CPU_RECIPES: dict[str, TrainConfig] = {
     # Random openings and a few random moves for coverage, a 3x128 MLP (the board is too
     # small for convolutions to pay), half the search value in the value target, a replay
-    # of the last 8 iterations and 256 gradient steps each at learning rate 2e-3; the
-    # network is evaluated after every iteration (one batched pass) so the run stops as
-    # soon as it is perfect: perfect play after 17-73 iterations on seeds 0-9 (median
-    # 24.5; 44 at 1e-3), ~17 s on a 2-core CPU (benchmarks/tictactoe_time_to_perfect.py).
+    # of the last 8 iterations and 256 gradient steps each at learning rate 2e-3 (the
+    # fastest to perfect play of the rates tried); the network is evaluated after every
+    # iteration (one batched pass) so the run stops as soon as it is perfect
+    # (docs/results.md#tic-tac-toe: the time to perfect play and what each setting is worth).
     "tictactoe": TrainConfig(
         program=ProgramConfig(
             game="tictactoe",
@@ -158,7 +158,8 @@ CPU_RECIPES: dict[str, TrainConfig] = {
     # with KataGo's ownership and score heads trained on each game's final position;
     # every move gets the 32-simulation search: playout cap randomisation (a quarter of
     # the games searched in full at each move, the others with 8 simulations) plays more
-    # games but scored less against GNU Go after 20 minutes (docs/go.md).
+    # games but scored less against GNU Go in the same time
+    # (docs/go.md#which-levers-help-on-7x7).
     # 60 minutes, scored against GNU Go level 1 (20 games) every 5 minutes; every 100th
     # iteration's checkpoint is kept, for the curve against both levels afterwards.
     "go7x7": _GOMOKU.replace(
@@ -187,10 +188,8 @@ CPU_RECIPES: dict[str, TrainConfig] = {
 # boards one set of weights; learning waits for 10,000 positions of finished 9x9 games.
 # Scored against GNU Go level 1 (16 games) every 3 minutes of the 9x9 part. The trained
 # agent plays with 128 simulations of PUCT (self-play: 32 of Gumbel) that never fill its
-# own eyes: 31% / 35% of 100 games against gnugo:1, mean margin -16.2 / -18.3 (seeds 0 /
-# 1). Trained with playout cap randomisation (go7x7's until 2026-11-28), the margin went
-# from -44.2 / -51.3 with the training search to -42.3 / -36.3 with the 128 simulations,
-# to -19.9 / -15.9 without eye fills (score 37-38% / 28-31% throughout).
+# own eyes: a deeper search that does not throw away its own eyes loses by far smaller
+# margins than the training search (docs/go.md#9x9).
 CPU_RECIPES["go9x9"] = CPU_RECIPES["go7x7"].replace(
     game_options={"size": 9, "komi": 7.5, "history": 4},
     network=dataclasses.replace(CPU_RECIPES["go7x7"].program.network, pooled_heads=True),
@@ -217,16 +216,15 @@ def _variant(base: TrainConfig, **paths: object) -> TrainConfig:
 # by the search's sequential simulations, so more games cost little time), cadences in
 # minutes of wall time, minutes of training rather than an hour.
 GPU_RECIPES: dict[str, TrainConfig] = {
-    # Twice the games, twice the batch, half the gradient steps: perfect play in 21.3 s
-    # whole process (median of seeds 0-3, cold compilation cache, one H200), as the CPU
-    # recipe there (21.8 s); 4x the games with 256 steps took 25.4 s. An iteration is
-    # bound by sequential steps (simulations, gradient steps), not by the batch.
+    # Twice the games, twice the batch, half the gradient steps: an iteration is bound by
+    # sequential steps (simulations, gradient steps), not by the batch, so more games
+    # with as many steps only cost time (docs/scaling.md#measured-on-an-nvidia-h200).
     "tictactoe": _variant(
         CPU_RECIPES["tictactoe"], selfplay__num_games=512, learner__batch_size=512,
         gradient_steps=128, replay_capacity=8 * 512 * 9),
-    # The settings measured on an H200 (41,400 positions/s; 95.3% strict optimal moves
-    # with search at 2.5 minutes): 4,096 games, a 64x5 residual network, 128 steps of
-    # batch 1,024 per iteration, a replay of 32 iterations; 10 minutes.
+    # 4,096 games, a 64x5 residual network, 128 steps of batch 1,024 per iteration, a
+    # replay of 32 iterations, 10 minutes: wide enough to keep one GPU busy, and its
+    # accuracy levels off within the 10 minutes (docs/scaling.md#measured-on-an-nvidia-h200).
     "connect_four": _variant(
         CPU_RECIPES["connect_four"], selfplay__num_games=4096, learner__batch_size=1024,
         gradient_steps=128, replay_capacity=1_048_576, network__channels=64,
@@ -243,10 +241,8 @@ GPU_RECIPES: dict[str, TrainConfig] = {
         network__num_blocks=4, iterations=10_000_000, max_minutes=10.0, eval_every=0,
         eval_every_minutes=1.0, checkpoint_every=0, checkpoint_every_minutes=2.0),
 }
-# 9x9 as on the CPU, widened as go7x7's gpu variant, 6 minutes: 3 of the go7x7 gpu recipe
-# (about 85,000 games on an H200), then 3 of 9x9 (about 35,000). Measured on an H200,
-# 100 games against gnugo:1 after the run: 82% / 73% (seeds 0 / 1), margin -4.0 / -10.7
-# with the training search; seed 0 with 128 simulations of PUCT: 84%, -2.5. Both Go gpu
+# 9x9 as on the CPU, widened as go7x7's gpu variant, 6 minutes: 3 of the go7x7 gpu recipe,
+# then 3 of 9x9 (what it scores against GNU Go: docs/go.md#9x9-on-a-gpu). Both Go gpu
 # variants keep playout cap randomisation (8 simulations on 3 moves in 4): the CPU
 # recipes dropped it on CPU budgets, which say nothing of a GPU's (docs/go.md).
 _GPU_GO_SELFPLAY = {"selfplay__num_games": 1024, "selfplay__full_search_prob": 0.25,
