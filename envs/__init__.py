@@ -12,7 +12,7 @@ name, or any command line takes its import path (`--game my_module:MyGame`).
 
 from __future__ import annotations
 
-from envs.checker import CheckReport, EnvCheckError, check_env
+from envs.conformance import CheckReport, EnvCheckError, check_env
 from envs.core import Env
 from envs.ground_truth import GroundTruth, GroundTruthSource
 from envs.registry import PGX_PREFIX, make, register, registered_games, spec_of

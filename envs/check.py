@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from envs.checker import PROPERTIES, RULES, CheckReport, EnvCheckError, check_env, init_keys
+from envs.conformance import PROPERTIES, RULES, CheckReport, EnvCheckError, check_env, init_keys
 from envs.registry import import_object, make
 
 __all__ = ["PROPERTIES", "RULES", "CheckReport", "EnvCheckError", "check_env", "init_keys",

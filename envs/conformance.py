@@ -1,312 +1,168 @@
-"""The parts of `envs.check_env` that need no game played: the checks of a game's
-declarations, tracing, output types, symmetry group and move notation, and the helpers
-the random games share (their keys and uniforms, leaves of states compared on the host).
-(`envs.conformance_rules` holds the rules and the error; `envs.conformance_games` plays
-the random games, `envs.conformance_verdicts` judges them.)"""
+"""Does a game keep the protocol of `envs.core`? `check_env(env)` plays random games and
+checks, for every step, the rules that every game must follow (see `RULES`).
+
+    import envs
+    report = envs.check_env(envs.make("tictactoe"))   # raises envs.EnvCheckError
+    print(report)
+
+From the shell: `python -m envs.check GAME` (`envs/check.py`). The checks that need no
+game played are in `envs.conformance_static`; the rules and the error in
+`envs.conformance_rules`.
+"""
 
 from __future__ import annotations
 
-import inspect
-import math
-from collections.abc import Callable
+import dataclasses
+import time
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from envs.conformance_rules import EnvCheckError
-from envs.core import Env
-from envs.origin import user_frame as _user_frame
-from envs.state import State
-
-GARBAGE_MOVES = ("", "zz-not-a-move")
-_TRACER_ERRORS = (
-    jax.errors.ConcretizationTypeError,
-    jax.errors.TracerArrayConversionError,
-    jax.errors.TracerIntegerConversionError,
-    jax.errors.TracerBoolConversionError,
+from envs.conformance_games import POLICIES, play_games
+from envs.conformance_reference import check_reference, check_reference_api
+from envs.conformance_rules import PROPERTIES, RULES, EnvCheckError
+from envs.conformance_static import (
+    check_declarations,
+    check_init_deterministic,
+    check_notation,
+    check_symmetry_group,
+    check_tracing_and_types,
+    init_keys,
 )
+from envs.conformance_verdicts import check_games, check_pictures, check_replay
+from envs.core import Env
+
+__all__ = ["ONLY_A_REFERENCE", "PROPERTIES", "RULES", "CheckReport", "EnvCheckError", "check_env",
+           "init_keys"]
+
+ONLY_A_REFERENCE = (
+    "a wrong rule keeps the protocol (a wrong winner, a missed line, a game that ends a ply "
+    "early or late, a wrong legal move): give a second implementation of the rules with "
+    "--reference module:NAME (check_env(env, reference=...)), speaking OpenSpiel's state "
+    "API (new_initial_state(); an OpenSpiel game serves as it is)"
+)
+"""The line a report without a reference ends with: the bugs only a reference catches."""
 
 
-def init_keys(seed: int, num_games: int) -> jax.Array:
-    """The `env.init` key of each game of `check_env(env, num_games, seed)` [num_games].
+@dataclasses.dataclass(frozen=True)
+class CheckReport:
+    """What `check_env` checked, with figures from its random games.
 
-    Made from numpy's generator (as are the random moves): JAX's PRNG is slow to compile.
+    Attributes:
+      game: the game's name.
+      properties: the names of the properties checked (all held).
+      games: random games played; finished: how many ended within max_plies.
+      plies: moves played in all games (steps on live states with a legal move).
+      longest: plies of the longest game; max_plies: the limit checked.
+      wins: games won by player 0, by player 1, and drawn.
+      forfeits: illegal or out-of-range actions checked on live states.
+      after_end: steps of finished games checked to change nothing.
+      symmetries: the size G of the symmetry group; symmetry_pairs: (state, g) pairs on
+        which step and the symmetry were checked to commute.
+      seed: the seed of the random games; seconds: the check's wall time.
+      reference_plies: plies on which the reference agreed (None: no reference given).
+      policies: (name, games) for each policy the random games were played by
+        (`envs.conformance_games.POLICIES`).
     """
-    shape = jax.eval_shape(lambda: jax.random.key_data(jax.random.key(0))).shape
-    data = np.random.default_rng([seed, 0]).integers(0, 2**32, (num_games, *shape),
-                                                     dtype=np.uint32)
-    return jax.random.wrap_key_data(jnp.asarray(data))
+
+    game: str
+    properties: tuple[str, ...]
+    games: int
+    finished: int
+    plies: int
+    longest: int
+    max_plies: int
+    wins: tuple[int, int, int]
+    forfeits: int
+    after_end: int
+    symmetries: int
+    symmetry_pairs: int
+    seed: int
+    seconds: float
+    reference_plies: int | None = None
+    policies: tuple[tuple[str, int], ...] = ()
+
+    def __str__(self) -> str:
+        p0, p1, draws = self.wins
+        played = ", ".join(f"{count} {name}" for name, count in self.policies if count)
+        return "\n".join([
+            f"{self.game}: all {len(self.properties)} properties hold",
+            (f"  games      {self.games} random games (seed {self.seed}"
+             f"{'; ' + played if played else ''}), {self.finished} finished; {p0} won by "
+             f"player 0, {p1} by player 1, {draws} drawn"),
+            (f"  plies      {self.plies} moves played, longest game {self.longest} plies "
+             f"(max_plies {self.max_plies})"),
+            (f"  edge cases {self.forfeits} illegal or out-of-range actions, {self.after_end} "
+             "steps after the end"),
+            (f"  symmetries {self.symmetries} (a group; {self.symmetry_pairs} state-symmetry "
+             "pairs commute with step)"),
+            *([] if self.reference_plies is None else [
+                f"  reference  agreed on all {self.reference_plies} plies of the {self.games} "
+                "games"]),
+            f"  checked    {', '.join(self.properties)}",
+            f"  time       {self.seconds:.1f} s",
+            *([f"  unchecked  {ONLY_A_REFERENCE}"] if self.reference_plies is None else []),
+        ])
 
 
-def uniforms(seed: int, shape: tuple[int, ...]) -> np.ndarray:
-    """float32 uniforms in [0, 1) from which `check_env` draws its random moves."""
-    return np.random.default_rng([seed, 1]).random(shape, dtype=np.float32)
+def check_env(env: Env, num_games: int = 64, seed: int = 0,
+              max_plies: int | None = None, reference: Any = None) -> CheckReport:
+    """Checks that `env` keeps the game protocol; raises EnvCheckError on the first
+    property it breaks (see `RULES` for each property and what a correct game does).
 
+    Plays `num_games` random games in one jitted, vmapped scan of `max_plies + 1` plies
+    (`max_plies` defaults to `env.max_plies`): a quarter of uniformly random legal moves,
+    the others biased, one ply ahead, towards moves that end the game, change the
+    material or keep the game going, so as to reach endings that uniform play seldom
+    does (`envs.conformance_games`). It steps every state also with a bad action and
+    every sampled live state under every symmetry, and draws
+    three states of game 0 with `env.picture` (no compiling: on the host). Game i
+    starts from `env.init(init_keys(seed, num_games)[i])`; a failure gives the actions
+    of the shortest game found that shows it (`EnvCheckError.actions`).
 
-def trace(what: str, fn: Callable[[], Any], property: str = "traceable") -> Any:
-    """Runs `fn` (which traces `what`); a tracing failure raises EnvCheckError: a JAX
-    tracer error as "traceable", anything else as `property`."""
-    try:
-        return fn()
-    except EnvCheckError:
-        raise
-    except _TRACER_ERRORS as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise EnvCheckError(
-            "traceable",
-            f"{what} cannot be traced under jax.jit / jax.vmap{_user_frame(err)}; JAX says: "
-            f"{first!r}. Python control flow on state values (if, while, and, or, bool(), "
-            "int(), float(), np.asarray on a traced array) runs once, at trace time, on "
-            "abstract values: use jnp.where, lax.select, lax.cond or lax.while_loop instead",
-        ) from err
-    except Exception as err:  # reported, with its origin, as a failed check
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        if isinstance(err, (TypeError, ValueError)) and "shape" in first:
-            property = "types"  # arrays of the wrong shape met inside the game's code
-        raise EnvCheckError(
-            property,
-            f"{what} raised {type(err).__name__} while traced under jax.jit / jax.vmap"
-            f"{_user_frame(err)}: {first}",
-        ) from err
-
-
-def _is_positive_int(x: Any) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x > 0
-
-
-def check_declarations(env: Env, max_plies: int | None) -> int:
-    """The game's declared sizes make sense; returns the ply limit to check (the
-    `max_plies` argument where given, else `env.max_plies`)."""
-    if not isinstance(env, Env):
-        raise EnvCheckError("types", f"{env!r} is a {type(env).__name__}, not an envs.Env")
-    if getattr(env, "num_players", None) != 2:
-        raise EnvCheckError("types", f"num_players is {env.num_players!r}; games have 2 players")
-    if not _is_positive_int(getattr(env, "num_actions", None)):
-        raise EnvCheckError("types", f"num_actions is {getattr(env, 'num_actions', None)!r}, "
-                                     "not a positive int")
-    shape = getattr(env, "observation_shape", None)
-    if (not isinstance(shape, tuple) or not shape
-            or not all(_is_positive_int(d) for d in shape)):
-        raise EnvCheckError("types", f"observation_shape is {shape!r}, not a non-empty tuple "
-                                     "of positive ints")
-    limit = env.max_plies if max_plies is None else max_plies
-    if not _is_positive_int(limit):
-        raise EnvCheckError(
-            "types",
-            f"max_plies is {limit!r}: a game states the most plies it can last as a positive "
-            "int (class attribute max_plies), or check_env is given max_plies= (--max-plies)",
-        )
-    return int(limit)
-
-
-def _spec_text(x: Any) -> str:
-    """'int8[3, 3]' for an array or shape-dtype struct."""
-    key = jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
-    return f"{x.dtype if key else np.dtype(x.dtype).name}{list(x.shape)}"
-
-
-def _check_fields(env: Env, state: Any, what: str) -> None:
-    """The State fields of `state` (shape-dtype structs) have the protocol's types."""
-    if not isinstance(state, State):
-        raise EnvCheckError("types", f"{what} returned a {type(state).__name__}, not an "
-                                     "envs.State (subclass)")
-    want = {
-        "observation": (tuple(env.observation_shape), None),
-        "legal_action_mask": ((env.num_actions,), np.bool_),
-        "rewards": ((2,), np.float32),
-        "terminated": ((), np.bool_),
-        "current_player": ((), np.int32),
-        "step_count": ((), np.int32),
-    }
-    for field, (shape, dtype) in want.items():
-        x = getattr(state, field, None)
-        if x is None or not hasattr(x, "shape"):
-            raise EnvCheckError("types", f"{what} returned no array in field {field!r}")
-        ok_dtype = (np.dtype(x.dtype) == dtype if dtype is not None else
-                    np.dtype(x.dtype) == np.bool_
-                    or np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating))
-        if tuple(x.shape) != shape or not ok_dtype:
-            want_text = f"{np.dtype(dtype).name if dtype else 'bool or numeric'}{list(shape)}"
-            raise EnvCheckError("types", f"{what} returned {field} as {_spec_text(x)}, "
-                                         f"expected {want_text}")
-    declared = getattr(env, "observation_dtype", None)
-    if declared is not None and np.dtype(state.observation.dtype) != np.dtype(declared):
-        raise EnvCheckError("types", f"{what} returned the observation as "
-                                     f"{_spec_text(state.observation)}, but the game declares "
-                                     f"observation_dtype {np.dtype(declared).name}")
-
-
-def leaf_names(tree: Any) -> list[str]:
-    """A readable name per leaf of a state pytree, e.g. '.board'."""
-    paths, _ = jax.tree_util.tree_flatten_with_path(tree)
-    return [jax.tree_util.keystr(path) or "(root)" for path, _ in paths]
-
-
-def _check_same_types(before: Any, after: Any, what: str, property: str = "types") -> None:
-    if jax.tree.structure(before) != jax.tree.structure(after):
-        raise EnvCheckError(property, f"{what} returned a state of another structure: "
-                                      f"{jax.tree.structure(after)} instead of "
-                                      f"{jax.tree.structure(before)}")
-    for name, x, y in zip(leaf_names(before), jax.tree.leaves(before), jax.tree.leaves(after)):
-        if x.shape != y.shape or x.dtype != y.dtype:
-            raise EnvCheckError(
-                property, f"{what} changes leaf {name} from {_spec_text(x)} to {_spec_text(y)}; "
-                "a step keeps every leaf's shape and dtype (lax.scan carries states)")
-
-
-def _defined_at(fn: Any) -> str:
-    """' (file:line)' where `fn` is defined, or ''."""
-    try:
-        return f" ({inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]})"
-    except (TypeError, OSError):
-        return ""
-
-
-def check_tracing_and_types(env: Env) -> Any:
-    """init and step trace (alone and under vmap) with the protocol's types; returns the
-    shape-dtype structure of one state."""
-    keys = init_keys(0, 2)  # no JAX PRNG work (slow to compile)
-    key = keys[0]
-    spec = trace("env.init", lambda: jax.eval_shape(env.init, key))
-    _check_fields(env, spec, "init")
-    action = jax.ShapeDtypeStruct((), jnp.int32)
-    if callable(getattr(env, "_step", None)):  # the game's own step first: its errors are its own
-        raw = trace("env._step", lambda: jax.eval_shape(env._step, spec, action))
-        _check_same_types(spec, raw, f"the game's _step{_defined_at(type(env)._step)}")
-    after = trace("env.step", lambda: jax.eval_shape(env.step, spec, action))
-    _check_same_types(spec, after, "step")
-    _check_fields(env, after, "step")
-    batch = trace("jax.vmap(env.init)", lambda: jax.eval_shape(jax.vmap(env.init), keys))
-    _check_same_types(jax.tree.map(lambda x: jax.ShapeDtypeStruct((2, *x.shape), x.dtype), spec),
-                      batch, "jax.vmap(env.init)")
-    actions = jax.ShapeDtypeStruct((2,), jnp.int32)
-    stepped = trace("jax.vmap(env.step)", lambda: jax.eval_shape(jax.vmap(env.step), batch, actions))
-    _check_same_types(batch, stepped, "jax.vmap(env.step)")
-    g = jax.ShapeDtypeStruct((), jnp.int32)
-    moved = trace("env.transform_state", lambda: jax.eval_shape(env.transform_state, spec, g),
-                  property="symmetries-transform")
-    _check_same_types(spec, moved, "transform_state", property="symmetries-transform")
-    return spec
-
-
-def host_leaves(tree: Any) -> list[np.ndarray]:
-    """The leaves of a state pytree as numpy arrays (PRNG keys as their key data)."""
-    def plain(x):
-        if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
-            x = jax.random.key_data(x)
-        return np.asarray(jax.device_get(x))
-    return [plain(x) for x in jax.tree.leaves(tree)]
-
-
-def differing_leaves(names: list[str], a: list[np.ndarray], b: list[np.ndarray]) -> list[str]:
-    """Names of the leaves where two host states differ (NaN equals NaN)."""
-    out = []
-    for name, x, y in zip(names, a, b):
-        same = x.shape == y.shape and np.array_equal(
-            x, y, equal_nan=bool(np.issubdtype(x.dtype, np.inexact)))
-        if not same:
-            out.append(name)
-    return out
-
-
-def check_init_deterministic(env: Env, key: jax.Array) -> None:
-    """`env.init(key)` twice, not jitted (so each call runs the game's Python anew), gives
-    the same state."""
-    names = leaf_names(jax.eval_shape(env.init, key))
-    diff = differing_leaves(names, host_leaves(env.init(key)), host_leaves(env.init(key)))
-    if diff:
-        raise EnvCheckError(
-            "deterministic",
-            f"two calls env.init(key) with the same key differ in {', '.join(diff)}; draw any "
-            "randomness from the key (jax.random), never from Python, numpy or a global "
-            "counter",
-            [],
-            env=env,
-        )
-
-
-def check_symmetry_group(env: Env) -> int:
-    """The declared symmetries form a group of matching cell and action permutations;
-    returns their number G."""
-    try:
-        sym = env.symmetries
-        cell, act, inv = (np.asarray(jax.device_get(x)) for x in
-                          (sym.cell_perm, sym.action_perm, sym.inverse_action_perm))
-    except Exception as err:  # reported as a failed check
-        raise EnvCheckError("symmetries-group", f"env.symmetries raised "
-                                                f"{type(err).__name__}: {err}") from err
-    cells = math.prod(env.observation_shape[:-1])
-    num = env.num_actions
-
-    def fail(message: str):
-        raise EnvCheckError("symmetries-group", message)
-
-    if cell.ndim != 2 or cell.shape[1] != cells or cell.shape[0] < 1:
-        fail(f"cell_perm has shape {list(cell.shape)}, expected [G, {cells}] (G >= 1)")
-    size = cell.shape[0]
-    for name, perms in (("action_perm", act), ("inverse_action_perm", inv)):
-        if perms.shape != (size, num):
-            fail(f"{name} has shape {list(perms.shape)}, expected [{size}, {num}]")
-    for name, perms in (("cell_perm", cell), ("action_perm", act), ("inverse_action_perm", inv)):
-        if not np.issubdtype(perms.dtype, np.integer):
-            fail(f"{name} has dtype {perms.dtype}, expected an integer dtype")
-        width = perms.shape[1]
-        for g in range(size):
-            if not np.array_equal(np.sort(perms[g]), np.arange(width)):
-                fail(f"{name}[{g}] is not a permutation of 0..{width - 1}")
-    if not (np.array_equal(cell[0], np.arange(cells)) and np.array_equal(act[0], np.arange(num))):
-        fail("entry 0 of cell_perm / action_perm is not the identity")
-    for g in range(size):
-        if not np.array_equal(inv[g][act[g]], np.arange(num)):
-            fail(f"inverse_action_perm[{g}] is not the inverse of action_perm[{g}]")
-    index = {}
-    for g in range(size):
-        pair = (cell[g].tobytes(), act[g].tobytes())
-        if pair in index:
-            fail(f"symmetries {index[pair]} and {g} are the same (cell, action) permutation")
-        index[pair] = g
-    identity = (cell[0].tobytes(), act[0].tobytes())
-    for g in range(size):
-        has_inverse = False
-        for h in range(size):
-            composed = (cell[g][cell[h]].tobytes(), act[g][act[h]].tobytes())
-            if composed not in index:
-                fail(f"composing symmetries {g} and {h} gives a permutation that is not among "
-                     f"the {size} symmetries: the set is not closed")
-            has_inverse |= composed == identity
-        if not has_inverse:
-            fail(f"symmetry {g} has no inverse among the {size} symmetries")
-    return size
-
-
-def check_notation(env: Env) -> None:
-    """format_move / parse_move round-trip every action; garbage raises ValueError."""
-    for a in range(env.num_actions):
-        try:
-            text = env.format_move(a)
-        except Exception as err:  # reported as a failed check
-            raise EnvCheckError("notation", f"format_move({a}) raised {type(err).__name__}: "
-                                            f"{err}") from err
-        if not isinstance(text, str) or not text.strip():
-            raise EnvCheckError("notation", f"format_move({a}) returned {text!r}, not a "
-                                            "non-empty str")
-        try:
-            back = env.parse_move(text)
-        except Exception as err:  # reported as a failed check
-            raise EnvCheckError("notation", f"parse_move({text!r}) (the text format_move({a}) "
-                                            f"gives) raised {type(err).__name__}: {err}") from err
-        if isinstance(back, bool) or not isinstance(back, (int, np.integer)) or back != a:
-            raise EnvCheckError("notation", f"parse_move(format_move({a})) is {back!r}: "
-                                            f"format_move({a}) = {text!r} does not read back")
-    for text in GARBAGE_MOVES:
-        try:
-            got = env.parse_move(text)
-        except ValueError:
-            continue
-        except Exception as err:  # reported as a failed check
-            raise EnvCheckError("notation", f"parse_move({text!r}) raised {type(err).__name__} "
-                                            f"instead of ValueError: {err}") from err
-        raise EnvCheckError("notation", f"parse_move({text!r}) returned {got!r} instead of "
-                                        "raising ValueError")
+    `reference`: an independent implementation of the same rules (OpenSpiel's state API:
+    `new_initial_state()`, see `envs.conformance_reference`), in which every random game
+    is replayed move by move and must agree at every ply ("reference"). A protocol check
+    cannot tell a wrong rule from a right one (a missing direction, the wrong winner);
+    a reference can.
+    """
+    if not (isinstance(num_games, (int, np.integer)) and not isinstance(num_games, bool)
+            and num_games > 0):
+        raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+    if reference is not None:
+        check_reference_api(reference)
+    start = time.perf_counter()
+    limit = check_declarations(env, max_plies)
+    check_notation(env)
+    size = check_symmetry_group(env)
+    check_tracing_and_types(env)
+    keys = init_keys(seed, num_games)
+    check_init_deterministic(env, keys[0])
+    games = play_games(env, num_games, seed, limit, masks=reference is not None)
+    check_games(games)
+    check_pictures(games)
+    check_replay(games, keys)
+    agreed = None if reference is None else check_reference(games, reference)
+    rec = games.rec
+    live = rec["live"]
+    results = rec["rewards"][:, :, 0][rec["ended"]]
+    return CheckReport(
+        game=getattr(env, "name", type(env).__name__),
+        properties=PROPERTIES if reference is not None else tuple(
+            p for p in PROPERTIES if p != "reference"),
+        games=num_games,
+        finished=int((~live[limit]).sum()),
+        plies=int(live.sum()),
+        longest=int(live.sum(axis=0).max()),
+        max_plies=limit,
+        wins=(int((results > 0).sum()), int((results < 0).sum()), int((results == 0).sum())),
+        forfeits=int(live.sum()),
+        after_end=int(2 * (~live).sum()),
+        symmetries=size,
+        symmetry_pairs=int(rec["sample_live"].sum() * size),
+        seed=seed,
+        seconds=time.perf_counter() - start,
+        reference_plies=agreed,
+        policies=tuple((name, int((games.policies == p).sum()))
+                       for p, name in enumerate(POLICIES)),
+    )

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs.conformance import init_keys, leaf_names, uniforms
+from envs.conformance_static import init_keys, leaf_names, uniforms
 from envs.core import Env
 
 SYMMETRY_SAMPLES = 256

@@ -8,8 +8,8 @@ from xml.etree import ElementTree
 
 import numpy as np
 
-from envs.conformance import _user_frame
 from envs.core import Env
+from envs.origin import user_frame as _user_frame
 from envs.picture import Picture
 from envs.state import State
 

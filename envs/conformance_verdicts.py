@@ -10,10 +10,10 @@ import math
 import jax
 import numpy as np
 
-from envs.conformance import differing_leaves, host_leaves, init_keys
 from envs.conformance_games import Games
 from envs.conformance_pictures import picture_problem
 from envs.conformance_rules import EnvCheckError, format_moves
+from envs.conformance_static import differing_leaves, host_leaves, init_keys
 
 
 def _first(flags: np.ndarray) -> tuple[int, int] | None:

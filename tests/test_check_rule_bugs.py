@@ -30,7 +30,7 @@ from flax import struct
 import envs
 import envs.conformance_games
 from envs import EnvCheckError, check_env
-from envs.checker import ONLY_A_REFERENCE
+from envs.conformance import ONLY_A_REFERENCE
 from envs.tictactoe import LINES, TicTacToe, _observation
 
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import envs
+from azjax.core.game_hooks import without_futile
 from azjax.core.networks import NetworkConfig
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig, make_search_fn, play_search, visit_counts
-from azjax.core.search_extras import without_futile
 from azjax.evaluation.player_specs import make_player
 from azjax.run.agent import Agent
 

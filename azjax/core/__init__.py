@@ -4,7 +4,7 @@ Modules, in the order they build on each other:
 
 * `fields`: marks on config fields (which settings are traced values) and their checks.
 * `conv`, `networks`: the policy-value network (`NetworkConfig`, `PolicyValueNet`).
-* `search_extras`: what a game's hooks add to the search (score utility, futile moves).
+* `game_hooks`: what a game's own hooks add to the search (score utility, futile moves).
 * `rollouts`, `search`: random playouts and the mctx search over any game (`SearchConfig`).
 * `replay`: the on-device FIFO ring of positions.
 * `selfplay`: B games at once, S moves per call (`SelfPlayConfig`).

@@ -26,11 +26,11 @@ from jax.flatten_util import ravel_pytree
 
 from azjax.core import counters
 from azjax.core import replay as replay_lib
+from azjax.core.game_hooks import board_cells
 from azjax.core.learner import alphazero_loss, auxiliary_losses, score_value_target
 from azjax.core.networks import init_params, make_network, observation_dtype
 from azjax.core.program import ProgramConfig, auxiliary_targets
 from azjax.core.search import SearchConfig, make_search_fn
-from azjax.core.search_extras import board_cells
 from azjax.core.selfplay import (
     Games,
     assign_outcomes,

@@ -38,8 +38,7 @@ from azjax.core.fields import (
     setting_types,
     traced,
 )
-from azjax.core.rollouts import random_playout
-from azjax.core.search_extras import (
+from azjax.core.game_hooks import (
     ApplyFn,
     EndUtility,
     MoveMask,
@@ -47,6 +46,7 @@ from azjax.core.search_extras import (
     score_utility,
     without_futile,
 )
+from azjax.core.rollouts import random_playout
 from envs import Env, State
 
 LeafFn = Callable[[chex.ArrayTree, chex.PRNGKey, State], tuple[chex.Array, chex.Array]]
