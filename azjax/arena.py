@@ -22,7 +22,7 @@ import time
 import jax
 
 import envs
-from azjax.cli import one_line_errors, run_script
+from azjax.commands.errors import one_line_errors, run_script
 from azjax.core.memory import check_match_fits
 from azjax.evaluation import player_specs
 from azjax.evaluation.match import play_match
@@ -30,8 +30,8 @@ from azjax.evaluation.player_specs import search_simulations
 from azjax.go import sgf
 from azjax.run.config import check_seed
 from azjax.run.files import check_output_path, write_atomic
+from azjax.run.game_options import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
 from azjax.run.progress import Progress
-from azjax.run.recipes import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
 from envs import Env
 
 

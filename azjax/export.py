@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from azjax.cli import one_line_errors, run_script
+from azjax.commands.errors import one_line_errors, run_script
 from azjax.run.agent import Agent
 from azjax.run.agent_file import SUFFIX
 from azjax.run.files import check_output_path

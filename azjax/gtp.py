@@ -15,7 +15,7 @@ import argparse
 import io
 import sys
 
-from azjax.cli import one_line_errors, run_script
+from azjax.commands.errors import one_line_errors, run_script
 from azjax.core import memory
 from azjax.go.gtp_engine import MAX_MOVES_PER_POINT, RESIGN_AFTER, Engine, serve
 from azjax.play import check_source

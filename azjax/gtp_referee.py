@@ -16,7 +16,7 @@ import argparse
 import dataclasses
 import json
 
-from azjax.cli import one_line_errors, run_script
+from azjax.commands.errors import one_line_errors, run_script
 from azjax.go.referee import referee, summary_lines
 from azjax.run.files import check_output_dir, check_output_path, write_atomic
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import jax
 
-from azjax.cli import one_line_errors, run_script
+from azjax.commands.errors import one_line_errors, run_script
 from azjax.core.memory import check_match_fits
 from azjax.evaluation.league import (
     DEFAULT_OPENING_PLIES,

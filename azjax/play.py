@@ -22,11 +22,11 @@ import jax
 import numpy as np
 
 import envs
-from azjax.cli import one_line_errors, run_script
+from azjax.commands.errors import one_line_errors, run_script
 from azjax.core import memory
 from azjax.run.agent import Agent
 from azjax.run.config import check_seed
-from azjax.run.recipes import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
+from azjax.run.game_options import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
 from envs import Env, State
 
 SIDES = ("first", "second", "random")

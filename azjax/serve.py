@@ -38,7 +38,7 @@ import urllib.parse
 from importlib import resources
 from typing import Any
 
-from azjax.cli import one_line_errors, run_script
+from azjax.commands.errors import one_line_errors, run_script
 from azjax.play import check_source, load_agent
 from azjax.run.config import check_seed
 from azjax.run.web_games import GameError, GameTable

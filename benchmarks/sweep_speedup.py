@@ -24,7 +24,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
 
 import _quick  # noqa: E402
 
@@ -43,7 +42,7 @@ def main() -> int:
     import jax
     import numpy as np
     import tyro
-    from _cli import Experiment
+    from azjax.commands.train import Experiment
 
     from azjax.core.iteration import init_train_state
     from azjax.driver.driver import group_step, stack

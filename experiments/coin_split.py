@@ -8,16 +8,7 @@ run reports the share of winning positions where the agent keeps the win, and st
 once the network alone plays perfectly.
 """
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _cli import main  # noqa: E402
-
-from azjax.cli import run_script  # noqa: E402
-
-RECIPE = "coin_split"  # its cpu or gpu variant: azjax.run.recipes.recipe("coin_split", preset)
+from azjax.commands.train import script
 
 if __name__ == "__main__":
-    run_script(main, RECIPE, run_dir="runs/coin_split")
+    script("coin_split")  # the same as `azjax train coin_split`

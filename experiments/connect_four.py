@@ -11,16 +11,7 @@ network on CPU), Gumbel search with 32 simulations, and 60 minutes of training. 
 GPU (or with --preset gpu) its gpu variant: 4,096 games, a 64x5 network, 10 minutes.
 """
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _cli import main  # noqa: E402
-
-from azjax.cli import run_script  # noqa: E402
-
-RECIPE = "connect_four"  # its cpu or gpu variant: azjax.run.recipes.recipe("connect_four", preset)
+from azjax.commands.train import script
 
 if __name__ == "__main__":
-    run_script(main, RECIPE, run_dir="runs/connect_four")
+    script("connect_four")  # the same as `azjax train connect_four`

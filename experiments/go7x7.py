@@ -21,16 +21,7 @@ Score the result against GNU Go at full strength with
 `python -m azjax.arena alphazero:runs/go7x7 gnugo:10 --games 100`.
 """
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _cli import main  # noqa: E402
-
-from azjax.cli import run_script  # noqa: E402
-
-RECIPE = "go7x7"  # its cpu or gpu variant: azjax.run.recipes.recipe("go7x7", preset)
+from azjax.commands.train import script
 
 if __name__ == "__main__":
-    run_script(main, RECIPE, run_dir="runs/go7x7")
+    script("go7x7")  # the same as `azjax train go7x7`

@@ -24,16 +24,7 @@ a quarter of the moves, 8 on the others), 3 minutes of go7x7's gpu variant, then
 with the training search).
 """
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _cli import main  # noqa: E402
-
-from azjax.cli import run_script  # noqa: E402
-
-RECIPE = "go9x9"  # its cpu or gpu variant: azjax.run.recipes.recipe("go9x9", preset)
+from azjax.commands.train import script
 
 if __name__ == "__main__":
-    run_script(main, RECIPE, run_dir="runs/go9x9")
+    script("go9x9")  # the same as `azjax train go9x9`

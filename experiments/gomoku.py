@@ -10,16 +10,7 @@ Gumbel search with 16 simulations, 20 minutes of training. On a GPU (or with --p
 gpu) its gpu variant: 1,024 games, a 64x4 network, 10 minutes.
 """
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _cli import main  # noqa: E402
-
-from azjax.cli import run_script  # noqa: E402
-
-RECIPE = "gomoku"  # its cpu or gpu variant: azjax.run.recipes.recipe("gomoku", preset)
+from azjax.commands.train import script
 
 if __name__ == "__main__":
-    run_script(main, RECIPE, run_dir="runs/gomoku")
+    script("gomoku")  # the same as `azjax train gomoku`

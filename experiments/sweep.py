@@ -1,133 +1,14 @@
 """Ablation sweeps over search and training settings, seeds vmapped in one program.
 
     python experiments/sweep.py --game tictactoe \\
-        --param num_simulations=8,16,32,64 --param policy=puct,gumbel \\
-        --seeds 4 [--out DIR] [--shard I/N] [--merge] [any experiment option]
+        --param num_simulations=8,16,32,64 --param policy=puct,gumbel --seeds 4
 
-The base config is the game's experiment recipe (`azjax.run.recipes`, the defaults of
-`experiments/<game>.py`) with the usual options on top (`--iterations`, `--max-minutes`,
-`--eval-every`, `--gradient-steps`, ...). `--param NAME=V1,V2,...` (repeatable) sweeps a
-setting, named by its name (num_simulations, policy, c_puct, dirichlet_alpha,
-dirichlet_fraction, temperature_moves, gumbel_scale, gumbel_value_scale,
-max_num_considered_actions, rollout_lambda, learning_rate, batch_size, replay_capacity,
-...) or its path (learner.weight_decay); a game option by game_options.NAME
-(--param game_options.size=5,6). Every experiment writes a run directory of its
-own under `<out>/runs/`. Seeds, and settings that do not change the compiled program (c_puct,
-Dirichlet, Gumbel scale, lambda, learning rate, run options), run as one vmapped program.
-Rerunning the same command resumes: finished runs are left alone and the others continue
-from their last checkpoint (`--checkpoint-every`). `--shard I/N` runs the I-th of N
-disjoint parts; every run (or `--merge` alone) builds seeds.csv, results.csv and
-sweep.png from all finished runs in the out dir.
+The same as `azjax sweep tictactoe ...` (`azjax.commands.sweep`, whose --help lists every
+option).
 """
 
-from __future__ import annotations
-
-import dataclasses
-import sys
-from pathlib import Path
-from typing import Annotated, Literal
-
-import tyro
-
-ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT.parent))
-
-from _cli import Saved, game_and_defaults, parse_with_preset  # noqa: E402
-
-from azjax.cli import one_line_errors, run_script
-from azjax.driver.status import budget_text, opening_line  # noqa: E402
-from azjax.run import compile_cache  # noqa: E402
-from azjax.run.config import (
-    TrainConfig,  # noqa: E402
-    check_seed,
-)
-from azjax.run.devices import arrange  # noqa: E402
-from azjax.run.files import check_output_dir  # noqa: E402
-from azjax.run.stop_signals import EXIT_STOPPED, Stopped, signal_name  # noqa: E402
-from azjax.sweep import merge, parse_params, parse_shard, run_sweep, saved_base  # noqa: E402
-from azjax.sweep.sweep import SWEEP_FILE  # noqa: E402
-
-
-@dataclasses.dataclass(frozen=True)
-class Sweep:
-    """Ablation sweep: a grid of settings x seeds; seeds and traced settings vmapped."""
-
-    config: Annotated[TrainConfig, tyro.conf.arg(name="")]
-    preset: Literal["auto", "cpu", "gpu"] = "auto"
-    """The recipe's variant: 'cpu' (sized for a 2-core CPU), 'gpu' (one accelerator),
-    'auto' (the one for the backend JAX runs on)."""
-    param: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
-    """NAME=V1,V2,... a swept setting and its values (repeat for a grid)."""
-    seeds: int = 3
-    """Seeds per configuration: --seed, --seed + 1, ..."""
-    out: str = ""
-    """Out directory (default runs/sweep_<game>); rerun with the same one to resume."""
-    shard: str = "1/1"
-    """I/N: run only the I-th of N disjoint parts of the grid."""
-    merge: bool = False
-    """Only build seeds.csv, results.csv and sweep.png from the runs in --out."""
-
-
-@one_line_errors
-def main(argv: list[str] | None = None) -> int:
-    """Runs (or with --merge only tabulates) the sweep; exit status 2 with one `error:`
-    line for a bad option, an out directory that cannot be written or a failed write."""
-    game, defaults, argv = game_and_defaults(sys.argv[1:] if argv is None else argv)
-    args, why = parse_with_preset(
-        Sweep, defaults, lambda config: Sweep(config=config,
-                                              out=f"runs/sweep_{game.replace(':', '_')}"),
-        argv, lambda args: None if args.merge else arrange(args.config.run.devices),
-        lambda args: saved_sweep(args.out), description=__doc__)
-    try:
-        if args.merge:
-            result = merge(check_output_dir(args.out, "--out"))
-        else:
-            params = parse_params(args.param)
-            shard = parse_shard(args.shard)
-            seeds = sweep_seeds(args.config.seed, args.seeds)
-            out = check_output_dir(args.out, "--out")  # before any training
-            print(opening_line(game, args.config.run.preset, why,
-                               f"each run for {budget_text(args.config.run)}"), flush=True)
-            compile_cache.enable()
-            result = run_sweep(args.config, params, seeds, out, shard=shard)
-    except Stopped as stopped:  # every experiment saved: the same command goes on
-        print(f"stopped by {signal_name(stopped.signum)}, with a checkpoint of every run in "
-              "training; rerun the same command to continue the sweep", file=sys.stderr)
-        return EXIT_STOPPED
-    except KeyboardInterrupt:
-        print("\ninterrupted; rerun the same command to continue the sweep", file=sys.stderr)
-        return 130
-    print(result.markdown)
-    return 0
-
-
-def saved_sweep(out: str) -> Saved | None:
-    """The sweep already in an out directory.
-
-    Args:
-      out: the directory (`--out`).
-
-    Returns:
-      Its sweep.json's base config and preset; None for none, or one that cannot be read
-      (the sweep says what is wrong with it).
-    """
-    try:
-        base = saved_base(out) if out else None
-    except (ValueError, OSError):
-        return None
-    if base is None:
-        return None
-    return Saved(str(Path(out) / SWEEP_FILE), "--out", base.run.preset, base)
-
-
-def sweep_seeds(first: int, count: int) -> list[int]:
-    """The seeds `first`, ..., `first + count - 1` (ValueError unless all are seeds)."""
-    if count < 1:
-        raise ValueError(f"--seeds must be >= 1, got {count}")
-    check_seed(first)
-    check_seed(first + count - 1, f"--seed + --seeds - 1 ({first} + {count} - 1)")
-    return [first + i for i in range(count)]
-
+from azjax.commands.errors import run_script
+from azjax.commands.sweep import main
 
 if __name__ == "__main__":
     run_script(main)

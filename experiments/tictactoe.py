@@ -9,16 +9,7 @@ play, half the search value in the value target, a replay of the last 8 iteratio
 256 gradient steps each.
 """
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _cli import main  # noqa: E402
-
-from azjax.cli import run_script  # noqa: E402
-
-RECIPE = "tictactoe"  # its cpu or gpu variant: azjax.run.recipes.recipe("tictactoe", preset)
+from azjax.commands.train import script
 
 if __name__ == "__main__":
-    run_script(main, RECIPE, run_dir="runs/tictactoe")
+    script("tictactoe")  # the same as `azjax train tictactoe`

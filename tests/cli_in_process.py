@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
 
-from azjax.cli import run_script
+from azjax.commands.errors import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 

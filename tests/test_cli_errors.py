@@ -1,6 +1,6 @@
 """Every command line turns OS and library errors into one `error: ...` line and exit 2,
 checks its outputs before the work, and loses no computed result to a failed write
-(`azjax.cli`; play, arena, league, export, experiments/sweep.py).
+(`azjax.commands.errors`; play, arena, league, export, experiments/sweep.py).
 
 Tests run as root, which no permission bit stops, so unwritable places are ones that fail
 for root too (a path under a file, a directory where a file should go, a missing
@@ -22,7 +22,8 @@ import pytest
 from cli_in_process import experiment
 
 import envs.limits
-from azjax import Agent, arena, cli, export, league, play
+from azjax import Agent, arena, export, league, play
+from azjax.commands import errors as cli
 from azjax.core import memory
 from azjax.evaluation import league as league_lib
 from azjax.run import files
@@ -127,7 +128,7 @@ def file_size_limited(limit: int, *args: str) -> list[str]:
     return [sys.executable, "-c", LIMITED, str(limit), *args]
 
 
-# ------------------------------------------------------------------------- azjax.cli
+# ------------------------------------------------------------- azjax.commands.errors
 
 
 def test_one_line_errors_turns_user_errors_into_one_line_and_exit_2(capsys):
@@ -502,3 +503,13 @@ def test_sweep_subprocess_error_is_one_line():
     assert done.returncode == 2, done.stderr
     only_error(done.stderr, "--seed must be an integer from 0 to")
     assert done.stdout == ""
+
+
+def test_the_old_home_of_the_command_helpers_still_works_and_says_where_they_went():
+    import importlib
+    import sys
+
+    sys.modules.pop("azjax.cli", None)
+    with pytest.warns(DeprecationWarning, match="import from azjax.commands.errors"):
+        old = importlib.import_module("azjax.cli")
+    assert old.one_line_errors is cli.one_line_errors and old.run_script is cli.run_script

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 
 import binomial
@@ -23,9 +22,8 @@ from azjax.core.selfplay import SelfPlayConfig
 from envs.coin_split import split_table
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "experiments"))
 
-from _cli import main as experiments_main
+from azjax.commands.train import main as train_command
 
 TINY = TrainConfig().replace(
     network=NetworkConfig(channels=16, num_blocks=1, policy_filters=2, value_hidden=16),
@@ -195,8 +193,9 @@ def test_game_options_round_trip_through_config_json(tmp_path):
 
 
 def test_experiment_script_takes_game_options_and_rejects_bad_ones(tmp_path, capsys):
-    """In process: the script's `main` (tests/test_game_options.py starts the scripts)."""
-    assert experiments_main("go9x9", str(tmp_path), ["--game-options.size", "1"]) == 2
+    """In process: `azjax train`'s `main` (tests/test_game_options.py starts the scripts)."""
+    assert train_command(["go9x9", "--run-dir", str(tmp_path),
+                          "--game-options.size", "1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "size" in err
     assert "Traceback" not in err

@@ -182,11 +182,9 @@ def test_training_skips_complete_runs_and_resumes_the_others(out: Path, monkeypa
 def test_each_variant_sets_the_levers_its_name_says(name: str):
     """A variant's flags, parsed as experiments/go7x7.py parses them over the recipe, turn
     off the heads its name says and turn playout cap randomisation on only for `pcr*`."""
-    if str(ROOT / "experiments") not in sys.path:
-        sys.path.insert(0, str(ROOT / "experiments"))
     import tyro
-    from _cli import Experiment
 
+    from azjax.commands.train import Experiment
     from azjax.run.recipes import recipe
 
     base = recipe("go7x7", "cpu")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import sys
 from pathlib import Path
 
 import jax
@@ -27,12 +26,13 @@ from azjax.sweep import parse_params
 from azjax.sweep.sweep import check_out_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "experiments"))
 
-import _cli
-from _cli import Experiment, main, opening, parse_with_preset, saved_run
 from cli_in_process import command
-from test_sweep import sweep_script
+
+from azjax.commands import command_line
+from azjax.commands import sweep as sweep_command
+from azjax.commands.command_line import parse_with_preset, read_command_line
+from azjax.commands.train import Experiment, main, opening, saved_run
 
 GB = 10**9
 CARD = 16 * GB  # the accelerator the gpu variants are sized for
@@ -100,14 +100,14 @@ def test_go9x9_and_its_go7x7_warm_up_search_as_their_figures_were_measured(
 def test_preset_gpu_trains_that_variant_and_a_resumed_run_keeps_it(tmp_path, capsys,
                                                                    monkeypatch):
     # The machine is a CPU, whichever backend runs this test.
-    monkeypatch.setattr(_cli, "backend_preset", lambda: "cpu")
+    monkeypatch.setattr(command_line, "backend_preset", lambda: "cpu")
     # --preset gpu: the gpu variant's settings, where no option overrides them.
     parsed = parse(["--preset", "gpu", "--iterations", "1"])
     assert parsed == recipe("tictactoe", "gpu").replace(iterations=1)
     assert parsed.program.replay_capacity == GPU_RECIPES["tictactoe"].program.replay_capacity
 
     run_dir = tmp_path / "run"
-    assert main("tictactoe", str(run_dir), ["--preset", "gpu", *TINY_OPTIONS,
+    assert main(["tictactoe", "--run-dir", str(run_dir), "--preset", "gpu", *TINY_OPTIONS,
                                             "--iterations", "1"]) == 0
     saved = json.loads((run_dir / "config.json").read_text())
     assert saved["run"]["preset"] == "gpu"
@@ -117,7 +117,7 @@ def test_preset_gpu_trains_that_variant_and_a_resumed_run_keeps_it(tmp_path, cap
 
     # No --preset, and none of the options it began with: the run's own preset and
     # settings, as its config.json records them.
-    assert main("tictactoe", str(run_dir), ["--iterations", "2"]) == 0
+    assert main(["tictactoe", "--run-dir", str(run_dir), "--iterations", "2"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith(
         f"tictactoe, preset gpu (its own, from {run_dir / 'config.json'}; resuming with "
@@ -127,7 +127,8 @@ def test_preset_gpu_trains_that_variant_and_a_resumed_run_keeps_it(tmp_path, cap
     assert json.loads((run_dir / "config.json").read_text())["run"]["preset"] == "gpu"
 
     # --preset cpu: another variant than the run's is one line naming the fix.
-    assert main("tictactoe", str(run_dir), ["--preset", "cpu", "--iterations", "2"]) == 2
+    assert main(["tictactoe", "--run-dir", str(run_dir), "--preset", "cpu",
+                 "--iterations", "2"]) == 2
     assert capsys.readouterr().err == (
         f"error: {run_dir / 'config.json'} is of the gpu preset: resume it with --preset "
         "gpu or without --preset, or give another --run-dir for the cpu preset\n")
@@ -144,28 +145,29 @@ def parse_why(argv: list[str], name: str = "tictactoe", run_dir: Path | None = N
               ) -> tuple[TrainConfig, str]:
     """`parse`'s config, and why it has its preset."""
     options, why = parse_with_preset(
-        Experiment, name, lambda c: Experiment(config=c, run_dir=str(run_dir or "")), argv,
+        Experiment, read_command_line([name, *argv]),
+        lambda c: Experiment(config=c, run_dir=str(run_dir or "")),
         start=lambda _: None, saved=lambda e: saved_run(e.run_dir))
     return options.config, why
 
 
 def test_help_shows_the_defaults_of_the_preset_the_backend_picks(monkeypatch):
     def num_games(*argv: str) -> str:
-        shown = command(main, "tictactoe", "runs/x", ["--help", *argv])
+        shown = command(main, ["tictactoe", "--run-dir", "runs/x", "--help", *argv])
         assert shown.returncode == 0, shown.stderr
         text = " ".join(shown.stdout.split())
         return text.split("--selfplay.num-games INT")[1].split("(default: ")[1].split(")")[0]
 
-    monkeypatch.setattr(_cli, "backend_preset", lambda: "gpu")
+    monkeypatch.setattr(command_line, "backend_preset", lambda: "gpu")
     assert num_games() == "512"
     assert num_games("--preset", "cpu") == "256"
-    monkeypatch.setattr(_cli, "backend_preset", lambda: "cpu")
+    monkeypatch.setattr(command_line, "backend_preset", lambda: "cpu")
     assert num_games() == "256"
 
 
 def test_the_first_status_line_says_which_preset_and_why(monkeypatch):
     for backend, other in (("cpu", "gpu"), ("gpu", "cpu")):
-        monkeypatch.setattr(_cli, "backend_preset", lambda b=backend: b)
+        monkeypatch.setattr(command_line, "backend_preset", lambda b=backend: b)
         config, why = parse_why([])
         assert config == recipe("tictactoe", backend)
         assert why == f"picked by the backend JAX runs on; --preset {other} for the other"
@@ -179,7 +181,7 @@ def test_the_first_status_line_says_which_preset_and_why(monkeypatch):
 def test_a_run_from_before_presets_resumes_with_its_own_settings(tmp_path, monkeypatch):
     """A config.json with no preset (written before presets existed) resumes as it
     is, on any backend, recorded as the preset its settings are nearest."""
-    monkeypatch.setattr(_cli, "backend_preset", lambda: "gpu")
+    monkeypatch.setattr(command_line, "backend_preset", lambda: "gpu")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     old = recipe("tictactoe", "cpu").replace(preset="")
@@ -201,22 +203,23 @@ def test_a_recipe_changed_since_a_run_began_does_not_block_its_resume(tiny_run_c
     config, why = parse_why([], run_dir=tiny_run_copy)
     assert config == before
     assert "which differ from the tictactoe recipe's in gradient_steps, learner.batch_size" in why
-    assert main("tictactoe", str(tiny_run_copy), ["--iterations", "3"]) == 0
+    assert main(["tictactoe", "--run-dir", str(tiny_run_copy), "--iterations", "3"]) == 0
     assert [r["iteration"] for r in read_metrics(tiny_run_copy)] == [1, 2, 3]
     assert load_config(tiny_run_copy) == before.replace(iterations=3)
     assert "resuming with the settings it records" in capsys.readouterr().out.splitlines()[0]
 
 
 def test_a_sweep_resumes_with_the_preset_saved_with_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(_cli, "backend_preset", lambda: "cpu")
+    monkeypatch.setattr(command_line, "backend_preset", lambda: "cpu")
     out = tmp_path / "sweep"
     check_out_dir(out, recipe("tictactoe", "gpu"), parse_params(["learning_rate=0.001"]))
-    sweep = sweep_script()
+    sweep = sweep_command
 
     def parsed(*argv: str) -> tuple[TrainConfig, str]:
         args, why = parse_with_preset(
-            sweep.Sweep, "tictactoe", lambda c: sweep.Sweep(config=c, out=str(out)),
-            list(argv), start=lambda _: None, saved=lambda a: sweep.saved_sweep(a.out))
+            sweep.Sweep, read_command_line(["tictactoe", *argv]),
+            lambda c: sweep.Sweep(config=c, out=str(out)),
+            start=lambda _: None, saved=lambda a: sweep.saved_sweep(a.out))
         return args.config, why
 
     config, why = parsed("--param", "learning_rate=0.001")
@@ -232,7 +235,7 @@ def test_a_sweep_resumes_with_the_preset_saved_with_it(tmp_path, monkeypatch):
 
 def test_go9x9_says_up_front_what_it_trains_for_how_long_and_how_to_skip_the_warm_up(
         monkeypatch, tmp_path):
-    monkeypatch.setattr(_cli, "backend_preset", lambda: "cpu")
+    monkeypatch.setattr(command_line, "backend_preset", lambda: "cpu")
     run_dir = tmp_path / "run"
     config, why = parse_why(["--iterations", "2"], "go9x9", run_dir)
     assert opening("go9x9", config, why, str(run_dir)) == (
@@ -240,7 +243,7 @@ def test_go9x9_says_up_front_what_it_trains_for_how_long_and_how_to_skip_the_war
         "first the go7x7 recipe as a warm-up for 14 minutes (at most 2 iterations) in "
         f"{run_dir / 'warm-up'} (--warm-up '' skips it), then go9x9 from its weights for 6 "
         "minutes (at most 2 iterations): 20 minutes in all")
-    shown = command(main, "go9x9", "runs/x", ["--help"]).stdout
+    shown = command(main, ["go9x9", "--run-dir", "runs/x", "--help"]).stdout
     assert ("--max-minutes M is the time of the whole command, shared 14:6 (--max-minutes "
             "10: 7 + 3) unless --warm-up-minutes is given too (then each option is its own "
             "part's); --iterations N bounds each part.") in " ".join(shown.split())
@@ -287,7 +290,7 @@ def test_a_warm_up_in_progress_resumes_with_its_own_config(tmp_path, monkeypatch
                      "selfplay.full_search_prob) for 3 minutes (at most 10,000,000 "
                      "iterations), then this run from its weights")]
     # The command resumes with the warm-up's preset, whatever the backend.
-    monkeypatch.setattr(_cli, "backend_preset", lambda: "cpu")
+    monkeypatch.setattr(command_line, "backend_preset", lambda: "cpu")
     resumed, why = parse_why([], "go9x9", run_dir)
     assert resumed == config
     assert why == f"the one of the warm-up in progress, {run_dir / 'warm-up' / 'config.json'}"
@@ -322,9 +325,8 @@ def test_recipe_without_a_preset_is_deprecated_and_no_call_here_leaves_it_out():
 
 
 def test_a_game_of_no_recipe_has_no_preset_to_pick(tmp_path, capsys):
-    from _cli import game_and_defaults
-    _, defaults, argv = game_and_defaults(["--game", "pgx:tic_tac_toe", "--preset", "gpu"])
-    assert main(defaults, str(tmp_path / "run"), argv) == 2
+    assert main(["--game", "pgx:tic_tac_toe", "--preset", "gpu",
+                 "--run-dir", str(tmp_path / "run")]) == 2
     assert "error: --preset picks a variant of a recipe" in capsys.readouterr().err
     assert set(PRESETS) == {"cpu", "gpu"}
 

@@ -178,12 +178,11 @@ def test_a_changed_program_on_resume_is_one_error_line_naming_each_change(
         tiny_run_copy, capsys, monkeypatch):
     run_dir = tiny_run_copy  # SMALL's program
     files = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
-    monkeypatch.syspath_prepend(str(ROOT / "experiments"))
-    from _cli import main  # what experiments/tictactoe.py runs, over SMALL
+    from azjax.commands.train import main  # `azjax train`, over SMALL
 
     capsys.readouterr()
     argv = ["--search.num-simulations", "16", "--seed", "3", "--iterations", "5"]
-    assert main(SMALL, str(run_dir), argv) == 2
+    assert main(["--run-dir", str(run_dir), *argv], defaults=SMALL) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
     assert "different config" in err and "iterations" not in err

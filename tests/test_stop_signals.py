@@ -145,8 +145,7 @@ def test_ctrl_c_before_a_run_of_several_processes_trains_leaves_at_once(monkeypa
     """The script tells the other processes (its watch says it failed) and exits at
     once: JAX's shutdown at a normal exit would wait for them. A terminal's Ctrl-C,
     passed on by the guard too, cannot cut that short."""
-    monkeypatch.syspath_prepend(str(ROOT / "experiments"))
-    import _cli
+    from azjax.commands import train as _cli
 
     left, exits = [], []
 
@@ -172,8 +171,8 @@ def test_ctrl_c_before_a_run_of_several_processes_trains_leaves_at_once(monkeypa
     before = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(Exited):
-            _cli.main(STOPPABLE, str(tmp_path / "run"),
-                      ["--num-processes", "2", "--coordinator-address", "127.0.0.1:1"])
+            _cli.main(["--run-dir", str(tmp_path / "run"), "--num-processes", "2",
+                       "--coordinator-address", "127.0.0.1:1"], defaults=STOPPABLE)
     finally:
         signal.signal(signal.SIGINT, before)
     assert left == [(False, True)]

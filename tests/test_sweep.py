@@ -6,12 +6,10 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
-import importlib.util
 import json
 import math
 import shutil
 import statistics
-import sys
 from pathlib import Path
 
 import jax
@@ -22,6 +20,7 @@ from test_gating import SMALL
 import azjax.sweep.grid as sweep_grid
 import azjax.sweep.sweep as sw
 from azjax import Agent, TrainConfig, make_player, train, train_group
+from azjax.commands import sweep as sweep_command
 from azjax.driver import host_run
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.evaluation.stats import mean_ci, t_quantile
@@ -474,16 +473,9 @@ def test_a_group_must_share_one_program(tmp_path):
 
 
 def sweep_script():
-    """experiments/sweep.py as a module (its `main`; tests/test_cli_errors.py runs the
-    script in a process of its own)."""
-    if str(ROOT / "experiments") not in sys.path:
-        sys.path.insert(0, str(ROOT / "experiments"))  # where it imports _cli from
-    spec = importlib.util.spec_from_file_location("sweep_script",
-                                                  ROOT / "experiments" / "sweep.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    """`azjax sweep`'s module (its `main`; tests/test_cli_errors.py runs experiments/sweep.py
+    in a process of its own)."""
+    return sweep_command
 
 
 def test_cli_errors_are_one_line_and_exit_2(swept, capsys):

@@ -6,6 +6,7 @@ Modules:
 
 * `config`: `TrainConfig` = `ProgramConfig` + `RunConfig` + seed, saved as `config.json`.
 * `recipes`: the measured training recipes of the experiment scripts (`recipe(name, preset)`).
+* `game_options`: the grammar of `--game-options KEY=VALUE ...`.
 * `game_check`: a game of the user's checked (`envs.check_env`) before training writes.
 * `specs`: the grammar of player specs (`random`, `mcts:100`, `alphazero:DIR`, ...).
 * `devices`: host devices on a CPU, `jax.distributed`, the data mesh, agreement.
@@ -15,6 +16,7 @@ Modules:
 * `run_dir`: a run directory's paths, `config.json` and `metrics.jsonl`.
 * `checkpoint_files`, `checkpoint`: checked orbax checkpoints of the whole training state.
 * `lock`: one writer per run directory.
+* `metric_schema`: every metric of `metrics.jsonl`: its key, label, unit and direction.
 * `metrics_log`: `metrics.jsonl` and TensorBoard.
 * `progress`: status lines with rate and ETA for long commands.
 * `compile_cache`: the persistent XLA compilation cache of the scripts.

@@ -13,7 +13,7 @@ from typing import Any
 
 from azjax.core.fields import is_scalar, parse_setting
 from azjax.run.config import TrainConfig, setting_paths
-from azjax.run.recipes import option_value
+from azjax.run.game_options import option_value
 
 NOT_SWEPT = {
     "seed": "seeds are set with --seeds",
