@@ -140,25 +140,32 @@ def main() -> int:
         if subprocess.run(command).returncode != 0:
             return 1
 
+    from azjax.run import metric_schema as ms
     from azjax.run.checkpoint import read_metrics
 
-    records = [r for r in read_metrics(Path(args.run_dir)) if "search_move_accuracy" in r]
+    def key(player: str, name: str, subset: str = "") -> str:
+        return ms.ground_truth_key(player, name, subset)
+
+    records = [r for r in read_metrics(Path(args.run_dir))
+               if key(ms.SEARCH, "move_accuracy") in r]
     if not records:
         print(f"no evaluation with search in {args.run_dir}/metrics.jsonl")
         return 1
     rand_all, rand_hard, always_win = baselines()
-    def share(r: dict, key: str) -> str:
-        if key not in r:  # a run from before the metric
+    def share(r: dict, player: str, name: str) -> str:
+        if key(player, name) not in r:  # a run from before the metric
             return "     -        "
-        return f"{100 * r[key]:5.1f}% ({100 * r[key + '_hard']:5.1f}%)"
+        return (f"{100 * r[key(player, name)]:5.1f}% "
+                f"({100 * r[key(player, name, 'hard')]:5.1f}%)")
 
     print("minutes |   games | net moves (hard) | search moves (hard) | search results kept "
           "(hard) | net value sign")
     for r in records:
-        print(f"{r['wall_time'] / 60:7.1f} | {r['games']:>7,} | "
-              f"{share(r, 'net_move_accuracy')}   | {share(r, 'search_move_accuracy')}      | "
-              f"{share(r, 'search_result_kept')}             | "
-              f"{100 * r['net_value_accuracy']:5.1f}%")
+        print(f"{r[ms.WALL_TIME.name] / 60:7.1f} | {r[ms.GAMES.name]:>7,} | "
+              f"{share(r, ms.NET, 'move_accuracy')}   | "
+              f"{share(r, ms.SEARCH, 'move_accuracy')}      | "
+              f"{share(r, ms.SEARCH, 'result_kept')}             | "
+              f"{100 * r[ms.NET_VALUE_ACCURACY.name]:5.1f}%")
     print(
         f"baselines: a random legal move {100 * rand_all:.1f}% ({100 * rand_hard:.1f}%); "
         f"a value that always predicts a win {100 * always_win:.1f}%"

@@ -63,12 +63,18 @@ DEFAULT_ITERATIONS = {"tictactoe": 5, "connect_four": 2}
 """Timed iterations per repeat in the throughput mode, by recipe (others: 2)."""
 RESULT = "RESULT "
 """The prefix of the line a measuring process prints its result on."""
-ACCURACY_KEYS = ("net_move_accuracy", "net_move_accuracy_hard", "search_move_accuracy",
-                 "search_move_accuracy_hard", "net_value_accuracy")
-"""Connect Four's evaluation (`envs.connect_four.GROUND_TRUTH`, metric move_accuracy):
-the share of optimal moves on the solver's development set, of the network alone and of
-network + search, on all positions and on the non-trivial ones (`_hard`), and the
-network's value sign on decided positions."""
+
+
+def accuracy_keys() -> tuple[str, ...]:
+    """Connect Four's evaluation (`envs.connect_four.GROUND_TRUTH`, metric move_accuracy):
+    the share of optimal moves on the solver's development set, of the network alone and
+    of network + search, on all positions and on the non-trivial ones (`_hard`), and the
+    network's value sign on decided positions."""
+    from azjax.run import metric_schema as ms  # here: a process arranges its devices first
+
+    return (*(ms.ground_truth_key(player, "move_accuracy", subset)
+              for player in (ms.NET, ms.SEARCH) for subset in ("", "hard")),
+            ms.NET_VALUE_ACCURACY.name)
 
 
 # ---------------------------------------------------------------------------------------
@@ -170,6 +176,7 @@ def measure_run(spec: dict[str, Any]) -> dict[str, Any]:
     arrange(spec["devices"])
 
     from azjax.driver.driver import train
+    from azjax.run import metric_schema as ms
     from azjax.run.devices import device_count, misfits
 
     info = device_info()
@@ -187,12 +194,14 @@ def measure_run(spec: dict[str, Any]) -> dict[str, Any]:
     result = train(config, run_dir=None, progress=None)
     train_s = time.perf_counter() - start
     records = result.records
-    evaluations = [r for r in records if "perfect" in r]
-    unbeatable = next((r for r in records if r.get("net_unbeatable")), None)
+    evaluations = [r for r in records if ms.PERFECT.name in r]
+    unbeatable = next((r for r in records if r.get(ms.ground_truth_key(ms.NET, "unbeatable"))),
+                      None)
 
     def brief(record):
-        return record and {k: record[k] for k in ("iteration", "wall_time", "games",
-                                                   "positions") if k in record}
+        return record and {m.name: record[m.name] for m in (ms.ITERATION, ms.WALL_TIME,
+                                                            ms.GAMES, ms.POSITIONS)
+                           if m.name in record}
 
     return {**info, "devices": count, "notice": notice, "train_s": train_s,
             "perfect_at": brief(result.perfect_at), "unbeatable_at": brief(unbeatable),
@@ -321,6 +330,9 @@ def time_to_perfect(args, sets: list[str], counts: list[int], shown: list[bool]
           "compilation included)", flush=True)
     columns = [("seed |   N | process s | perfect at: run s, iteration, games | unbeatable "
                 "at | final net optimal | CPU/wall")]
+    from azjax.run import metric_schema as ms  # the parent process starts no backend
+
+    optimal = ms.ground_truth_key(ms.NET, "optimal_share")
     rows = []
     for seed in range(args.seeds):
         for count in counts:  # interleaved, so that drift in the machine hits each alike
@@ -330,7 +342,7 @@ def time_to_perfect(args, sets: list[str], counts: list[int], shown: list[bool]
             if not shown_row(row, shown, columns, f"{seed:>4} | {label(count):>3} |"):
                 continue
             perfect, unbeatable = row["perfect_at"], row["unbeatable_at"]
-            share = (row["last_evaluation"] or {}).get("net_optimal_share")
+            share = (row["last_evaluation"] or {}).get(optimal)
             reached = (f"{perfect['wall_time']:6.1f} s, it {perfect['iteration']:>3}, "
                        f"{perfect['games']:>7,} games" if perfect else
                        f"never in {row['last']['iteration']} iterations".ljust(31))
@@ -399,17 +411,16 @@ def connect_four(args, sets: list[str], counts: list[int], shown: list[bool]) ->
         if not shown_row(row, shown, columns, f"{label(count):>3} |"):
             continue
         last, evaluation = row["last"], row["last_evaluation"] or {}
-        row["accuracy"] = {k: evaluation.get(k) for k in ACCURACY_KEYS}
+        keys = accuracy_keys()
+        row["accuracy"] = {k: evaluation.get(k) for k in keys}
 
-        def pct(key, evaluation=evaluation):
-            value = evaluation.get(key)
+        def pct(index, evaluation=evaluation, keys=keys):
+            value = evaluation.get(keys[index])
             return "  -  " if value is None else f"{100 * value:5.1f}"
 
         print(f"{row['devices']:>3} | {last['iteration']:>10} | {last['games']:>10,} | "
               f"{last['positions']:>11,} | {last['wall_time']:5.0f} | "
-              f"{pct('net_move_accuracy')}% ({pct('net_move_accuracy_hard')}%) | "
-              f"{pct('search_move_accuracy')}% ({pct('search_move_accuracy_hard')}%)    | "
-              f"{pct('net_value_accuracy')}%     | "
+              f"{pct(0)}% ({pct(1)}%) | {pct(2)}% ({pct(3)}%)    | {pct(4)}%     | "
               f"{row['process_cpu_s'] / row['process_s']:5.2f}"
               + ("" if evaluation.get("iteration") == last["iteration"] else
                  f" (evaluated at iteration {evaluation.get('iteration')})"), flush=True)

@@ -79,12 +79,15 @@ class Failure(Exception):
 def evaluations(records: list[dict], opponent: str = EVAL_OPPONENT) -> list[dict]:
     """The evaluation records that played `opponent`, as {minutes, iteration, score,
     margin} (margin None where the record has none)."""
+    from azjax.run import metric_schema as ms
+
     out = []
     for r in records:
-        if "vs " + opponent in r:
-            margin = r.get("margin vs " + opponent)
-            out.append({"minutes": r["wall_time"] / 60, "iteration": r["iteration"],
-                        "score": r["vs " + opponent],
+        if ms.versus_key(opponent) in r:
+            margin = r.get(ms.margin_key(opponent))
+            out.append({"minutes": r[ms.WALL_TIME.name] / 60,
+                        "iteration": r[ms.ITERATION.name],
+                        "score": r[ms.versus_key(opponent)],
                         "margin": None if margin is None or math.isnan(margin) else margin})
     return out
 

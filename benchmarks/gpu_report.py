@@ -226,15 +226,19 @@ def connect_four(s: Section, a, timeout: float) -> None:
     path = run_dir / "metrics.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()
                if line.strip()] if path.exists() else []
-    keys = [f"{k}{h}" for k in ("net_move_accuracy", "search_move_accuracy",
-                                "search_result_kept") for h in ("", "_hard")]
-    evals = [{"minutes": r["wall_time"] / 60, "games": r["games"], "positions": r["positions"],
-              "positions_per_s": r["positions"] / max(r["wall_time"], 1e-9),
-              "iteration_positions_per_s": r.get("positions_per_s"),
-              **{k: r.get(k) for k in keys}} for r in records if "search_move_accuracy" in r]
-    peaks = [r["device_peak_bytes"] for r in records if r.get("device_peak_bytes") is not None]
+    from azjax.run import metric_schema as ms  # after the run: it imports JAX
+
+    net_moves, search_moves, kept = (ms.ground_truth_key(*k) for k in (
+        (ms.NET, "move_accuracy"), (ms.SEARCH, "move_accuracy"), (ms.SEARCH, "result_kept")))
+    keys = [f"{k}{h}" for k in (net_moves, search_moves, kept) for h in ("", "_hard")]
+    wall, positions, peak = ms.WALL_TIME.name, ms.POSITIONS.name, ms.DEVICE_PEAK_BYTES.name
+    evals = [{"minutes": r[wall] / 60, "games": r[ms.GAMES.name], "positions": r[positions],
+              "positions_per_s": r[positions] / max(r[wall], 1e-9),
+              "iteration_positions_per_s": r.get(ms.POSITIONS_PER_S.name),
+              **{k: r.get(k) for k in keys}} for r in records if search_moves in r]
+    peaks = [r[peak] for r in records if r.get(peak) is not None]
     s.data.update(minutes=minutes, args=args, evaluations=evals, exit_status=c.code,
-                  iterations=records[-1]["iteration"] if records else 0,
+                  iterations=records[-1][ms.ITERATION.name] if records else 0,
                   device_peak_bytes=max(peaks) if peaks else None)
 
     def pair(e: dict, key: str) -> str:
@@ -251,8 +255,7 @@ def connect_four(s: Section, a, timeout: float) -> None:
          "net + search results kept (all / hard)"],
         [[f"{e['minutes']:.2f}", f"{e['games']:,}", f"{e['positions']:,}",
           f"{e['positions_per_s']:,.0f} / {fmt(e['iteration_positions_per_s'], ',.0f')}",
-          pair(e, "net_move_accuracy"), pair(e, "search_move_accuracy"),
-          pair(e, "search_result_kept")] for e in evals])
+          pair(e, net_moves), pair(e, search_moves), pair(e, kept)] for e in evals])
     if c.problem():
         s.fail(c.problem())
     elif not evals:

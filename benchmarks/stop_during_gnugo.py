@@ -77,7 +77,10 @@ def trial(repo: Path, folder: Path, wait: float, flags: list[str]) -> str:
     seconds = time.perf_counter() - start
     steps = sorted(int(p.name) for p in (run_dir / "checkpoints").glob("*") if p.name.isdigit())
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    scored = any(k.startswith("vs gnugo") for k in records[-1]) if records else False
+    from azjax.run.metric_schema import versus_key  # after the run: it imports JAX
+
+    scored = (any(k.startswith(versus_key("gnugo")) for k in records[-1]) if records
+              else False)
     last = (folder / "err").read_text().strip().splitlines()[-1:]
     return (f"exited {seconds:.1f} s after SIGTERM ({playing} GNU Go processes then); exit "
             f"status {code}; newest checkpoint {steps[-1] if steps else None}; last record: "

@@ -45,6 +45,7 @@ from pathlib import Path
 import _quick
 
 from azjax.run import compile_cache
+from azjax.run import metric_schema as ms
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ROOT / "experiments" / "tictactoe.py"
@@ -80,14 +81,15 @@ def run_ours(who: str, seed: int, run_dir: Path, cache: Path, overrides: list[st
     env[compile_cache.ENV_VAR] = str(cache)
     seconds, code, _ = timed(command, env)
     records = read_metrics(run_dir)
-    perfect = next((r for r in records if r.get("perfect")), None)
+    perfect = next((r for r in records if r.get(ms.PERFECT.name)), None)
     last = records[-1] if records else {}
     at = perfect or last
-    shares = [r["net_optimal_share"] for r in records if "net_optimal_share" in r]
+    optimal = ms.ground_truth_key(ms.NET, "optimal_share")
+    shares = [r[optimal] for r in records if optimal in r]
     return {
         "who": who, "seed": seed, "exit_code": code, "process_s": seconds,
-        "perfect": perfect is not None, "run_wall_s": at.get("wall_time"),
-        "games": at.get("games"), "iterations": at.get("iteration"),
+        "perfect": perfect is not None, "run_wall_s": at.get(ms.WALL_TIME.name),
+        "games": at.get(ms.GAMES.name), "iterations": at.get(ms.ITERATION.name),
         "optimal_share": shares[-1] if shares else None,
     }
 

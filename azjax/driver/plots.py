@@ -6,10 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from azjax.evaluation.evaluators import MARGIN_PREFIX, METRIC_LABELS, OPPONENT_PREFIX
+from azjax.run import metric_schema as ms
 
 PLOT_FILE = "training.png"
-LOSS_KEYS = ("loss", "value_loss", "policy_loss")
+
+__getattr__ = ms.moved_names(__name__, {"LOSS_KEYS": (
+    tuple(m.name for m in ms.LOSSES), "LOSSES (metrics; their .name is the key)")})
 
 
 def preload() -> None:
@@ -21,7 +23,7 @@ def preload() -> None:
 
 
 def _series(records: Sequence[dict[str, Any]], key: str):
-    points = [(r["games"], r[key]) for r in records if key in r]
+    points = [(r[ms.GAMES.name], r[key]) for r in records if key in r]
     return [p[0] for p in points], [p[1] for p in points]
 
 
@@ -30,29 +32,30 @@ def plot_run(records: Sequence[dict[str, Any]], path: Path) -> None:
     margins against baselines, against self-play games played."""
     from matplotlib.figure import Figure
 
-    margins = sorted({k for r in records for k in r if k.startswith(MARGIN_PREFIX)})
+    margins = ms.keys_of(records, ms.MARGIN)
     fig = Figure(figsize=(20 if margins else 15, 4))
     axes = fig.subplots(1, 4 if margins else 3)
-    for key in LOSS_KEYS:
-        axes[0].plot(*_series(records, key), label=key)
-    axes[0].set_title("loss")
-    axes[1].plot(*_series(records, "policy_entropy"), color="tab:purple")
-    axes[1].set_title("policy entropy (nats)")
-    opponents = sorted({k for r in records for k in r if k.startswith(OPPONENT_PREFIX)})
-    labels = [*METRIC_LABELS.items(), *((k, k) for k in opponents), ("gate_score", "gate score")]
-    for key, label in labels:
-        x, y = _series(records, key)
+    for loss in ms.LOSSES:
+        axes[0].plot(*_series(records, loss.name), label=loss.label)
+    axes[0].set_title(ms.LOSS.label)
+    entropy = ms.POLICY_ENTROPY
+    axes[1].plot(*_series(records, entropy.name), color="tab:purple")
+    axes[1].set_title(f"{entropy.label} ({entropy.unit})")
+    shown = [*ms.EVALUATION_SHOWN, *map(ms.metric, ms.keys_of(records, ms.VERSUS)),
+             ms.GATE_SCORE]
+    for metric in shown:
+        x, y = _series(records, metric.name)
         if x:
-            axes[2].plot(x, y, marker=".", label=label)
+            axes[2].plot(x, y, marker=".", label=metric.label)
     axes[2].set_title("evaluation")
     axes[2].set_ylim(-0.05, 1.05)
     for key in margins:
-        axes[3].plot(*_series(records, key), marker=".", label=key)
+        axes[3].plot(*_series(records, key), marker=".", label=ms.metric(key).label)
     if margins:
         axes[3].axhline(0.0, color="grey", lw=0.8)
         axes[3].set_title("mean points margin against baselines")
     for ax in axes:
-        ax.set_xlabel("self-play games")
+        ax.set_xlabel(ms.GAMES.label)
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)

@@ -8,40 +8,56 @@ from typing import Any
 
 import numpy as np
 
-from azjax.evaluation.evaluators import MARGIN_PREFIX, METRIC_LABELS, OPPONENT_PREFIX
+from azjax.run import metric_schema as ms
 from azjax.run.config import RunConfig, TrainConfig
 from azjax.run.progress import format_duration
 
 
+def _shown(metric: ms.Metric, value: float) -> str:
+    """A value as the status line shows it: a flag as yes/no, a share in percent."""
+    if metric.unit == ms.FLAG:
+        return "yes" if value else "no"
+    return f"{100 * value:.1f}%" if metric.unit == ms.SHARE else f"{value:+.1f}"
+
+
 def format_progress(record: dict[str, Any], eta: float | None = None) -> str:
-    """One status line for a metrics record (and the time left, when known)."""
+    """One status line for a metrics record (and the time left, when known).
+
+    Args:
+      record: a metrics record (keys and labels: `azjax.run.metric_schema`).
+      eta: seconds left, or None.
+
+    Returns:
+      'it 45 | games 13,545 | 4,513 pos/s | loss ... | <evaluation> | 40.6s | ETA 3m12s'.
+    """
+    loss, value, policy = ms.LOSSES
     parts = [
-        f"it {record['iteration']:>5}",
-        f"games {record['games']:>8,}",
-        f"{record['positions_per_s']:>8,.0f} pos/s",
+        f"{ms.ITERATION.status_label} {record[ms.ITERATION.name]:>5}",
+        f"{ms.GAMES.status_label} {record[ms.GAMES.name]:>8,}",
+        f"{record[ms.POSITIONS_PER_S.name]:>8,.0f} {ms.POSITIONS_PER_S.status_label}",
     ]
-    if "loss" in record and record.get("replay_sampleable", 1) == 0:
+    if loss.name in record and record.get(ms.REPLAY_SAMPLEABLE.name, 1) == 0:
         # The gradient steps had no labelled position to learn from: nothing to show.
-        parts.append("loss - (no game has ended yet)")
-    elif "loss" in record:
-        parts.append(f"loss {record['loss']:.3f} (v {record['value_loss']:.3f} "
-                     f"p {record['policy_loss']:.3f})")
-        parts.append(f"H {record['policy_entropy']:.2f}")
-    for key, label in METRIC_LABELS.items():
-        if key in record:
-            value = record[key]
-            shown = ("yes" if value else "no") if "unbeatable" in key else f"{100 * value:.1f}%"
-            parts.append(f"{label} {shown}")
-    for key, value in record.items():
-        if key.startswith(OPPONENT_PREFIX):
-            parts.append(f"{key} {100 * value:.1f}%")
-        elif key.startswith(MARGIN_PREFIX):
-            parts.append(f"{key} {value:+.1f}")
-    if "gate_score" in record:
-        verdict = "promoted" if record["promoted"] else "kept best"
-        parts.append(f"gate {100 * record['gate_score']:.1f}% {verdict} "
-                     f"(best it {record['best_iteration']})")
-    parts.append(f"{record['wall_time']:.1f}s")
+        parts.append(f"{loss.status_label} - (no game has ended yet)")
+    elif loss.name in record:
+        parts.append(f"{loss.status_label} {record[loss.name]:.3f} "
+                     f"({value.status_label} {record[value.name]:.3f} "
+                     f"{policy.status_label} {record[policy.name]:.3f})")
+        parts.append(f"{ms.POLICY_ENTROPY.status_label} "
+                     f"{record[ms.POLICY_ENTROPY.name]:.2f}")
+    for metric in ms.EVALUATION_SHOWN:
+        if metric.name in record:
+            parts.append(f"{metric.status_label} {_shown(metric, record[metric.name])}")
+    for key, value in record.items():  # the baselines in the order they were played
+        if key.startswith((ms.VERSUS.prefix, ms.MARGIN.prefix)):
+            metric = ms.metric(key)
+            parts.append(f"{metric.status_label} {_shown(metric, value)}")
+    gate = ms.GATE_SCORE
+    if gate.name in record:
+        verdict = "promoted" if record[ms.PROMOTED.name] else "kept best"
+        parts.append(f"{gate.status_label} {_shown(gate, record[gate.name])} {verdict} "
+                     f"(best it {record[ms.BEST_ITERATION.name]})")
+    parts.append(f"{record[ms.WALL_TIME.name]:.1f}s")
     if eta is not None:
         parts.append(f"ETA {format_duration(eta)}")
     return " | ".join(parts)
@@ -102,18 +118,16 @@ def summarize(result: Any) -> str:
     """A closing summary of a run (a `TrainResult`)."""
     if result.perfect_at is None:
         last = result.records[-1] if result.records else {}
-        evaluated = next((r for r in reversed(result.records) if "perfect" in r), {})
-        shown = [
-            f"{label} {100 * evaluated[key]:.1f}%"
-            for key, label in METRIC_LABELS.items()
-            if key in evaluated and "unbeatable" not in key
-        ]
+        evaluated = next((r for r in reversed(result.records) if ms.PERFECT.name in r), {})
+        shown = [f"{m.status_label} {_shown(m, evaluated[m.name])}"
+                 for m in ms.EVALUATION_SHOWN if m.name in evaluated and m.unit != ms.FLAG]
         tail = f"; last evaluation: {', '.join(shown)}" if shown else ""
-        return f"finished {last.get('iteration', 0)} iterations{tail}"
+        return f"finished {last.get(ms.ITERATION.name, 0)} iterations{tail}"
     r = result.perfect_at
     return (
         f"perfect play (network alone: 100% optimal moves, unbeatable from both seats) after "
-        f"{r['games']:,} games, iteration {r['iteration']}, {r['wall_time']:.1f}s"
+        f"{r[ms.GAMES.name]:,} games, iteration {r[ms.ITERATION.name]}, "
+        f"{r[ms.WALL_TIME.name]:.1f}s"
     )
 
 
@@ -121,12 +135,13 @@ class TrainingDiverged(ValueError):
     """The loss or the network became NaN or infinite: the run stops without saving."""
 
 
-LOSSES = ("loss", "value_loss", "policy_loss")
+__getattr__ = ms.moved_names(__name__, {"LOSSES": (
+    tuple(m.name for m in ms.LOSSES), "LOSSES (metrics; their .name is the key)")})
 
 
 def divergence(record: dict[str, Any]) -> str | None:
     """What is not finite among a record's losses ('loss is nan'), or None."""
-    bad = [k for k in LOSSES if k in record and not np.isfinite(record[k])]
+    bad = [m.name for m in ms.LOSSES if m.name in record and not np.isfinite(record[m.name])]
     return f"{bad[0]} is {record[bad[0]]}" if bad else None
 
 
@@ -141,9 +156,10 @@ def finished(run: RunConfig, records: Sequence[dict[str, Any]], iteration: int) 
     """Why a run that stands at `iteration` with these metrics records is over: 'perfect'
     (perfect play reached and `stop_when_perfect`), 'time' (its `max_minutes` used),
     'iterations' (its budget done); None while it is not."""
-    if run.stop_when_perfect and any(r.get("perfect") for r in records):
+    if run.stop_when_perfect and any(r.get(ms.PERFECT.name) for r in records):
         return "perfect"
-    if run.max_minutes > 0 and records and records[-1]["wall_time"] >= 60 * run.max_minutes:
+    if run.max_minutes > 0 and records and (records[-1][ms.WALL_TIME.name]
+                                            >= 60 * run.max_minutes):
         return "time"
     if iteration >= run.iterations:
         return "iterations"

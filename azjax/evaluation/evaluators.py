@@ -27,32 +27,27 @@ from azjax.core.players import Player, compiled
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.match import play_match
 from azjax.go.gtp_client import GnuGoFailed
+from azjax.run.metric_schema import (
+    EVALUATION_SHOWN,
+    MARGIN,
+    NET,
+    NET_VALUE_ACCURACY,
+    PERFECT,
+    SEARCH,
+    VERSUS,
+    VS_RANDOM,
+    ground_truth_key,
+    margin_key,
+    moved_names,
+    versus_key,
+)
 from envs import Env, GroundTruth, GroundTruthSource
 
-OPPONENT_PREFIX = "vs "
-"""Metrics of games against a baseline are named `vs <spec>`."""
-MARGIN_PREFIX = "margin vs "
-"""In a game decided by points (`Env.score_margin`), the agent's mean margin against a
-baseline is `margin vs <spec>`."""
+__getattr__ = moved_names(__name__, {
+    "OPPONENT_PREFIX": (VERSUS.prefix, "versus_key"),
+    "MARGIN_PREFIX": (MARGIN.prefix, "margin_key"),
+    "METRIC_LABELS": ({m.name: m.label for m in EVALUATION_SHOWN}, "EVALUATION_SHOWN")})
 
-# Metric keys the progress line and the plots show, with their short labels.
-METRIC_LABELS = {
-    "net_optimal_share": "net optimal",
-    "net_unbeatable": "net unbeatable",
-    "search_optimal_share": "search optimal",
-    "search_unbeatable": "search unbeatable",
-    "net_move_accuracy": "net moves",
-    "net_move_accuracy_hard": "net hard moves",
-    "search_move_accuracy": "search moves",
-    "search_move_accuracy_hard": "search hard moves",
-    "net_value_accuracy": "net value sign",
-    "search_result_kept": "search results kept",
-    "search_result_kept_hard": "search hard results kept",
-    "net_winning_move_share": "net winning moves",
-    "search_winning_move_share": "search winning moves",
-    "net_vs_random": "net vs random",
-    "search_vs_random": "search vs random",
-}
 
 class PositionEvaluator:
     """Scores players on a game's ground truth (`GroundTruthSource`), loaded on first use.
@@ -70,11 +65,12 @@ class PositionEvaluator:
         # What a sweep's table shows: with complete ground truth, the share of right moves
         # (next to the time to perfect play); else every share the evaluation makes.
         metric = source.metric
-        self.summary_metrics: tuple[str, ...] = (f"net_{metric}",)
+        self.summary_metrics: tuple[str, ...] = (ground_truth_key(NET, metric),)
         if not source.complete:
-            self.summary_metrics += (*(f"net_{metric}_{name}" for name in source.subsets),
-                                     *(("net_value_accuracy",) if source.values else ()),
-                                     f"search_{metric}")
+            self.summary_metrics += (
+                *(ground_truth_key(NET, metric, name) for name in source.subsets),
+                *((NET_VALUE_ACCURACY.name,) if source.values else ()),
+                ground_truth_key(SEARCH, metric))
 
     @functools.cached_property
     def truth(self) -> GroundTruth:
@@ -98,34 +94,36 @@ class PositionEvaluator:
         act = compiled(player.policy)(player.params, self.truth.states, key)
         return np.asarray(jax.device_get(act))
 
-    def score(self, actions: np.ndarray, prefix: str) -> dict[str, float]:
+    def score(self, actions: np.ndarray, player: str) -> dict[str, float]:
         """Shares of right moves (all counted positions, and each subset) and the ground
-        truth's own checks (1.0 passed, 0.0 failed), for a table of actions [N]."""
+        truth's own checks (1.0 passed, 0.0 failed), for a table of actions [N] of
+        `player` (NET or SEARCH of `azjax.run.metric_schema`: the keys' prefix)."""
         truth, metric = self.truth, self.source.metric
         right = truth.right_moves[np.arange(len(actions)), actions]
-        out = {f"{prefix}{metric}": _share(right, truth.counted)}
+        out = {ground_truth_key(player, metric): _share(right, truth.counted)}
         for name, subset in truth.subsets.items():
-            out[f"{prefix}{metric}_{name}"] = _share(right, subset)
+            out[ground_truth_key(player, metric, name)] = _share(right, subset)
         if truth.check_actions is not None:
-            out.update({prefix + k: v for k, v in truth.check_actions(actions).items()})
+            out.update({ground_truth_key(player, k): v
+                        for k, v in truth.check_actions(actions).items()})
         return out
 
     def network_metrics(self, player: Player) -> dict[str, float]:
         """The network alone (a greedy network player), its value sign, and `perfect`:
         complete ground truth, a right move everywhere and every check passed."""
-        metrics = self.score(self.actions(player), "net_")
+        metrics = self.score(self.actions(player), NET)
         perfect = self.can_be_perfect and all(v == 1.0 for v in metrics.values())
         truth = self.truth
         if truth.value_states is not None and player.value is not None:
             value = compiled(player.value)(player.params, truth.value_states)
             right = (np.asarray(jax.device_get(value)) > 0) == (truth.value_sign > 0)
-            metrics["net_value_accuracy"] = float(right.mean())
-        metrics["perfect"] = float(perfect)
+            metrics[NET_VALUE_ACCURACY.name] = float(right.mean())
+        metrics[PERFECT.name] = float(perfect)
         return metrics
 
     def search_metrics(self, player: Player, key: chex.PRNGKey) -> dict[str, float]:
         """Network + search (a greedy search player)."""
-        return self.score(self.actions(player, key), "search_")
+        return self.score(self.actions(player, key), SEARCH)
 
 
 def _share(right: np.ndarray, counted: np.ndarray) -> float:
@@ -137,7 +135,7 @@ class RandomOpponentEvaluator:
     seat: for games without ground truth."""
 
     can_be_perfect = False
-    summary_metrics = ("net_vs_random", "search_vs_random")
+    summary_metrics = (ground_truth_key(NET, VS_RANDOM), ground_truth_key(SEARCH, VS_RANDOM))
 
     def __init__(self, env: Env, net_games: int = 128, search_games: int = 32):
         self.env, self.net_games, self.search_games = env, net_games, search_games
@@ -149,12 +147,12 @@ class RandomOpponentEvaluator:
         every time, so that a change between evaluations is the network's)."""
         key = jax.random.key(0) if key is None else key
         result = play_match(self.env, player, self.opponent, key, self.net_games)
-        return {"net_vs_random": result.score, "perfect": 0.0}
+        return {ground_truth_key(NET, VS_RANDOM): result.score, PERFECT.name: 0.0}
 
     def search_metrics(self, player: Player, key: chex.PRNGKey) -> dict[str, float]:
         """Network + search (noise off) against random play."""
         result = play_match(self.env, player, self.opponent, key, self.search_games)
-        return {"search_vs_random": result.score}
+        return {ground_truth_key(SEARCH, VS_RANDOM): result.score}
 
 
 Evaluator = PositionEvaluator | RandomOpponentEvaluator
@@ -191,7 +189,7 @@ def versus(env: Env, player: Player, opponents: Sequence[Player], key: chex.PRNG
                 raise
             failed(opponent.name, err)
             continue
-        out[OPPONENT_PREFIX + opponent.name] = result.score
+        out[versus_key(opponent.name)] = result.score
         if by_points:
-            out[MARGIN_PREFIX + opponent.name] = result.mean_margin
+            out[margin_key(opponent.name)] = result.mean_margin
     return out

@@ -8,10 +8,12 @@ from typing import Any
 
 from azjax.run import checkpoint as ckpt
 from azjax.run.files import write_atomic
+from azjax.run.metric_schema import ITERATION
 
 TENSORBOARD_DIR = "tensorboard"
-# Bookkeeping fields of a record that are not curves worth plotting.
-NOT_SCALARS = ("iteration",)
+# Bookkeeping fields of a record that are not curves worth plotting (a scalar's tag is
+# its key, `azjax.run.metric_schema`, so that a resumed run's curves go on).
+NOT_SCALARS = (ITERATION.name,)
 
 
 def check_tensorboard() -> None:
@@ -103,7 +105,7 @@ class MetricsLog:
         """Takes one record (written to metrics.jsonl by `flush`; to TensorBoard now)."""
         self._pending.append(record)
         if self._writer is not None:
-            step = int(record["iteration"])
+            step = int(record[ITERATION.name])
             for key, value in record.items():
                 if key not in NOT_SCALARS and isinstance(value, (int, float)):
                     self._writer.add_scalar(re.sub(r"[^\w./-]", "_", key), value, step)

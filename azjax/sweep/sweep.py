@@ -28,9 +28,10 @@ from typing import Any
 from azjax.driver.driver import train_group
 from azjax.driver.status import changed_settings, finished
 from azjax.evaluation.evaluators import make_evaluator
-from azjax.run import checkpoint as ckpt
+from azjax.run import metric_schema as ms
 from azjax.run.config import TrainConfig
 from azjax.run.progress import format_duration
+from azjax.run.run_dir import RunDir, RunDirError
 from azjax.sweep.grid import (
     Experiment,
     Group,
@@ -45,6 +46,7 @@ from azjax.sweep.plots import plot_sweep
 from azjax.sweep.table import (
     REACHED,
     TIME_METRICS,
+    best_config,
     markdown_table,
     param_columns,
     results_table,
@@ -67,23 +69,24 @@ PLOT_FILE = "sweep.png"
 # ------------------------------------------------------------------------- runs on disk
 
 
-def _read_run(run_dir: Path) -> tuple[TrainConfig, list[dict[str, Any]]] | None:
+def _read_run(run_dir: RunDir | Path) -> tuple[TrainConfig, list[dict[str, Any]]] | None:
     """The config and records of a finished run: over by its own config (`finished`)
     with its final state checkpointed; None for a missing or cut-off run."""
     try:
-        config = ckpt.load_config(run_dir)
-    except ckpt.RunDirError:
+        run = RunDir.open(run_dir)
+        config = run.load_config()
+    except RunDirError:
         return None
-    records = ckpt.read_metrics(run_dir)
+    records = run.read_metrics()
     if not records:
         return None
     last = records[-1]["iteration"]
-    if not (Path(run_dir) / ckpt.CHECKPOINT_DIR / str(last)).is_dir():
+    if not run.step_dir(last).is_dir():
         return None
     return (config, records) if finished(config.run, records, last) else None
 
 
-def run_finished(run_dir: Path) -> bool:
+def run_finished(run_dir: RunDir | Path) -> bool:
     """Whether the run in `run_dir` is over by its own config (iterations, time, perfect
     play) with its final state checkpointed; False for a missing or cut-off run."""
     return _read_run(run_dir) is not None
@@ -92,7 +95,7 @@ def run_finished(run_dir: Path) -> bool:
 def find_runs(root: Path) -> list[Path]:
     """The run directories (holding a config.json) below `root`, sorted. It does not look
     inside a run, where another process (a shard) may be writing a checkpoint."""
-    if (root / ckpt.CONFIG_FILE).is_file():
+    if RunDir(root).config_file.is_file():
         return [root]
     try:
         children = sorted(p for p in root.iterdir() if p.is_dir())
@@ -106,8 +109,9 @@ def run_row(run_dir: Path, paths: Sequence[str], can_be_perfect: bool,
     """One finished run as a row: the swept settings, seed, budget used, the first point
     of perfect play (censored at the end when never reached), the last evaluation and
     `name` (default: the run directory)."""
-    return _row(ckpt.load_config(run_dir), ckpt.read_metrics(run_dir), paths,
-                can_be_perfect, name or str(run_dir))
+    run = RunDir.open(run_dir)
+    return _row(run.load_config(), run.read_metrics(), paths, can_be_perfect,
+                name or str(run))
 
 
 def _row(config: TrainConfig, records: Sequence[dict[str, Any]], paths: Sequence[str],
@@ -116,18 +120,18 @@ def _row(config: TrainConfig, records: Sequence[dict[str, Any]], paths: Sequence
     assignment = [(path, config.get(path)) for path in paths]
     row: dict[str, Any] = {"config": config_label(assignment)}
     row.update({path: format_value(value) for path, value in assignment})
-    row.update(seed=config.seed, iterations=last["iteration"], games=last["games"],
-               positions=last["positions"])
+    row.update(seed=config.seed, iterations=last[ms.ITERATION.name],
+               games=last[ms.GAMES.name], positions=last[ms.POSITIONS.name])
     if can_be_perfect:
-        first = next((r for r in records if r.get("perfect")), None)
+        first = next((r for r in records if r.get(ms.PERFECT.name)), None)
         reached = first or last
         row[REACHED] = int(first is not None)
-        row["iterations_to_perfect"] = reached["iteration"]
-        row["games_to_perfect"] = reached["games"]
-        row["seconds_to_perfect"] = round(reached["wall_time"], 2)
-    evaluated = next((r for r in reversed(records) if "perfect" in r), {})
-    row.update({k: v for k, v in evaluated.items()
-                if k.startswith(("net_", "search_", "vs ")) and k != "perfect"})
+        row["iterations_to_perfect"] = reached[ms.ITERATION.name]
+        row["games_to_perfect"] = reached[ms.GAMES.name]
+        row["seconds_to_perfect"] = round(reached[ms.WALL_TIME.name], 2)
+    evaluated = next((r for r in reversed(records) if ms.PERFECT.name in r), {})
+    scores = tuple(f.prefix for f in ms.FAMILIES if f is not ms.MARGIN)
+    row.update({k: v for k, v in evaluated.items() if k.startswith(scores)})
     row["run_dir"] = name
     return row
 
@@ -216,8 +220,11 @@ def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> S
     plot_sweep(text_rows, params, metrics, out_dir / PLOT_FILE,
                title=f"{base.program.game}: {len(rows)} runs")
     if write is not None:
+        # The headline: the first metric (time to perfect play where the game has one).
+        top = best_config(table, metrics[0]) if metrics and len(table) > 1 else None
+        headline = f"; best {metrics[0]}: {top['config']}" if top else ""
         write(f"wrote {out_dir / RESULTS_FILE} ({len(table)} configurations, {len(rows)} "
-              f"runs) and {out_dir / PLOT_FILE}")
+              f"runs) and {out_dir / PLOT_FILE}{headline}")
     return SweepResult([], 0, 0, table, markdown_table(table, params, metrics))
 
 
@@ -273,7 +280,10 @@ def run_sweep(
     groups = group_experiments(experiments)
     mine = split_shards(groups, shard[1])[shard[0] - 1]
     runs = out_dir / RUNS_DIR
-    todo = [g for g in mine if not all(run_finished(runs / e.run_name) for e in g.experiments)]
+    run_dirs = {e.run_name: RunDir.open(runs / e.run_name)
+                for g in mine for e in g.experiments}
+    todo = [g for g in mine if not all(run_finished(run_dirs[e.run_name])
+                                       for e in g.experiments)]
     skipped = sum(g.size for g in mine) - sum(g.size for g in todo)
     say(f"sweep: {len(experiments)} experiments in {len(groups)} compile groups; "
         f"shard {shard[0]}/{shard[1]}: {sum(g.size for g in mine)} experiments, "
@@ -283,7 +293,7 @@ def run_sweep(
         say(f"group {number}/{len(todo)} ({group.id}): {group.size} experiments as one "
             f"vmapped program: {shown}; seeds {sorted({e.seed for e in group.experiments})}")
         train_group([e.config for e in group.experiments],
-                    [runs / e.run_name for e in group.experiments], progress=say,
+                    [run_dirs[e.run_name] for e in group.experiments], progress=say,
                     on_iteration=on_iteration)
     result = merge(out_dir, write=say)
     result.groups_run = [g.id for g in todo]

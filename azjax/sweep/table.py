@@ -10,10 +10,50 @@ from pathlib import Path
 from typing import Any
 
 from azjax.evaluation.stats import mean_ci
+from azjax.run import metric_schema as ms
 
 REACHED = "reached_perfect"
 TIME_METRICS = ("games_to_perfect", "iterations_to_perfect")
 """Censored metrics: a run that never gets there counts its budget and `reached_perfect=0`."""
+
+
+def better(metric: str) -> str:
+    """Which way a column of the table is better: a time to perfect play lower, a
+    metric of the runs' records as `azjax.run.metric_schema` says (NONE for others).
+
+    Args:
+      metric: a metric column ('games_to_perfect', 'net_optimal_share', ...).
+
+    Returns:
+      `ms.HIGHER`, `ms.LOWER` or `ms.NONE`.
+    """
+    if metric in TIME_METRICS:
+        return ms.LOWER
+    return ms.metric(metric).better if ms.is_known(metric) else ms.NONE
+
+
+def best_config(table: Sequence[dict[str, Any]], metric: str) -> dict[str, Any] | None:
+    """The configuration of `table` (`results_table`) with the best mean of `metric`.
+
+    A time to perfect play counts the budget for a seed that never got there, so there
+    the configuration where the most seeds got there wins, and the mean decides among
+    equals.
+
+    Args:
+      table: rows of `results_table`.
+      metric: one of its metric columns.
+
+    Returns:
+      The best row (the first of equals), or None where the metric has no better
+      direction or no row has a mean of it.
+    """
+    rows = [r for r in table if not math.isnan(r.get(f"{metric}_mean", math.nan))]
+    if not rows or better(metric) == ms.NONE:
+        return None
+    if metric in TIME_METRICS:
+        return min(rows, key=lambda r: (-r.get(REACHED, r["seeds"]) / r["seeds"],
+                                        r[f"{metric}_mean"]))
+    return ms.best(rows, metric, lambda r: r[f"{metric}_mean"])
 
 
 def param_columns(header: Sequence[str]) -> list[str]:
@@ -88,7 +128,8 @@ def markdown_table(table: Sequence[dict[str, Any]], params: Sequence[str],
             cells.append(f"{row[REACHED]}/{row['seeds']}")
         for m in metrics:
             mean, high = row[f"{m}_mean"], row[f"{m}_ci_high"]
-            if "share" in m or "accuracy" in m:  # in percent, two decimals
+            if m not in TIME_METRICS and ms.is_known(m) and ms.metric(m).unit == ms.SHARE:
+                # in percent, two decimals
                 text = f"{100 * mean:.2f}%"
                 if not math.isnan(high):
                     text += f" ± {100 * (high - mean):.2f}"
