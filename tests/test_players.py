@@ -29,7 +29,7 @@ from azjax.core.search import SearchConfig, make_search_fn, masked_logits, mixed
 from azjax.core.selfplay import SelfPlayConfig
 from azjax.evaluation.baselines import random_player, rollout_mcts_player, solver_player
 from azjax.evaluation.match import play_match
-from azjax.evaluation.player_specs import game_of, make_player, parse_spec
+from azjax.evaluation.player_specs import game_of, make_player
 from azjax.evaluation.rollout_mcts import (
     UCTConfig,
     make_uct_search,
@@ -37,6 +37,7 @@ from azjax.evaluation.rollout_mcts import (
     uct_actions,
 )
 from azjax.run import checkpoint as ckpt
+from azjax.run.specs import parse_spec
 from envs import coin_split
 from envs import tictactoe_minimax as ttt_solver
 from envs.connect_four import state_from_moves
@@ -698,7 +699,9 @@ def test_parse_spec():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("minimax:3", r"unknown player 'minimax:3': the kind must be one of random, solver, mcts"),
+    ("minimax:3", (r"unknown player 'minimax:3': the kind must be one of alphabeta, "
+                   r"alphago, alphazero, gnugo, mcts, network, random, solver$")),
+    ("random:3", r"'random' takes no argument"),
     ("mcts", r"'mcts' needs an argument \('mcts:...'\)"),
     ("network", r"'network' needs an argument"),
     ("alphabeta:", r"'alphabeta' needs an argument"),
@@ -726,7 +729,7 @@ def test_make_player_errors(ttt, text, message):
 
 
 def test_make_player_baselines(ttt, monkeypatch):
-    import azjax.evaluation.player_specs
+    import azjax.evaluation.baselines
 
     assert make_player("mcts:50", ttt).name == "mcts:50"
     assert make_player("mcts:50", ttt, name="uct").name == "uct"
@@ -742,14 +745,14 @@ def test_make_player_baselines(ttt, monkeypatch):
     # the simulation count and c reach the rollout MCTS (c defaults to sqrt(2)), and the
     # player it builds is the one returned
     calls, built = [], []
-    original = azjax.evaluation.player_specs.rollout_mcts_player
+    original = azjax.evaluation.baselines.rollout_mcts_player
 
     def spy(*args):
         calls.append(args)
         built.append(original(*args))
         return built[-1]
 
-    monkeypatch.setattr(azjax.evaluation.player_specs, "rollout_mcts_player", spy)
+    monkeypatch.setattr(azjax.evaluation.baselines, "rollout_mcts_player", spy)
     tuned, default = make_player("mcts:20,c=0.5", ttt), make_player("mcts:7", ttt, name="m")
     assert calls == [(ttt, 20, 0.5, "mcts:20,c=0.5"), (ttt, 7, math.sqrt(2), "m")]
     assert tuned is built[0] and default is built[1]

@@ -1,9 +1,9 @@
 """Minimax and alpha-beta search on the host, with the JAX games for the rules.
 
-A baseline opponent: depth-limited negamax with alpha-beta pruning, recursing in Python.
-Each expanded node costs one jitted call that steps every action at once and returns the
-children with their results and heuristic values; the recursion works on host (numpy)
-copies of the child states.
+A baseline opponent (the player kind `alphabeta:D[,eval=lines|zero]`): depth-limited
+negamax with alpha-beta pruning, recursing in Python. Each expanded node costs one jitted
+call that steps every action at once and returns the children with their results and
+heuristic values; the recursion works on host (numpy) copies of the child states.
 
 Conventions (shared by `minimax`, `alphabeta` and `alphabeta_player`):
 
@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax.core.players import Player
+from azjax.run.specs import PlayerKind, PlayerSpec, choice, number, register_player
 from envs import Env, State, lines
 
 EvalFn = Callable[[chex.Array], chex.Array]
@@ -264,3 +265,17 @@ def alphabeta_player(
         return actions
 
     return Player(name=name or f"alphabeta:{depth}", policy=policy, jittable=False)
+
+
+def _from_spec(spec: PlayerSpec, env: Env, name: str) -> Player:
+    make_eval = spec.values.get("eval")  # none: the game's default
+    eval_fn = None if make_eval is None else make_eval(env)
+    return alphabeta_player(env, spec.value, eval_fn=eval_fn, name=name)
+
+
+register_player(PlayerKind(
+    "alphabeta", "alphabeta:D[,eval=lines|zero]",
+    "minimax with alpha-beta pruning to depth D (host)", _from_spec,
+    arg=number("the depth", int),
+    options={"eval": choice("eval", {"lines": line_count_eval, "zero": lambda env: zero_eval},
+                            said="'lines' or 'zero'")}))

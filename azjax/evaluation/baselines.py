@@ -1,6 +1,7 @@
 """Baseline players that need no training: uniform random play, pure MCTS with random
-rollouts (UCT) and a game's exact solver. Alpha-beta is `azjax.evaluation.alphabeta`;
-the trained agent's players are `azjax.core.players`."""
+rollouts (UCT) and a game's exact solver, registered as the player kinds `random`,
+`mcts:N[,c=C]` and `solver` (`azjax.run.specs`). Alpha-beta is
+`azjax.evaluation.alphabeta`; the trained agent's players are `azjax.core.players`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import jax.numpy as jnp
 from azjax.core.players import Player
 from azjax.core.rollouts import uniform_choice, uniform_legal_actions
 from azjax.evaluation.rollout_mcts import UCTConfig, uct_actions
+from azjax.run.specs import PlayerKind, PlayerSpec, number, register_player
 from envs import Env, State
 
 
@@ -60,3 +62,23 @@ def solver_player(env: Env, name: str = "solver") -> Player:
         return uniform_choice(jnp.where(jnp.any(right, -1, keepdims=True), right, legal), key)
 
     return Player(name, policy)
+
+
+register_player(PlayerKind(
+    "random", "random", "uniform over legal moves",
+    lambda spec, env, name: random_player(name)))
+register_player(PlayerKind(
+    "solver", "solver", "exact solution (tic-tac-toe, coin splitting)",
+    lambda spec, env, name: solver_player(env, name)))
+
+
+def _mcts(spec: PlayerSpec, env: Env, name: str) -> Player:
+    return rollout_mcts_player(env, spec.value, spec.values.get("c", UCTConfig.exploration),
+                               name)
+
+
+register_player(PlayerKind(
+    "mcts", "mcts:N[,c=C]",
+    "pure MCTS with random rollouts, N simulations, UCB1 constant C", _mcts,
+    arg=number("the simulation count", int), options={"c": number("c")},
+    simulations=lambda spec: spec.value))

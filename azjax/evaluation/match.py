@@ -11,7 +11,8 @@ not replay one game and neither side gets the better openings.
 Two jittable players play the whole match as one compiled `lax.while_loop` over plies,
 compiled once per pair of policies and reused for any parameters; with a host player
 (alpha-beta, GNU Go) a host loop drives the games ply by ply and the host player sees only
-the games where it is to move (a `GnuGoFailed` from GNU Go gets the game's number).
+the games where it is to move (a `PlayerFailed` from it, such as GNU Go's `GnuGoFailed`,
+gets the game's number).
 
 `play_match(..., record=True)` also returns the moves of every game (`MatchResult.moves`,
 the random opening plies included) and the final states, for game records such as Go's
@@ -32,7 +33,7 @@ import numpy as np
 from azjax.core.players import Player, Policy, compiled
 from azjax.evaluation.ratings import score_to_elo
 from azjax.evaluation.stats import wilson_interval
-from azjax.go.gtp_client import GnuGoFailed
+from azjax.run.specs import PlayerFailed
 from envs import Env, State
 
 MAX_PLIES = 10_000
@@ -314,7 +315,7 @@ def _host_results(env: Env, players: tuple[Player, Player], key: chex.PRNGKey,
                 sub = jax.tree.map(lambda x: np.asarray(x)[index], states)
                 try:
                     actions[index] = np.asarray(player.act(sub, policy_key))
-                except GnuGoFailed as err:  # say which game of the match
+                except PlayerFailed as err:  # say which game of the match
                     raise err.in_game(int(index[err.batch_index]) + 1) from None
         if record:
             moves.append(np.where(terminated, -1, actions).astype(np.int32)[:, None])
@@ -355,6 +356,8 @@ def play_match(env: Env, player_a: Player, player_b: Player, key: chex.PRNGKey,
     Raises:
       ValueError: for a bad count, or (with `record`) a game that outlasted its env's
         `max_plies` in a compiled match, so that its moves could not all be kept.
+      PlayerFailed: (`azjax.run.specs`) from a host player that could not give a move,
+        naming the match's game.
     """
     if num_games < 1:
         raise ValueError(f"num_games must be >= 1, got {num_games}")

@@ -23,6 +23,8 @@ import subprocess
 import threading
 from collections.abc import Sequence
 
+from azjax.run.specs import PlayerFailed
+
 GNUGO_LOCATIONS = ("/usr/games/gnugo", "/usr/local/games/gnugo")
 GNUGO_ENV = "AZJAX_GNUGO"
 """An environment variable naming the GNU Go executable to use (a path, or a name looked
@@ -45,21 +47,10 @@ class GnuGoMissing(FileNotFoundError):
     """GNU Go is not installed."""
 
 
-class GnuGoFailed(ValueError):
+class GnuGoFailed(PlayerFailed):
     """GNU Go failed a move: one line naming the player, the game (once the match that
     plays it adds it, `in_game`) and move, and what GNU Go did. `batch_index`: where the
     failed game is in the batch the player was given."""
-
-    def __init__(self, player: str, move: int, why: str, batch_index: int = 0,
-                 game: int | None = None):
-        self.player, self.move, self.why = player, move, why
-        self.batch_index, self.game = batch_index, game
-        where = f"in game {game} at move {move}" if game is not None else f"at move {move}"
-        super().__init__(f"{player} failed {where}: {why}")
-
-    def in_game(self, game: int) -> "GnuGoFailed":
-        """The same failure naming `game`, the match's game number (from 1)."""
-        return GnuGoFailed(self.player, self.move, self.why, self.batch_index, game)
 
 
 def find_gnugo() -> str:
