@@ -26,7 +26,6 @@ import numpy as np
 from azjax.core.players import Player, compiled
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.match import play_match
-from azjax.go.gtp_client import GnuGoFailed
 from azjax.run.metric_schema import (
     EVALUATION_SHOWN,
     MARGIN,
@@ -41,6 +40,7 @@ from azjax.run.metric_schema import (
     moved_names,
     versus_key,
 )
+from azjax.run.specs import PlayerFailed
 from envs import Env, GroundTruth, GroundTruthSource
 
 __getattr__ = moved_names(__name__, {
@@ -172,10 +172,10 @@ def make_evaluator(env: Env) -> Evaluator:
 
 def versus(env: Env, player: Player, opponents: Sequence[Player], key: chex.PRNGKey,
            num_games: int, opening_plies: int = 0,
-           failed: Callable[[str, GnuGoFailed], None] | None = None) -> dict[str, float]:
+           failed: Callable[[str, PlayerFailed], None] | None = None) -> dict[str, float]:
     """`player`'s score against each opponent, as `{"vs <name>": score}` (one subkey
     each), and in a game decided by points its mean margin, `{"margin vs <name>": ...}`.
-    With `failed`, an opponent whose program fails (`GnuGoFailed`) is passed to
+    With `failed`, an opponent that fails a move (`PlayerFailed`, e.g. GNU Go's) is passed to
     `failed(name, error)` and left out; the others still play."""
     keys = jax.random.split(key, len(opponents))
     by_points = env.score_margin() is not None
@@ -184,7 +184,7 @@ def versus(env: Env, player: Player, opponents: Sequence[Player], key: chex.PRNG
         try:
             result = play_match(env, player, opponent, k, num_games, opening_plies,
                                 record=by_points)
-        except GnuGoFailed as err:
+        except PlayerFailed as err:
             if failed is None:
                 raise
             failed(opponent.name, err)
