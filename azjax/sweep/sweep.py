@@ -28,10 +28,10 @@ from typing import Any
 from azjax.driver.driver import train_group
 from azjax.driver.status import changed_settings, finished
 from azjax.evaluation.evaluators import make_evaluator
+from azjax.run import checkpoint as ckpt
 from azjax.run import metric_schema as ms
 from azjax.run.config import TrainConfig
 from azjax.run.progress import format_duration
-from azjax.run.run_dir import RunDir, RunDirError
 from azjax.sweep.grid import (
     Experiment,
     Group,
@@ -69,24 +69,23 @@ PLOT_FILE = "sweep.png"
 # ------------------------------------------------------------------------- runs on disk
 
 
-def _read_run(run_dir: RunDir | Path) -> tuple[TrainConfig, list[dict[str, Any]]] | None:
+def _read_run(run_dir: Path) -> tuple[TrainConfig, list[dict[str, Any]]] | None:
     """The config and records of a finished run: over by its own config (`finished`)
     with its final state checkpointed; None for a missing or cut-off run."""
     try:
-        run = RunDir.open(run_dir)
-        config = run.load_config()
-    except RunDirError:
+        config = ckpt.load_config(run_dir)
+    except ckpt.RunDirError:
         return None
-    records = run.read_metrics()
+    records = ckpt.read_metrics(run_dir)
     if not records:
         return None
     last = records[-1]["iteration"]
-    if not run.step_dir(last).is_dir():
+    if not (Path(run_dir) / ckpt.CHECKPOINT_DIR / str(last)).is_dir():
         return None
     return (config, records) if finished(config.run, records, last) else None
 
 
-def run_finished(run_dir: RunDir | Path) -> bool:
+def run_finished(run_dir: Path) -> bool:
     """Whether the run in `run_dir` is over by its own config (iterations, time, perfect
     play) with its final state checkpointed; False for a missing or cut-off run."""
     return _read_run(run_dir) is not None
@@ -95,7 +94,7 @@ def run_finished(run_dir: RunDir | Path) -> bool:
 def find_runs(root: Path) -> list[Path]:
     """The run directories (holding a config.json) below `root`, sorted. It does not look
     inside a run, where another process (a shard) may be writing a checkpoint."""
-    if RunDir(root).config_file.is_file():
+    if (root / ckpt.CONFIG_FILE).is_file():
         return [root]
     try:
         children = sorted(p for p in root.iterdir() if p.is_dir())
@@ -109,9 +108,8 @@ def run_row(run_dir: Path, paths: Sequence[str], can_be_perfect: bool,
     """One finished run as a row: the swept settings, seed, budget used, the first point
     of perfect play (censored at the end when never reached), the last evaluation and
     `name` (default: the run directory)."""
-    run = RunDir.open(run_dir)
-    return _row(run.load_config(), run.read_metrics(), paths, can_be_perfect,
-                name or str(run))
+    return _row(ckpt.load_config(run_dir), ckpt.read_metrics(run_dir), paths,
+                can_be_perfect, name or str(run_dir))
 
 
 def _row(config: TrainConfig, records: Sequence[dict[str, Any]], paths: Sequence[str],
@@ -280,10 +278,7 @@ def run_sweep(
     groups = group_experiments(experiments)
     mine = split_shards(groups, shard[1])[shard[0] - 1]
     runs = out_dir / RUNS_DIR
-    run_dirs = {e.run_name: RunDir.open(runs / e.run_name)
-                for g in mine for e in g.experiments}
-    todo = [g for g in mine if not all(run_finished(run_dirs[e.run_name])
-                                       for e in g.experiments)]
+    todo = [g for g in mine if not all(run_finished(runs / e.run_name) for e in g.experiments)]
     skipped = sum(g.size for g in mine) - sum(g.size for g in todo)
     say(f"sweep: {len(experiments)} experiments in {len(groups)} compile groups; "
         f"shard {shard[0]}/{shard[1]}: {sum(g.size for g in mine)} experiments, "
@@ -293,7 +288,7 @@ def run_sweep(
         say(f"group {number}/{len(todo)} ({group.id}): {group.size} experiments as one "
             f"vmapped program: {shown}; seeds {sorted({e.seed for e in group.experiments})}")
         train_group([e.config for e in group.experiments],
-                    [run_dirs[e.run_name] for e in group.experiments], progress=say,
+                    [runs / e.run_name for e in group.experiments], progress=say,
                     on_iteration=on_iteration)
     result = merge(out_dir, write=say)
     result.groups_run = [g.id for g in todo]
