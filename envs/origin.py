@@ -18,8 +18,8 @@ _LIBRARY_DIRS = tuple(
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _PLUMBING = tuple(_HERE + name for name in (
     "core.py", "state.py", "registry.py", "origin.py", "checker.py", "conformance.py",
-    "conformance_static.py", "conformance_games.py", "conformance_verdicts.py", "conformance_reference.py",
-    "conformance_pictures.py"))
+    "conformance_static.py", "conformance_games.py", "conformance_verdicts.py",
+    "conformance_reference.py", "conformance_pictures.py"))
 
 
 def user_frame(err: BaseException) -> str:

@@ -19,14 +19,13 @@ import envs
 from azjax.core import replay as replay_lib
 from azjax.core.learner import alphazero_loss, auxiliary_losses
 from azjax.core.networks import NetworkConfig, abstract_params, make_network
+from azjax.core.outcomes import assign_outcomes, first_finals
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig
 from azjax.core.selfplay import (
     SelfPlayConfig,
     Trajectory,
-    assign_outcomes,
     cheap_search_config,
-    first_finals,
     init_games,
     make_play_fn,
 )

@@ -29,13 +29,12 @@ from azjax.core import replay as replay_lib
 from azjax.core.iteration import init_train_state, make_iteration_fn
 from azjax.core.learner import LearnerConfig
 from azjax.core.networks import NetworkConfig
+from azjax.core.outcomes import assign_outcomes, first_finals
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig
 from azjax.core.selfplay import (
     SelfPlayConfig,
-    assign_outcomes,
     false_resignation_rate,
-    first_finals,
     init_games,
     make_play_fn,
 )

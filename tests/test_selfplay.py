@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 import envs
 from azjax.core import replay as replay_lib
 from azjax.core.networks import PolicyValueNet
+from azjax.core.outcomes import assign_outcomes
 from azjax.core.search import SearchConfig, make_search_fn
 from azjax.core.selfplay import (
     SelfPlayConfig,
     Trajectory,
-    assign_outcomes,
     init_games,
     make_play_fn,
 )

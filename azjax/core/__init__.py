@@ -5,9 +5,11 @@ Modules, in the order they build on each other:
 * `fields`: marks on config fields (which settings are traced values) and their checks.
 * `conv`, `networks`: the policy-value network (`NetworkConfig`, `PolicyValueNet`).
 * `game_hooks`: what a game's own hooks add to the search (score utility, futile moves).
-* `rollouts`, `search`: random playouts and the mctx search over any game (`SearchConfig`).
+* `rollouts`, `search_model`, `search`: random playouts, the game as mctx's model, and the
+  search over any game (`SearchConfig`).
 * `replay`: the on-device FIFO ring of positions.
 * `selfplay`: B games at once, S moves per call (`SelfPlayConfig`).
+* `outcomes`: each self-play position labelled with its game's outcome once it ended.
 * `learner`: the AlphaZero loss and its Optax settings (`LearnerConfig`).
 * `memory`: bytes a game, a search or a match needs, estimated from shapes alone.
 * `program`: `ProgramConfig`, everything the iteration is built from.

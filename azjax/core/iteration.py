@@ -29,13 +29,12 @@ from azjax.core import replay as replay_lib
 from azjax.core.game_hooks import board_cells
 from azjax.core.learner import alphazero_loss, auxiliary_losses, score_value_target
 from azjax.core.networks import init_params, make_network, observation_dtype
+from azjax.core.outcomes import assign_outcomes, first_finals
 from azjax.core.program import ProgramConfig, auxiliary_targets
 from azjax.core.search import SearchConfig, make_search_fn
 from azjax.core.selfplay import (
     Games,
-    assign_outcomes,
     cheap_search_config,
-    first_finals,
     init_games,
     make_play_fn,
 )
@@ -64,12 +63,22 @@ class TrainState:
 
 
 def init_train_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainState:
-    """A fresh run: random network, empty replay, new games; the key is consumed.
+    """A fresh run: random network, empty replay, new games.
 
     Built by one jitted program (run op by op, each of its hundreds of small ops would
-    be compiled on its own, a large share of a short run's start), compiled once per env object and compiled
-    settings: the traced ones (learning rate, search constants) are its arguments, so
-    the runs of a group or a sweep, which differ only in those and their seeds, share it."""
+    be compiled on its own, a large share of a short run's start), compiled once per env
+    object and compiled settings: the traced ones (learning rate, search constants) are
+    its arguments, so the runs of a group or a sweep, which differ only in those and
+    their seeds, share it.
+
+    Args:
+      env: the game.
+      config: the program (checked against `env` first).
+      key: PRNG key (consumed).
+
+    Returns:
+      The `TrainState` of iteration 0.
+    """
     config.check(env)
     return _fresh_state_program(env, config)(key, config.search, config.learner)
 
@@ -121,8 +130,18 @@ def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainSta
 
 
 def per_device(config: ProgramConfig, devices: int) -> ProgramConfig:
-    """The program one of `devices` devices runs: its share of the games, the replay
-    ring and the learner's batch (the sizes must divide: `azjax.run.devices.misfits`)."""
+    """The program one of `devices` devices runs: its share of the games, the replay ring
+    and the learner's batch.
+
+    Args:
+      config: the whole program; its sizes must divide by `devices`
+        (`azjax.run.devices.misfits` says which do not).
+      devices: the number of devices the iteration is split over.
+
+    Returns:
+      `config` with `num_games`, `batch_size` and `replay_capacity` divided; `config`
+      itself for one device.
+    """
     if devices == 1:
         return config
     return dataclasses.replace(
@@ -136,18 +155,35 @@ def per_device(config: ProgramConfig, devices: int) -> ProgramConfig:
 
 
 def device_key(key: chex.PRNGKey, devices: int) -> chex.PRNGKey:
-    """This device's own key from a key every device holds (under `shard_map` over
-    `DATA_AXIS`): its games and samples must differ from the others'. One device: `key`."""
+    """This device's own key from a key every device holds.
+
+    Each device's games and samples must differ from the others', so the key is folded
+    with the device's index along `DATA_AXIS` (call it under `shard_map`).
+
+    Args:
+      key: a PRNG key replicated on every device.
+      devices: the number of devices; with one, `key` itself.
+
+    Returns:
+      A PRNG key.
+    """
     return jax.random.fold_in(key, jax.lax.axis_index(DATA_AXIS)) if devices > 1 else key
 
 
 def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Callable:
-    """Returns the pure `iteration(train_state) -> (train_state, metrics)`.
+    """One training iteration (self-play, replay, gradient steps) as one pure function.
 
-    Metrics are device scalars: self-play outcome shares, game lengths, replay fill and,
-    with gradient steps, the loss terms averaged over the iteration's steps. With
-    `devices` > 1 it is one device's part of the iteration, to run under `shard_map` over
-    `DATA_AXIS`: its state holds that device's share of the games and the replay ring.
+    Args:
+      env: the game.
+      config: the program (checked against `env` first).
+      devices: with more than one, the function is one device's part of the iteration,
+        to run under `shard_map` over `DATA_AXIS`: its state holds that device's share of
+        the games and the replay ring, and the gradients are averaged by one all-reduce.
+
+    Returns:
+      `iteration(train_state) -> (train_state, metrics)`: metrics are () device scalars
+      by name (self-play outcome shares, game lengths, replay fill and, with gradient
+      steps, the loss terms averaged over the iteration's steps).
     """
     config.check(env)
     positions_per_iteration = config.positions_per_iteration

@@ -89,6 +89,10 @@ def alphazero_loss(
 ) -> LossInfo:
     """The AlphaZero loss of one batch.
 
+    Returns:
+      `LossInfo` of () float32 scalars: the total (value + policy + c * L2) and its
+      terms, with the policy's entropy for monitoring.
+
     Args:
       logits: [B, A] network policy logits (illegal actions included; pi is 0 there).
       value: [B] network value in [-1, 1].
@@ -136,7 +140,11 @@ def auxiliary_losses(heads: dict[str, chex.Array], ownership: chex.Array | None,
       score: [B] final score margin for player 0 (points), or None.
       player: [B] the player to move, whose view the heads take.
       weights: [B] per-example weights (0 masks an example out).
-      cells: the board's cells, the score's unit (the margin per cell is learned).
+      cells: the board's cells, the score's unit (the margin per cell is learned, so
+        that one scale fits every board size).
+
+    Returns:
+      head name -> () float32 loss, for the heads present in `heads`.
     """
     sign = jnp.where(player == 0, 1.0, -1.0)
     denom = jnp.maximum(jnp.sum(weights), 1.0)
@@ -154,10 +162,21 @@ def auxiliary_losses(heads: dict[str, chex.Array], ownership: chex.Array | None,
 
 def score_value_target(target: chex.Array, score: chex.Array, player: chex.Array,
                        known: chex.Array | None, mix: float, scale: float) -> chex.Array:
-    """The value target `target` [B] (the mover's view) mixed with the final score
-    margin `score` [B] (player 0's view, points) squashed by tanh(margin / `scale`):
-    `(1 - mix) * target + mix * tanh(...)`; where `known` [B] is False (a resigned
-    game, no final score) the target stays as it is."""
+    """The value target mixed with the squashed final score margin (KataGo's score utility).
+
+    Args:
+      target: (B,) float32: the value target, from the mover's view.
+      score: (B,) float32: the final score margin, from player 0's view (points).
+      player: (B,) int32: the player to move.
+      known: (B,) bool or None: False where the game has no final score (resigned);
+        the target stays as it is there.
+      mix: the margin's weight.
+      scale: points per unit of tanh.
+
+    Returns:
+      (B,) float32: `(1 - mix) * target + mix * tanh(margin / scale)`, the margin from
+      the mover's view.
+    """
     chex.assert_equal_shape([target, score, player])
     sign = jnp.where(player == 0, 1.0, -1.0)
     mixed = (1.0 - mix) * target + mix * jnp.tanh(score * sign / scale)

@@ -100,7 +100,15 @@ DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
 
 def input_planes(obs: chex.Array) -> chex.Array:
-    """Network input from observations [B, H, W, C] (bool planes) as float32."""
+    """The network's input from observations.
+
+    Args:
+      obs: (B, *observation_shape) observations (bool planes, or float32 for wrapped
+        pgx games).
+
+    Returns:
+      The same as float32.
+    """
     return obs.astype(jnp.float32)
 
 
@@ -193,25 +201,62 @@ class PolicyValueNet(nn.Module):
 
 
 def make_network(env: Env, config: NetworkConfig, gradients: bool = True) -> PolicyValueNet:
-    """The policy-value network for `env`'s actions, sized by `config`; `config.conv`
-    'auto' is resolved here, for the backend JAX runs on now and for whether the network
-    is differentiated or only runs forward (`resolve_conv`)."""
+    """The policy-value network for `env`'s actions, sized by `config`.
+
+    `config.conv` 'auto' is resolved here, when the network is built, because the best
+    convolution depends on the backend JAX runs on and on whether the network is
+    differentiated (`azjax.core.conv.resolve_conv`); the parameters are the same
+    whichever is chosen.
+
+    Args:
+      env: the game (its `num_actions` A).
+      config: the network's settings.
+      gradients: whether the network will be differentiated (the learner's) or only
+        run forward (search, evaluation, play).
+
+    Returns:
+      A `PolicyValueNet`: `apply(params, obs (B, *observation_shape)) -> (logits (B, A),
+      value (B,))`, and with `aux=True` a third output, the auxiliary heads by name.
+    """
     config = dataclasses.replace(config, conv=resolve_conv(config.conv, gradients))
     return PolicyValueNet(num_actions=env.num_actions, config=config)
 
 
 def observation_dtype(env: Env):
-    """The dtype of `env`'s observations (bool planes for our games; wrapped pgx games
-    may observe float32)."""
+    """The dtype of `env`'s observations, read from an abstract `env.init` (nothing runs).
+
+    Args:
+      env: the game.
+
+    Returns:
+      bool for the shipped games; wrapped pgx games may observe float32.
+    """
     return jax.eval_shape(env.init, jax.random.key(0)).observation.dtype
 
 
 def init_params(env: Env, config: NetworkConfig, key: chex.PRNGKey) -> chex.ArrayTree:
-    """Fresh parameters of `make_network(env, config)`; the key is consumed."""
+    """Fresh parameters of `make_network(env, config)`, auxiliary heads included.
+
+    Args:
+      env: the game.
+      config: the network's settings.
+      key: PRNG key (consumed).
+
+    Returns:
+      The parameter pytree.
+    """
     dummy = jnp.zeros((1, *env.observation_shape), observation_dtype(env))
     return make_network(env, config).init(key, dummy, aux=True)
 
 
 def abstract_params(env: Env, config: NetworkConfig) -> chex.ArrayTree:
-    """Shapes and dtypes (`jax.ShapeDtypeStruct`) of those parameters; nothing is built."""
+    """The shapes and dtypes of `init_params(env, config, key)`; nothing is built.
+
+    Args:
+      env: the game.
+      config: the network's settings.
+
+    Returns:
+      A pytree of `jax.ShapeDtypeStruct`.
+    """
     return jax.eval_shape(lambda key: init_params(env, config, key), jax.random.key(0))

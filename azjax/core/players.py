@@ -95,8 +95,16 @@ def network_player(apply_fn: ApplyFn, params: Any = None, name: str = "network",
                    greedy: bool = True) -> Player:
     """The policy head alone: its argmax over legal moves, or a sample from it.
 
-    `params` are the network's (`apply_fn(params, obs [B, ...]) -> (logits [B, A],
-    value [B])`).
+    Args:
+      apply_fn: `apply_fn(params, obs (B, *observation_shape)) -> (logits (B, A),
+        value (B,))`.
+      params: the network's parameters (None: bind them later with `with_params`).
+      name: the player's name.
+      greedy: argmax (True) or a sample from the policy.
+
+    Returns:
+      A `Player` whose `act(states (B,), key)` gives (B,) int32 actions and whose
+      `value` is the network's value (B,).
     """
 
     def policy(params, states: State, key: chex.PRNGKey) -> chex.Array:
@@ -111,13 +119,24 @@ def network_player(apply_fn: ApplyFn, params: Any = None, name: str = "network",
 
 def search_player(env: Env, apply_fn: ApplyFn, params: Any, search: SearchConfig,
                   name: str = "alphazero", greedy: bool = True) -> Player:
-    """Network + mctx search (PUCT or Gumbel, any budget; AlphaGo leaf mix when the
-    config's `rollout_lambda > 0`). Greedy: root noise off and the search's own choice;
-    otherwise a sample from the search policy, noise on.
+    """Network + mctx search (PUCT or Gumbel, any budget; AlphaGo leaf mix when the config's
+    `rollout_lambda > 0`).
 
-    The player's params are `AgentParams(network params, search.as_arrays())`; another
+    The player's params are `AgentParams(network params, search.as_arrays())`, so a
     search config with the same compiled-in settings can be swapped in with
     `with_params` without compiling again.
+
+    Args:
+      env: the game.
+      apply_fn: the network, as for `network_player`.
+      params: the network's parameters.
+      search: the search's settings.
+      name: the player's name.
+      greedy: root noise off and the search's own choice (True), or a sample from the
+        search policy with the noise on.
+
+    Returns:
+      A `Player` whose `act(states (B,), key)` gives (B,) int32 actions.
     """
     search_fn = make_search_fn(env, apply_fn, search)
 

@@ -61,9 +61,25 @@ def init(
     full_search: bool = False,
     has_final: bool = False,
 ) -> ReplayState:
-    """An empty ring of `capacity` positions (observations stored as `observation_dtype`),
-    with the optional fields of `Positions` where asked for: `ownership_cells` > 0 (the
-    cells of the ownership target), `score`, `full_search`, `has_final`."""
+    """An empty ring of `capacity` positions.
+
+    The optional fields of `Positions` are allocated only where asked for, so a program
+    that does not train a target pays no memory for it.
+
+    Args:
+      capacity: positions the ring holds (N).
+      observation_shape: the game's observation shape.
+      num_actions: A.
+      observation_dtype: the dtype observations are stored as.
+      ownership_cells: > 0 for an `ownership` target of (N, cells) int8.
+      score: whether to hold a `score` target (N,) float32.
+      full_search: whether to hold `full_search` (N,) bool (playout cap randomisation).
+      has_final: whether to hold `has_final` (N,) bool (auxiliary targets with
+        resignation).
+
+    Returns:
+      A `ReplayState` with `data` of leading axis (N,) and `size` 0.
+    """
     if capacity < 1:
         raise ValueError(f"replay capacity must be >= 1, got {capacity}")
     data = Positions(
@@ -84,7 +100,15 @@ def init(
 
 
 def add(replay: ReplayState, positions: Positions) -> ReplayState:
-    """Writes `positions` [N] (N <= capacity) at the ring head, overwriting the oldest."""
+    """Writes `positions` at the ring head, overwriting the oldest.
+
+    Args:
+      replay: the ring (capacity C).
+      positions: (N, ...) with N <= C, of the same structure as `replay.data`.
+
+    Returns:
+      The ring with them written and its head and size moved on.
+    """
     n = positions.player.shape[0]
     capacity = replay.capacity
     if n > capacity:
@@ -101,9 +125,19 @@ def add(replay: ReplayState, positions: Positions) -> ReplayState:
 
 def discounted(outcome_p0: chex.Array, player: chex.Array, length: chex.Array,
                ply: chex.Array, discount: float) -> chex.Array:
-    """The value target of positions: `outcome_p0` (the result for player 0) from the
-    view of `player`, times `discount` to the power of the plies from the position (at
-    `ply`) to the game's end (`length` plies); exactly the result when discount is 1."""
+    """The value target of positions, from the view of the player to move.
+
+    Args:
+      outcome_p0: (N,) float32: the game's result for player 0.
+      player: (N,) int32: the player to move at each position.
+      length: (N,) int32: the game's plies.
+      ply: (N,) int32: the position's ply.
+      discount: per-ply discount; 1 gives exactly the result.
+
+    Returns:
+      (N,) float32: the result from `player`'s view times `discount` to the power of
+      the plies from the position to the game's end.
+    """
     z = outcome_p0 * jnp.where(player == 0, 1.0, -1.0)
     if discount == 1.0:
         return z
@@ -116,11 +150,19 @@ def resolve(replay: ReplayState, slot_ended: chex.Array, slot_outcome: chex.Arra
     """Fills in z for the pending positions of games that have just ended.
 
     Each slot plays one game at a time, so a slot's pending positions all belong to its
-    current game. `slot_ended` bool [S] says which slots' games ended; `slot_outcome`
-    float32 [S] is that game's result for player 0 and `slot_length` int32 [S] its plies
-    (needed only with a `discount` below 1, see `discounted`). `slot_final` holds the
-    ended games' auxiliary targets by field name ('ownership' [S, cells], 'score' [S]),
-    written to those positions too.
+    current game: the slot alone says which game a position is from.
+
+    Args:
+      replay: the ring.
+      slot_ended: (S,) bool: which slots' games ended.
+      slot_outcome: (S,) float32: that game's result for player 0.
+      slot_length: (S,) int32: its plies; needed only with a `discount` below 1.
+      discount: per-ply discount of the outcome (`discounted`).
+      slot_final: the ended games' auxiliary targets by field name ('ownership'
+        (S, cells), 'score' (S,)), written to those positions too.
+
+    Returns:
+      The ring with those positions' `z` and `has_z` (and targets) set.
     """
     data = replay.data
     slot = jnp.clip(data.slot, 0, slot_ended.shape[0] - 1)
@@ -141,7 +183,14 @@ def resolve(replay: ReplayState, slot_ended: chex.Array, slot_outcome: chex.Arra
 
 
 def num_sampleable(replay: ReplayState) -> chex.Array:
-    """How many positions have a known outcome."""
+    """How many positions have a known outcome.
+
+    Args:
+      replay: the ring.
+
+    Returns:
+      () int32.
+    """
     return jnp.sum(replay.data.has_z)
 
 
@@ -153,9 +202,18 @@ def sample(
 ) -> Positions:
     """Uniformly samples `batch_size` positions with known z (with replacement).
 
-    With `symmetries`, each sample gets an independent uniformly random symmetry of the
-    game. If nothing is sampleable yet, entries are drawn from the whole ring and have
-    `has_z` False, so callers can mask them out.
+    If nothing is sampleable yet, entries are drawn from the whole ring and have `has_z`
+    False, so that the compiled program needs no branch and callers mask them out.
+
+    Args:
+      replay: the ring.
+      key: PRNG key (consumed).
+      batch_size: M.
+      symmetries: with them, each sample gets an independent uniformly random symmetry
+        of the game (augmentation on sampling).
+
+    Returns:
+      `Positions` of leading axis (M,), e.g. `observation` (M, *observation_shape).
     """
     index_key, sym_key = jax.random.split(key)
     weights = replay.data.has_z.astype(jnp.float32)
@@ -171,7 +229,16 @@ def sample(
 
 
 def transformed(positions: Positions, symmetries: Symmetries, g: chex.Array) -> Positions:
-    """`positions` [N] under symmetries `g` [N]: observations, policies and ownership maps."""
+    """`positions` under one symmetry each: observations, policies and ownership maps.
+
+    Args:
+      positions: (N, ...) positions.
+      symmetries: the game's symmetry group.
+      g: (N,) int32: the symmetry applied to each position.
+
+    Returns:
+      The transformed positions, same shapes.
+    """
     changes = {}
     if positions.ownership is not None:
         changes["ownership"] = jax.vmap(lambda o, gi: o[symmetries.cell_perm[gi]])(
@@ -184,7 +251,15 @@ def transformed(positions: Positions, symmetries: Symmetries, g: chex.Array) -> 
 
 
 def augment_all(positions: Positions, symmetries: Symmetries) -> Positions:
-    """Every symmetric copy of every position: [N] -> [G * N] (for 8x-on-write)."""
+    """Every symmetric copy of every position (augmentation on writing).
+
+    Args:
+      positions: (N, ...) positions.
+      symmetries: the game's symmetry group, of size G.
+
+    Returns:
+      (G * N, ...) positions, the copies of symmetry g at [g * N, (g + 1) * N).
+    """
     g = jnp.arange(symmetries.size)
 
     def one(gi):

@@ -1,10 +1,8 @@
 """mctx search over any env with a policy-value network.
 
-The env itself is the model: `make_recurrent_fn` steps the real game and evaluates the new
-positions with a leaf function (the network here; random playouts in `azjax.evaluation.rollout_mcts`).
-Illegal actions are masked at every node (mctx masks only the root), and the two-player
-sign convention is `discount = -1` (the next node's value is from the opponent's view;
-`-SearchConfig.discount` with a per-ply discount) and 0 once the game has ended.
+The env itself is the model (`azjax.core.search_model`): `make_recurrent_fn` steps the
+real game and evaluates the new positions with the network, masking illegal actions at
+every node.
 
 AlphaGo-style leaf evaluation: with `rollout_lambda > 0` a leaf's value is
 `(1 - lambda) * network value + lambda * z`, z the result of one uniformly random
@@ -23,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Sequence
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import chex
 import jax
@@ -38,18 +36,16 @@ from azjax.core.fields import (
     setting_types,
     traced,
 )
-from azjax.core.game_hooks import (
-    ApplyFn,
-    EndUtility,
-    MoveMask,
-    legal_moves,
-    score_utility,
-    without_futile,
+from azjax.core.game_hooks import ApplyFn, legal_moves, score_utility, without_futile
+from azjax.core.search_model import (  # noqa: F401 - LeafFn is re-exported
+    LeafFn,
+    make_recurrent_fn,
+    masked_logits,
+    mixed_value,
+    symmetric_apply,
 )
-from azjax.core.rollouts import random_playout
 from envs import Env, State
 
-LeafFn = Callable[[chex.ArrayTree, chex.PRNGKey, State], tuple[chex.Array, chex.Array]]
 POLICIES = ("puct", "gumbel")
 
 
@@ -193,89 +189,26 @@ def deterministic(search: SearchConfig) -> SearchConfig:
                           gumbel_scale=jnp.zeros_like(search.gumbel_scale))
 
 
-def masked_logits(logits: chex.Array, legal: chex.Array) -> chex.Array:
-    """Logits with illegal actions set to the lowest finite value (never -inf)."""
-    return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
-
-
-def mixed_value(env: Env, value: chex.Array, states: State, rollout_lambda: chex.Array,
-                key: chex.PRNGKey) -> chex.Array:
-    """`(1 - lambda) * value + lambda * playout result` [B]; no playout when lambda is 0."""
-    playout = jax.lax.cond(
-        rollout_lambda > 0,
-        lambda: random_playout(env, states, key),
-        lambda: jnp.zeros_like(value),
-    )
-    return (1.0 - rollout_lambda) * value + rollout_lambda * playout
-
-
-def symmetric_apply(env: Env, apply_fn: ApplyFn) -> ApplyFn:
-    """`apply_fn` averaged over `env.symmetries`: each observation is transformed by every
-    symmetry g, the G copies go through the network in one batch, and the result is the
-    mean of their values and of their log-policies mapped back to the position's own
-    actions. The averaged network is exactly invariant (value) and equivariant (policy)
-    under the group; with the identity alone it is `apply_fn` itself."""
-    symmetries = env.symmetries
-    size = symmetries.size
-    if size == 1:
-        return apply_fn
-
-    def transform(obs: chex.Array) -> chex.Array:
-        return jax.vmap(lambda g: symmetries.observation(obs, g))(jnp.arange(size))
-
-    def averaged(params, obs: chex.Array) -> tuple[chex.Array, chex.Array]:
-        batch = obs.shape[0]
-        copies = jax.vmap(transform, out_axes=1)(obs)  # [G, B, *obs_shape]
-        logits, value = apply_fn(params, copies.reshape(size * batch, *obs.shape[1:]))
-        log_policy = jax.nn.log_softmax(logits.reshape(size, batch, -1))
-        # copy g's entry for action a of the original position sits at a's image under g
-        back = jnp.take_along_axis(log_policy, symmetries.inverse_action_perm[:, None, :],
-                                   axis=2)
-        return back.mean(axis=0), value.reshape(size, batch).mean(axis=0)
-
-    return averaged
-
-
-def make_recurrent_fn(env: Env, leaf_fn: LeafFn, discount: float = 1.0,
-                      end_utility: EndUtility | None = None,
-                      playable: MoveMask = legal_moves) -> mctx.RecurrentFn:
-    """The mctx model of `env`: step the game, evaluate the new positions with `leaf_fn`.
-
-    `leaf_fn(params, key, states [B]) -> (prior logits [B, A], value [B])` sees the
-    search's `params` and a fresh key; priors are masked to the `playable` moves (by
-    default the legal ones) and a finished
-    game is worth 0 (its result was paid as the reward of the move that ended it, plus
-    `end_utility(mover [B], finished states [B])` where given). A child's value reaches
-    its parent times `-discount` (the opponent's view, one ply on).
-    """
-
-    def recurrent_fn(params, rng_key, action, state: State):
-        mover = state.current_player
-        next_state = jax.vmap(env.step)(state, action)
-        logits, value = leaf_fn(params, rng_key, next_state)
-        reward = jnp.take_along_axis(next_state.rewards, mover[:, None], axis=1)[:, 0]
-        ended = next_state.terminated
-        if end_utility is not None:
-            reward = reward + jnp.where(ended, end_utility(mover, next_state), 0.0)
-        output = mctx.RecurrentFnOutput(
-            reward=reward,
-            discount=jnp.where(ended, 0.0, -discount),
-            prior_logits=masked_logits(logits, playable(next_state)),
-            value=jnp.where(ended, 0.0, value),
-        )
-        return output, next_state
-
-    return recurrent_fn
-
-
 def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
-    """Returns `search(params, search, key, states) -> mctx.PolicyOutput`.
+    """The compiled-in search of `config` over `env`'s games.
 
-    With `config.average_symmetries` the network is `symmetric_apply(env, apply_fn)`.
-    `states` is a batch of live States [B]; `search` is a `SearchConfig` with the
-    compiled-in settings of `config` (its traced ones may be arrays); the key is
-    consumed. With PUCT the root prior gets Dirichlet noise (set `dirichlet_fraction=0`
-    to switch it off).
+    With `config.average_symmetries` the network is `symmetric_apply(env, apply_fn)`;
+    with PUCT the root prior gets Dirichlet noise (`dirichlet_fraction=0` switches it
+    off).
+
+    Args:
+      env: the game.
+      apply_fn: `apply_fn(params, obs (B, *observation_shape)) -> (logits (B, A),
+        value (B,))`, the network.
+      config: the search's settings; the untraced ones (policy, simulations, ...) are
+        compiled in.
+
+    Returns:
+      `search(params, search, key, states) -> mctx.PolicyOutput`, where `search` is a
+      `SearchConfig` agreeing with `config` on the compiled-in settings (its traced ones
+      may be () float32 arrays, `SearchConfig.as_arrays`), `key` is consumed and `states`
+      is a batch (B,) of live states. The output's `action` is (B,) int32 and its
+      `action_weights` (B, A) float32.
     """
     config.validate()
     rollouts = config.rollout_lambda > 0
@@ -337,26 +270,61 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
 
 
 def root_value(output: mctx.PolicyOutput) -> chex.Array:
-    """The search's value of each root [B], from the mover's point of view."""
+    """The search's value of each root.
+
+    Args:
+      output: the search's output for B roots.
+
+    Returns:
+      (B,) float32, from the mover's point of view.
+    """
     return output.search_tree.summary().value
 
 
 def visit_counts(output: mctx.PolicyOutput) -> chex.Array:
-    """Root visit counts [B, A]."""
+    """The visit count of each root move.
+
+    Args:
+      output: the search's output for B roots.
+
+    Returns:
+      (B, A) int32.
+    """
     return output.search_tree.summary().visit_counts
 
 
 def root_q(output: mctx.PolicyOutput) -> chex.Array:
-    """The search's value of each root move [B, A], from the mover's point of view (0
-    where a move was not visited)."""
+    """The search's value of each root move.
+
+    Args:
+      output: the search's output for B roots.
+
+    Returns:
+      (B, A) float32, from the mover's point of view; 0 where a move was not visited.
+    """
     summary = output.search_tree.summary()
     return jnp.where(summary.visit_counts > 0, summary.qvalues, 0.0)
 
 
 def principal_variation(output: mctx.PolicyOutput, first: chex.Array,
                         length: int) -> chex.Array:
-    """The search's expected line of play [B, length]: `first` [B], then at each node the
-    most visited child; -1 past the end of what the search explored."""
+    """The search's expected line of play: `first`, then the most visited child of each node.
+
+    Args:
+      output: the search's output for B roots.
+      first: (B,) int32: the first move of each line (e.g. the move played).
+      length: how many plies the line holds.
+
+
+    Args:
+      config: the search's settings (its `policy` decides which choice).
+      output: the search's output for B roots.
+
+    Returns:
+      (B,) int32 actions.
+    Returns:
+      (B, length) int32 actions; -1 past the end of what the search explored.
+    """
     tree = output.search_tree
 
     def line(children_index, children_visits, first):
@@ -375,7 +343,7 @@ def principal_variation(output: mctx.PolicyOutput, first: chex.Array,
 
 
 def greedy_action(config: SearchConfig, output: mctx.PolicyOutput) -> chex.Array:
-    """The search's deterministic choice [B]: most visits (PUCT) or the Gumbel winner.
+    """The search's deterministic choice: most visits (PUCT) or the Gumbel winner.
 
     With `gumbel_scale=0` the Gumbel winner is deterministic too.
     """

@@ -133,7 +133,16 @@ class Trajectory:
 
 
 def tree_select(mask: chex.Array, on_true, on_false):
-    """Per-example `where` over batched pytrees: mask [B] selects along axis 0."""
+    """Per-example `where` over batched pytrees.
+
+    Args:
+      mask: (B,) bool: which examples come from `on_true`.
+      on_true: a pytree of (B, ...) arrays.
+      on_false: a pytree of the same structure and shapes.
+
+    Returns:
+      The pytree whose example b is `on_true`'s where `mask[b]`, else `on_false`'s.
+    """
 
     def select(a, b):
         m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
@@ -143,7 +152,18 @@ def tree_select(mask: chex.Array, on_true, on_false):
 
 
 def init_games(env: Env, key: chex.PRNGKey, config: SelfPlayConfig) -> Games:
-    """`config.num_games` fresh games [B]."""
+    """`config.num_games` fresh games, each with its number of random opening plies.
+
+    Args:
+      env: the game.
+      key: PRNG key (consumed).
+      config: the self-play settings (B = `num_games`).
+
+    Returns:
+      `Games` of batch (B,): states from `env.init`, `opening_length` (B,) int32 drawn
+      uniformly from 0..`random_opening_moves`, and with resignation on, `no_resign`
+      (B,) bool and `would_resign` (B,) int32 (-1).
+    """
     # (JAX's threefry keys split prefix-stably: the first two keys are those of a split
     # in two, so resignation leaves the games' other draws as they were.)
     keys = jax.random.split(key, 3 if config.resigns else 2)
@@ -163,15 +183,25 @@ def init_games(env: Env, key: chex.PRNGKey, config: SelfPlayConfig) -> Games:
 
 
 def cheap_search_config(search_config: SearchConfig, config: SelfPlayConfig) -> SearchConfig:
-    """The search of playout cap randomisation's cheap moves: `config.cheap_simulations`
-    simulations (Gumbel considers at most as many actions)."""
+    """The search of playout cap randomisation's cheap moves.
+
+    Gumbel considers at most as many actions as it has simulations, so
+    `max_num_considered_actions` is capped at `config.cheap_simulations`.
+
+    Args:
+      search_config: the full search's settings.
+      config: the self-play settings (`cheap_simulations`).
+
+    Returns:
+      `search_config` with `config.cheap_simulations` simulations.
+    """
     sims = config.cheap_simulations
     return dataclasses.replace(
         search_config, num_simulations=sims,
         max_num_considered_actions=min(search_config.max_num_considered_actions, sims))
 
 
-def split_full_and_cheap(key: chex.PRNGKey, config: SelfPlayConfig
+def _split_full_and_cheap(key: chex.PRNGKey, config: SelfPlayConfig
                          ) -> tuple[chex.Array, chex.Array]:
     """A uniformly random split of the B games into those searched in full and the rest.
 
@@ -188,17 +218,28 @@ def split_full_and_cheap(key: chex.PRNGKey, config: SelfPlayConfig
 
 def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfPlayConfig,
                  cheap_search_fn=None, finals: dict | None = None):
-    """Returns `play(params, search, key, games) -> (games, Trajectory)`.
+    """Self-play of B games at once, S moves per call, in one compiled program.
 
-    `search_fn` is `azjax.core.search.make_search_fn(env, apply_fn, search_config)` and
-    `search` the `SearchConfig` it is called with (traced settings as arrays). `games`
-    [B] are live; the returned ones are live too (ended games were replaced by new
-    ones). The key is consumed. With `config.full_search_prob` < 1, `cheap_search_fn`
-    is the same built from `cheap_search_config`, and positions record `full_search`.
-    `finals` maps names of `Positions`' auxiliary fields to functions of one state
-    (`Env.ownership`, `Env.score_margin`): the trajectory records them at every game end;
-    with resignation, positions also get `has_final` (False for games that ended by
-    resignation, whose auxiliary targets are then unknown).
+    Games that end are replaced by new ones in their slot, so every call returns live
+    games and the batch never shrinks.
+
+    Args:
+      env: the game.
+      search_fn: `azjax.core.search.make_search_fn(env, apply_fn, search_config)`.
+      search_config: the settings `search_fn` was built with.
+      config: the self-play settings (B = `num_games`, S = `steps_per_iteration`).
+      cheap_search_fn: with `config.full_search_prob` < 1, the same built from
+        `cheap_search_config`; positions then record `full_search`.
+      finals: names of `Positions`' auxiliary fields -> functions of one state
+        (`Env.ownership`, `Env.score_margin`), recorded at every game end; with
+        resignation positions also get `has_final` (False for games that ended by
+        resignation, whose auxiliary targets are unknown).
+
+    Returns:
+      `play(params, search, key, games) -> (games, Trajectory)`: `search` is the
+      `SearchConfig` the search is called with (traced settings as arrays), `key` is
+      consumed, `games` are B live `Games`; the `Trajectory` has leading axes (S, B), e.g.
+      `positions.observation` (S, B, *observation_shape) and `ended` (S, B) bool.
     """
     config.validate()
     num_games = config.num_games
@@ -220,7 +261,7 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
 
     def capped_search(params, search, key, states):
         split_key, full_key, cheap_key = jax.random.split(key, 3)
-        full_games, cheap_games = split_full_and_cheap(split_key, config)
+        full_games, cheap_games = _split_full_and_cheap(split_key, config)
         pick = lambda games: jax.tree.map(lambda x: x[games], states)
         outputs = (searched(search_fn, search_config, params, search, full_key,
                             pick(full_games)),
@@ -287,10 +328,23 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
 
 def resign_step(config: SelfPlayConfig, games: Games, value: chex.Array,
                 full: chex.Array | bool, step: Trajectory) -> tuple[Trajectory, Games]:
-    """Resignation in one move of `games` [B] (before it), given the search's root
-    `value` [B] (the mover's view) and the move's game ends in `step`: the resigning
-    games end now, lost by the mover, at the plies played; the no-resign games note
-    their first would-be resigner and, as they end, whether it did not lose."""
+    """Resignation in one move of `games`, decided before the move.
+
+    The resigning games end now, lost by the mover, at the plies played; the no-resign
+    games note their first would-be resigner and, as they end, whether it did not lose
+    (the false-resignation check).
+
+    Args:
+      config: the self-play settings (`resign_threshold`).
+      games: the B games before the move.
+      value: (B,) float32: the search's root value, from the mover's point of view.
+      full: (B,) bool (or a Python bool): which games the move searched in full; only
+        those may resign.
+      step: the move's `Trajectory` slice, leading axis (B,).
+
+    Returns:
+      (step with resignations ended, games with `would_resign` updated).
+    """
     chex.assert_shape(value, games.opening_length.shape)
     states = games.state
     mover = states.current_player
@@ -315,66 +369,19 @@ def resign_step(config: SelfPlayConfig, games: Games, value: chex.Array,
 
 
 def false_resignation_rate(records) -> tuple[float, int]:
-    """The false-resignation rate pooled over metrics records (dicts, such as the lines
-    of a run's metrics.jsonl): (sum of `false_resign` / sum of `resign_checked`, that
-    sum of checked games); NaN with no checked game. Records without them are skipped."""
+    """The false-resignation rate pooled over metrics records.
+
+    Args:
+      records: dicts such as the lines of a run's metrics.jsonl; those without
+        `false_resign` and `resign_checked` are skipped.
+
+    Returns:
+      (sum of `false_resign` / sum of `resign_checked`, that sum of checked games); the
+      rate is NaN with no checked game.
+    """
     checked = false = 0
     for record in records:
         if "resign_checked" in record:
             checked += int(record["resign_checked"])
             false += int(record.get("false_resign", 0))
     return (false / checked if checked else float("nan")), checked
-
-
-def assign_outcomes(trajectory: Trajectory, discount: float = 1.0
-                    ) -> tuple[replay_lib.Positions, chex.Array, chex.Array, chex.Array]:
-    """Labels each position with its game's outcome where that game ended in the window.
-
-    A position written while its game goes on carries its ply in `z` (`has_z` False);
-    once the game has ended, z is the result from the mover's view discounted by the plies
-    from the position to the end (`replay_lib.discounted`). Returns (positions flattened
-    time-major to [S*B], first_end [B], first_outcome [B], first_length [B]):
-    `first_end[b]` says slot b finished a game in this window; `first_outcome[b]` (for
-    player 0) and `first_length[b]` (plies) are those of the first such game, which is the
-    game any positions of slot b still pending from earlier windows belong to. For the
-    discount a resignation is its game's last ply (the resigning position's z is the
-    undiscounted loss), so a resigned game's length counts it.
-    """
-    positions = trajectory.positions
-    lengths = trajectory.game_length
-    if trajectory.resigned is not None:
-        lengths = lengths + trajectory.resigned.astype(lengths.dtype)
-    values = (trajectory.outcome, lengths, trajectory.final)
-    (first_end, (first_outcome, first_length, _)), (has_z, (outcome_p0, length, final)) = (
-        _next_ends(trajectory.ended, values))
-    z = replay_lib.discounted(outcome_p0, positions.player, length, positions.z, discount)
-    known = {name: jnp.where(has_z.reshape(has_z.shape + (1,) * (x.ndim - 2)), x,
-                             getattr(positions, name))
-             for name, x in final.items()}
-    positions = positions.replace(z=jnp.where(has_z, z, positions.z), has_z=has_z, **known)
-    flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), positions)
-    return flat, first_end, first_outcome, first_length
-
-
-def first_finals(trajectory: Trajectory) -> dict:
-    """The auxiliary targets (`Trajectory.final`) of the first game each slot ended in
-    the window [B, ...]: those of the positions still pending from earlier windows."""
-    (_, final), _ = _next_ends(trajectory.ended, trajectory.final)
-    return final
-
-
-def _next_ends(ended: chex.Array, values):
-    """For each step of [S, B] and slot, whether a game ends at or after it in the
-    window and `values` (a pytree of [S, B, ...]) at the first such end: ((first_end
-    [B], values at it), (has_end [S, B], values [S, B, ...])), by a reverse scan."""
-
-    def backward(carry, step):
-        has_end, current = carry
-        step_ended, step_values = step
-        current = tree_select(step_ended, step_values, current)
-        carry = (has_end | step_ended, current)
-        return carry, carry
-
-    init = (jnp.zeros(ended.shape[1], jnp.bool_),
-            jax.tree.map(lambda x: jnp.zeros_like(x[0]), values))
-    return jax.lax.scan(backward, init, (ended, values), reverse=True)

@@ -21,12 +21,27 @@ from envs import Env
 
 
 def stack(trees: Sequence[Any]) -> Any:
-    """One pytree with a leading experiment axis [E, ...] from equally shaped pytrees."""
+    """One pytree with a leading experiment axis from equally shaped pytrees.
+
+    Args:
+      trees: E pytrees of the same structure and shapes.
+
+    Returns:
+      The pytree whose leaves are (E, ...) arrays.
+    """
     return _stack(*trees)
 
 
 def unstack(tree: Any, index: int) -> Any:
-    """Experiment `index` of a stacked pytree."""
+    """One experiment of a stacked pytree.
+
+    Args:
+      tree: a pytree whose leaves are (E, ...) arrays.
+      index: the experiment, in [0, E).
+
+    Returns:
+      The pytree of its (...) slices.
+    """
     return _unstack(tree, index)
 
 
@@ -127,11 +142,23 @@ def compile_ahead(step: Callable, env: Env, program: ProgramConfig, num: int,
 
 def group_step(env: Env, program: ProgramConfig, num: int, mesh: Mesh | None = None
                ) -> Callable:
-    """`step(state [E], active bool [E]) -> (state, metrics [E])`: one jitted, vmapped
-    iteration of E experiments (the state is donated); experiments not `active` keep
-    their state. On a `mesh` of N > 1 devices each device runs its share of every
-    experiment (`shard_map`; the state laid out by `placed`). Cached by program and
-    mesh, so another group of the same program reuses it."""
+    """One jitted, vmapped iteration of E experiments of one program.
+
+    Cached by program and mesh, so another group of the same program reuses the
+    compiled step.
+
+    Args:
+      env: the game.
+      program: the program every experiment runs (their traced settings may differ).
+      num: E, the number of experiments.
+      mesh: with N > 1 devices, each device runs its share of every experiment
+        (`shard_map`; the state laid out by `placed`); None for one device.
+
+    Returns:
+      `step(state, active) -> (state, metrics)`: `state` is a stacked `TrainState` with
+      leading axis (E,) (donated), `active` (E,) bool (experiments not active keep their
+      state), metrics by name of (E,) values.
+    """
     devices = 1 if mesh is None else mesh.size
 
     def make() -> Callable:
