@@ -89,10 +89,6 @@ def alphazero_loss(
 ) -> LossInfo:
     """The AlphaZero loss of one batch.
 
-    Returns:
-      `LossInfo` of () float32 scalars: the total (value + policy + c * L2) and its
-      terms, with the policy's entropy for monitoring.
-
     Args:
       logits: [B, A] network policy logits (illegal actions included; pi is 0 there).
       value: [B] network value in [-1, 1].
@@ -103,6 +99,10 @@ def alphazero_loss(
       weights: optional [B] per-example weights (0 masks an example out).
       policy_weights: optional [B] weights of the policy term alone (default `weights`;
         playout cap randomisation trains the policy on the full searches only).
+
+    Returns:
+      `LossInfo` of () float32 scalars: the total (value + policy + c * L2) and its
+      terms, with the policy's entropy for monitoring.
     """
     chex.assert_equal_shape([logits, target_policy])
     chex.assert_equal_shape([value, target_value])

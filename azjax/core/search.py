@@ -315,13 +315,6 @@ def principal_variation(output: mctx.PolicyOutput, first: chex.Array,
       first: (B,) int32: the first move of each line (e.g. the move played).
       length: how many plies the line holds.
 
-
-    Args:
-      config: the search's settings (its `policy` decides which choice).
-      output: the search's output for B roots.
-
-    Returns:
-      (B,) int32 actions.
     Returns:
       (B, length) int32 actions; -1 past the end of what the search explored.
     """
@@ -346,6 +339,13 @@ def greedy_action(config: SearchConfig, output: mctx.PolicyOutput) -> chex.Array
     """The search's deterministic choice: most visits (PUCT) or the Gumbel winner.
 
     With `gumbel_scale=0` the Gumbel winner is deterministic too.
+
+    Args:
+      config: the search's settings (its `policy` decides which choice).
+      output: the search's output for B roots.
+
+    Returns:
+      (B,) int32 actions.
     """
     if config.policy == "puct":
         return jnp.argmax(visit_counts(output), axis=-1).astype(jnp.int32)
