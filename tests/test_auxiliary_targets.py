@@ -321,21 +321,19 @@ def test_training_vmapped_over_runs_runs_each_search_on_its_games_only():
                                              (0.3, 16, False), (0.25, 2, False),
                                              (0.01, 16, False)])
 def test_the_full_searches_are_a_whole_number_of_games(prob, games, ok):
-    config = SelfPlayConfig(num_games=games, full_search_prob=prob)
     if ok:
-        config.validate()
+        config = SelfPlayConfig(num_games=games, full_search_prob=prob)
         assert config.full_search_games == round(prob * games)
     else:
         with pytest.raises(ValueError, match="must be a whole number of fully searched "
                            "games per move, at least 1"):
-            config.validate()
+            SelfPlayConfig(num_games=games, full_search_prob=prob)
 
 
 def test_a_cheap_search_as_dear_as_the_full_one_is_refused():
-    program = ProgramConfig(game="tictactoe", search=SearchConfig(num_simulations=8),
-                            selfplay=SelfPlayConfig(steps_per_iteration=8, full_search_prob=0.5,
-                                                    cheap_simulations=8))
+    capped = SelfPlayConfig(steps_per_iteration=8, full_search_prob=0.5, cheap_simulations=8)
     with pytest.raises(ValueError, match=r"selfplay.cheap_simulations \(8\) must be fewer "
                        r"than search.num_simulations \(8\)"):
-        program.validate()
-    dataclasses.replace(program, selfplay=SelfPlayConfig(cheap_simulations=8)).validate()
+        ProgramConfig(game="tictactoe", search=SearchConfig(num_simulations=8), selfplay=capped)
+    ProgramConfig(game="tictactoe", search=SearchConfig(num_simulations=8),
+                  selfplay=SelfPlayConfig(cheap_simulations=8))  # no cap: any cheap search

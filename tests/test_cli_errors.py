@@ -27,7 +27,7 @@ from azjax.commands import errors as cli
 from azjax.core import memory
 from azjax.evaluation import league as league_lib
 from azjax.run import files
-from azjax.run.config import MAX_SEED, check_seed
+from azjax.run.config import COMMAND_SEED_MAX, check_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -243,8 +243,8 @@ def test_write_atomic_on_a_file_size_limit_leaves_nothing(tmp_path):
 
 
 def test_check_seed():
-    assert check_seed(0) == 0 and check_seed(MAX_SEED) == MAX_SEED
-    for bad in (-1, MAX_SEED + 1, 99999999999999999999999, True, 1.0):
+    assert check_seed(0) == 0 and check_seed(COMMAND_SEED_MAX) == COMMAND_SEED_MAX
+    for bad in (-1, COMMAND_SEED_MAX + 1, 99999999999999999999999, True, 1.0):
         with pytest.raises(ValueError, match="--seed must be an integer from 0 to"):
             check_seed(bad)
 
@@ -484,7 +484,7 @@ SWEEP = ["--param", "c_puct=1,2", "--iterations", "1"]
 
 @pytest.mark.parametrize("args, words", [
     (["--seed", "-1"], ["--seed must be an integer from 0 to"]),
-    (["--seed", str(MAX_SEED), "--seeds", "2"], ["--seed + --seeds - 1"]),
+    (["--seed", str(COMMAND_SEED_MAX), "--seeds", "2"], ["--seed + --seeds - 1"]),
     (["--out", "{file}/sweep"], ["--out", "lies under", "which is a file"]),
 ])
 def test_sweep_errors_before_training_are_one_line(args, words, a_file):

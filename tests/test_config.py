@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+import envs
 from azjax import ProgramConfig, RunConfig, SearchConfig, TrainConfig
 from azjax.core.fields import traced_paths
 from azjax.core.learner import LearnerConfig
@@ -109,8 +110,8 @@ def test_every_field_of_a_half_is_validated_where_it_lives():
         ProgramConfig(gradient_steps=-1).validate()
     with pytest.raises(ValueError, match="eval_games"):
         RunConfig(eval_games=0).validate()
-    with pytest.raises(ValueError, match="unknown player"):
-        TrainConfig().replace(eval_opponents=("grandmaster",)).validate()
+    with pytest.raises(ValueError, match="unknown player"):  # checked with the game
+        TrainConfig().replace(eval_opponents=("grandmaster",)).check(envs.make("tictactoe"))
     assert dataclasses.replace(TrainConfig(), seed=5).seed == 5
 
 

@@ -181,13 +181,14 @@ def test_training_logs_scores_against_chosen_baselines(tmp_path):
         ({"gate_threshold": 0.4}, "gate_threshold"),
         ({"gate_games": 0}, "gate_games"),
         ({"eval_opponents": ("grandmaster",)}, "unknown player"),
-        ({"eval_opponents": "random"}, "list of player specs"),
+        ({"eval_opponents": "random"}, "eval_opponents must be a list"),
         ({"eval_games": 0}, "eval_games"),
     ],
 )
 def test_bad_gating_and_opponent_options_are_clear_errors(options, message):
-    with pytest.raises(ValueError, match=message):
-        SMALL.replace(**options).validate()
+    with pytest.raises(ValueError, match=message):  # when made, or with the game
+        config = SMALL.replace(**options)
+        config.check(config.make_env())
 
 
 @pytest.mark.slow  # 42 s

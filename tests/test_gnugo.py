@@ -72,8 +72,8 @@ RACE = [m for pair in zip(BLACK_RACE, WHITE_RACE) for m in pair]
 def test_bad_gnugo_specs_are_refused_by_the_parser(text, message):
     with pytest.raises(ValueError, match=message):
         parse_spec(text)
-    with pytest.raises(ValueError, match=message):  # so configs refuse them too
-        TrainConfig().replace(eval_opponents=(text,)).validate()
+    with pytest.raises(ValueError, match=message):  # so runs refuse them too
+        TrainConfig().replace(eval_opponents=(text,)).check(envs.make("tictactoe"))
 
 
 def test_gnugo_specs_make_host_players_for_go_only():

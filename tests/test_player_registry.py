@@ -145,7 +145,7 @@ def test_bad_specs_fail_in_one_line_before_anything_is_built(text, message):
         parse_spec(text)
     assert message in str(parsed.value) and "\n" not in str(parsed.value)
     with pytest.raises(ValueError) as validated:  # so a run refuses them before training
-        TrainConfig().replace(eval_opponents=(text,)).validate()
+        TrainConfig().replace(eval_opponents=(text,)).check(envs.make("tictactoe"))
     assert message in str(validated.value)
 
 

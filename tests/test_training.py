@@ -309,17 +309,19 @@ def test_agent_load_errors(tmp_path):
 @pytest.mark.parametrize(
     "options, message",
     [
-        (dict(game="chess"), "unknown game"),
-        (dict(replay_capacity=10), "replay_capacity"),
-        (dict(gradient_steps=-1), "gradient_steps"),
-        (dict(selfplay=SelfPlayConfig(num_games=0)), "num_games"),
-        (dict(search=SearchConfig(num_simulations=0)), "num_simulations"),
-        (dict(value_target_mix=2.0), "value_target_mix"),
+        ({"game": "chess"}, "unknown game"),
+        ({"replay_capacity": 10}, "replay_capacity"),
+        ({"gradient_steps": -1}, "gradient_steps"),
+        ({"selfplay.num_games": 0}, "num_games"),
+        ({"search.num_simulations": 0}, "num_simulations"),
+        ({"value_target_mix": 2.0}, "value_target_mix"),
     ],
 )
 def test_bad_config_is_a_clear_error(options, message):
+    """Refused when the config is made (a setting alone) or when training starts (what
+    needs the game)."""
     with pytest.raises(ValueError, match=message):
-        train(SMALL.replace(**options), run_dir=None, progress=None)
+        train(SMALL.with_values(options), run_dir=None, progress=None)
 
 
 def test_experiment_help_lists_every_option():

@@ -5,6 +5,7 @@ is allocated."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -22,7 +23,7 @@ from azjax.core.networks import NetworkConfig, init_params, make_network
 from azjax.core.program import ProgramConfig, program_bytes, program_parts
 from azjax.core.search import SearchConfig, make_search_fn
 from azjax.core.selfplay import SelfPlayConfig
-from azjax.run.config import SEED_MAX, TrainConfig, setting_paths
+from azjax.run.config import RUN_SEED_MAX, TrainConfig, setting_paths
 from azjax.run.recipes import CPU_RECIPES, GPU_RECIPES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,10 +33,11 @@ INT_SETTINGS = [path for path, kind in setting_paths().items() if kind is int]
 GB = 10**9
 
 
-def refused(config: TrainConfig, path: str) -> str:
-    """The message of the ValueError `config.validate()` raises; it names `path`."""
+def refused(make: Callable[[], TrainConfig], path: str) -> str:
+    """The message of the ValueError making a config (`make()`) raises; it names `path`.
+    A config checks its settings when it is made: no bad one exists to validate later."""
     with pytest.raises(ValueError) as err:
-        config.validate()
+        make()
     message = str(err.value)
     assert path in message and "\n" not in message
     return message
@@ -140,14 +142,14 @@ def test_the_settings_are_enumerated():
 @pytest.mark.parametrize("path", FLOAT_SETTINGS)
 @pytest.mark.parametrize("value", NON_FINITE)
 def test_every_float_setting_refuses_nan_and_infinities(path, value):
-    message = refused(TrainConfig().with_value(path, value), path)
+    message = refused(lambda: TrainConfig().with_value(path, value), path)
     assert "finite" in message
 
 
 @pytest.mark.parametrize("path", FLOAT_SETTINGS)
 def test_every_float_setting_refuses_a_string_and_a_bool(path):
-    refused(TrainConfig().with_value(path, "0.5"), path)
-    refused(TrainConfig().with_value(path, True), path)
+    refused(lambda: TrainConfig().with_value(path, "0.5"), path)
+    refused(lambda: TrainConfig().with_value(path, True), path)
 
 
 @pytest.mark.parametrize("path", INT_SETTINGS)
@@ -155,21 +157,21 @@ def test_every_float_setting_refuses_a_string_and_a_bool(path):
 def test_every_int_setting_refuses_non_integers_and_int32_overflow(path, value):
     if value == "too large":  # iterations are counted in two words (azjax.core.counters)
         value = {"iterations": 2**63, "seed": 2**32}.get(path, 2**31)
-    refused(TrainConfig().with_value(path, value), path)
+    refused(lambda: TrainConfig().with_value(path, value), path)
 
 
 def test_the_message_names_the_option_and_the_rule():
     config = TrainConfig()
-    assert refused(config.with_value("learner.learning_rate", math.nan),
+    assert refused(lambda: config.with_value("learner.learning_rate", math.nan),
                    "learning_rate") == ("learner.learning_rate must be a finite number > 0, "
                                         "got nan")
-    assert refused(config.with_value("max_minutes", math.nan), "max_minutes") == (
+    assert refused(lambda: config.with_value("max_minutes", math.nan), "max_minutes") == (
         "max_minutes must be a finite number >= 0, got nan")
-    assert refused(config.with_value("selfplay.num_games", 0), "num_games") == (
+    assert refused(lambda: config.with_value("selfplay.num_games", 0), "num_games") == (
         "selfplay.num_games must be >= 1, got 0")
-    assert refused(config.with_value("search.rollout_lambda", 1.5), "rollout_lambda") == (
+    assert refused(lambda: config.with_value("search.rollout_lambda", 1.5), "rollout_lambda") == (
         "search.rollout_lambda must be in [0, 1], got 1.5")
-    assert "int32" in refused(config.with_value("replay_capacity", 2**31), "replay_capacity")
+    assert "int32" in refused(lambda: config.with_value("replay_capacity", 2**31), "replay_capacity")
 
 
 @settings(max_examples=30, deadline=None)
@@ -177,7 +179,7 @@ def test_the_message_names_the_option_and_the_rule():
        value=st.floats(allow_nan=True, allow_infinity=True))
 def test_a_float_setting_is_accepted_only_when_finite(path, value):
     try:
-        TrainConfig().with_value(path, value).validate()
+        TrainConfig().with_value(path, value)
     except ValueError as err:
         assert path in str(err)
     else:
@@ -185,17 +187,17 @@ def test_a_float_setting_is_accepted_only_when_finite(path, value):
 
 
 def test_seeds_are_32_bit_and_non_negative():
-    for seed in (0, 7, SEED_MAX):
-        TrainConfig(seed=seed).validate()
+    for seed in (0, 7, RUN_SEED_MAX):
+        assert TrainConfig(seed=seed).seed == seed
         jax.random.key(seed)
-    for seed in (-1, SEED_MAX + 1, 2**63, 2**64, 1.0, True):
-        refused(TrainConfig(seed=seed), "seed")
+    for seed in (-1, RUN_SEED_MAX + 1, 2**63, 2**64, 1.0, True):
+        refused(lambda: TrainConfig(seed=seed), "seed")
 
 
 def test_products_that_overflow_int32_are_refused():
     wide = SelfPlayConfig(num_games=2**16, steps_per_iteration=2**15)
-    assert "int32" in refused(TrainConfig().replace(selfplay=wide), "positions per iteration")
-    TrainConfig().replace(iterations=10**7).validate()  # 2.3e10 positions: counted on
+    assert "int32" in refused(lambda: TrainConfig().replace(selfplay=wide), "positions per iteration")
+    TrainConfig().replace(iterations=10**7)  # 2.3e10 positions: counted on
     program = ProgramConfig(replay_capacity=2**31 - 100)
     with pytest.raises(ValueError, match="replay ring indices"):
         program.check(envs.make("tictactoe"))
@@ -204,11 +206,10 @@ def test_products_that_overflow_int32_are_refused():
 def test_game_options_must_be_finite_whatever_the_game():
     for game in ("go", "my_games.hex:Hex"):
         for value in NON_FINITE:
-            program = ProgramConfig(game=game, game_options={"komi": value})
             with pytest.raises(ValueError, match="game_options komi must be a finite number"):
-                program.validate()
+                ProgramConfig(game=game, game_options={"komi": value})
     with pytest.raises(ValueError, match="game_options"):
-        ProgramConfig(game_options={3: 1}).validate()
+        ProgramConfig(game_options={3: 1})
 
 
 def test_valid_configs_still_pass():
@@ -240,18 +241,18 @@ def test_learning_after_more_positions_than_the_replay_holds_is_refused(tmp_path
         ("error: learn_after (10000) must be at most replay_capacity (8192): the replay "
          "never holds more, so it would never learn")]
     assert not run_dir.exists()
-    TrainConfig().replace(replay_capacity=4096, learn_after=4096).validate()
+    TrainConfig().replace(replay_capacity=4096, learn_after=4096)  # as many is fine
 
 
 def test_training_on_a_score_utility_with_a_mixed_value_target_is_refused():
     """The search value mixed into the value target holds the score utility, which the
     search adds again on top of the value head: one of the two must be off."""
-    config = TrainConfig().replace(value_target_mix=0.5).replace(
-        search=SearchConfig(score_utility=0.5))
-    message = refused(config, "value_target_mix")
+    mixed = TrainConfig().replace(value_target_mix=0.5)
+    message = refused(lambda: mixed.replace(search=SearchConfig(score_utility=0.5)),
+                      "value_target_mix")
     assert "search.score_utility" in message and "set one of them to 0" in message
-    config.replace(value_target_mix=0.0).validate()
-    config.replace(value_target_mix=0.5, search=SearchConfig()).validate()
+    mixed.replace(value_target_mix=0.0, search=SearchConfig(score_utility=0.5))
+    mixed.replace(search=SearchConfig())
 
 
 # --------------------------------------------------------------------------------------

@@ -193,7 +193,7 @@ def test_a_network_of_other_shapes_or_no_run_is_one_clear_error(tmp_path):
     with pytest.raises(RunDirError):
         train(go_tiny.CONFIG.replace(warm_start=str(tmp_path / "nowhere")), tmp_path / "lost",
               progress=None)
-    with pytest.raises(ValueError, match="warm_start must be a path"):
+    with pytest.raises(ValueError, match="warm_start must be a string"):
         RunConfig(warm_start=3).validate()
 
 
@@ -236,7 +236,7 @@ def test_a_warm_up_that_cannot_start_the_run_is_refused_before_any_training(
     with pytest.raises(ValueError, match=message):
         train(config, tmp_path / "run")
     assert not (tmp_path / "run" / "warm-up").exists()
-    with pytest.raises(ValueError, match="warm_up must be a recipe name"):
+    with pytest.raises(ValueError, match="warm_up must be a string"):
         RunConfig(warm_up=7).validate()
 
 

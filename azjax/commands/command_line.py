@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import tyro
 
+from azjax.core.fields import checks_deferred
 from azjax.core.program import ProgramConfig
 from azjax.driver.status import changed_settings, minutes_text
 from azjax.driver.warm_up import share_minutes
@@ -103,10 +104,8 @@ def given_settings(argv: list[str]) -> set[str]:
 
 
 def overlay(base: TrainConfig, parsed: TrainConfig, paths: set[str]) -> TrainConfig:
-    """`base` with the settings at `paths` taken from `parsed`."""
-    for path in sorted(paths):
-        base = base.with_value(path, parsed.get(path))
-    return base
+    """`base` with the settings at `paths` taken from `parsed` (all at once)."""
+    return base.with_values({path: parsed.get(path) for path in paths})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,7 +170,9 @@ def parse_with_preset(kind: type[Options], line: CommandLine,
     else:
         first = defaults
     first = _with_game_options(first, line.game_options)
-    options = tyro.cli(kind, default=make(first), args=line.argv, description=description)
+    with checks_deferred():  # a bad value is one `error:` line of ours, not tyro's box
+        options = tyro.cli(kind, default=make(first), args=line.argv, description=description)
+    options.config.validate()
     given = given_settings(line.argv)
     found = saved(options)
     if (found is not None and found.config is not None

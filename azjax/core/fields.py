@@ -7,19 +7,30 @@ seeds) share one compiled program and can be vmapped together. Every other setti
 *compiled in*. The mark is made once, on the field, with `traced(...)`; everything that
 needs the list derives it from the mark:
 
-* `config_dataclass` registers a config class as a pytree whose leaves are its traced
+* `checked(prefix, pytree=True)` registers a config class as a pytree whose leaves are
+  its traced
   fields and whose static metadata is everything else, so a `SearchConfig` passed into a
   jitted function carries c_puct as a traced value and `num_simulations` as a Python int;
 * `traced_paths` lists them for the sweep's compile groups;
 * `compiled_value` gives what of a traced value the program still depends on
   (`rollout_lambda` compiles random playouts in when it is > 0).
+
+A setting's bounds are declared on its field too (`bounded(...)`, or `traced(...)` with
+bounds), and its kind by its annotation (int, float, bool, str, a Literal of choices, a
+nested config). `checked` makes a config class check every field, and its own
+cross-field rules (`_check`), whenever a config is made or replaced: a config that
+exists is valid, so the code that receives one trusts it. A pytree rebuilt by JAX (inside
+`jit`, `vmap`, `tree.map`) is not made again and is not checked: its leaves are arrays.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 import typing
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import jax
@@ -27,6 +38,8 @@ import jax
 from envs.limits import INT32_MAX, check_option
 
 _TRACED = "azjax.traced"
+_BOUNDS = "azjax.bounds"
+_CHECKING = contextvars.ContextVar("azjax_config_checks", default=True)
 
 
 def _always_traced(value: Any) -> None:
@@ -34,7 +47,9 @@ def _always_traced(value: Any) -> None:
     return None
 
 
-def traced(default: Any, *, compiled_as: Callable[[Any], Any] | None = None) -> Any:
+def traced(default: Any, *, compiled_as: Callable[[Any], Any] | None = None,
+           low: float | None = None, high: float | None = None,
+           above: float | None = None) -> Any:
     """A config field the compiled program takes as a traced value.
 
     Args:
@@ -42,8 +57,157 @@ def traced(default: Any, *, compiled_as: Callable[[Any], Any] | None = None) -> 
       compiled_as: what of the value the program still compiles in (e.g.
         `lambda v: v > 0` for a setting whose zero switches a computation off); by
         default nothing.
+      low, high: inclusive bounds of the value (None: none).
+      above: an exclusive lower bound (None: none).
+
+    Returns:
+      The `dataclasses.field`.
     """
-    return dataclasses.field(default=default, metadata={_TRACED: compiled_as or _always_traced})
+    return dataclasses.field(default=default, metadata={
+        _TRACED: compiled_as or _always_traced, _BOUNDS: (low, high, above)})
+
+
+def bounded(default: Any, *, low: float | None = None, high: float | None = None,
+            above: float | None = None) -> Any:
+    """A compiled-in numeric config field with bounds, checked when a config is made.
+
+    Args:
+      default: the field's default.
+      low, high: inclusive bounds of the value (None: none).
+      above: an exclusive lower bound (None: none).
+
+    Returns:
+      The `dataclasses.field`.
+    """
+    return dataclasses.field(default=default, metadata={_BOUNDS: (low, high, above)})
+
+
+def check_fields(config: Any, prefix: str = "") -> None:
+    """Checks every field of a config dataclass against its annotation and bounds.
+
+    A traced field holding an array (a config rebuilt inside a jitted function) is not
+    checked: it was checked as a number when the config was made.
+
+    Args:
+      config: a config dataclass instance.
+      prefix: the settings' path prefix in messages ('search.').
+
+    Raises:
+      ValueError: one line naming the first bad setting and what it must be.
+    """
+    hints = typing.get_type_hints(type(config))
+    for field in dataclasses.fields(config):
+        value, path, kind = getattr(config, field.name), prefix + field.name, hints[field.name]
+        if is_traced(field) and not isinstance(value, (bool, int, float, str)):
+            continue
+        _check_value(path, value, kind, field.metadata.get(_BOUNDS, (None, None, None)))
+
+
+def _check_value(path: str, value: Any, kind: Any, bounds: tuple) -> None:
+    origin = typing.get_origin(kind)
+    if dataclasses.is_dataclass(kind):
+        if not isinstance(value, kind):
+            raise ValueError(f"{path} must be a {kind.__name__}, got {value!r}")
+    elif origin is typing.Literal:
+        choices = typing.get_args(kind)
+        if not isinstance(value, str) or value not in choices:
+            raise ValueError(f"{path} must be one of {choices}, got {value!r}")
+    elif kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{path} must be true or false, got {value!r}")
+    elif kind in (int, float):
+        low, high, above = bounds
+        check_setting(path, value, kind, low, high, above=above)
+    elif kind is str:
+        if not isinstance(value, str):
+            raise ValueError(f"{path} must be a string, got {value!r}")
+    elif origin is tuple:
+        if isinstance(value, str) or not isinstance(value, (tuple, list)):
+            raise ValueError(f"{path} must be a list of values, not {value!r}")
+
+
+def checked(prefix: str = "", *, pytree: bool = False) -> Callable[[type], type]:
+    """Makes a frozen config dataclass that checks itself whenever it is made or replaced.
+
+    Each field is checked by `check_fields`, then the class's own `_check(self)` (if it
+    has one) checks the rules that join fields. `validate()` runs the same checks again.
+
+    Args:
+      prefix: the settings' path prefix in messages ('search.'; '' at the top).
+      pytree: also register the class as a pytree whose leaves are its traced fields and
+        whose static metadata is everything else (which must then be hashable).
+
+    Returns:
+      The class decorator.
+    """
+    def make(cls: type) -> type:
+        def check(self) -> None:
+            check_fields(self, prefix)
+            own = getattr(self, "_check", None)
+            if own is not None:
+                own()
+
+        def post_init(self) -> None:
+            if _CHECKING.get():
+                check(self)
+
+        def validate(self) -> None:
+            """Raises ValueError, naming the setting, for a bad value: every nested config
+            first, then this one. A config is checked when it is made; this is for one
+            made while checks were deferred (`checks_deferred`)."""
+            for field in dataclasses.fields(self):
+                value = getattr(self, field.name)
+                if dataclasses.is_dataclass(value) and hasattr(value, "validate"):
+                    value.validate()
+            check(self)
+
+        cls.__post_init__ = post_init
+        cls.validate = validate
+        cls = dataclasses.dataclass(frozen=True)(cls)
+        if "replace" not in cls.__dict__:
+            cls.replace = _replace
+        if pytree:
+            _register_pytree(cls)
+        return cls
+
+    return make
+
+
+@contextlib.contextmanager
+def checks_deferred() -> Iterator[None]:
+    """Configs made inside the block are not checked when made; call `validate()` on the
+    outermost one after it. For a parser that builds a config from its parts and reports
+    a constructor's ValueError in its own words (tyro): the one-line error stays ours."""
+    token = _CHECKING.set(False)
+    try:
+        yield
+    finally:
+        _CHECKING.reset(token)
+
+
+def _register_pytree(cls: type) -> None:
+    """Traced fields as leaves, the rest as static metadata. A pytree JAX rebuilds is not
+    made through `__init__`: its leaves may be tracers, or the placeholders of `vmap`'s
+    axes, which are not settings."""
+    fields = dataclasses.fields(cls)
+    data = [f.name for f in fields if is_traced(f)]
+    meta = [f.name for f in fields if not is_traced(f)]
+
+    def flatten_with_keys(config):
+        children = [(jax.tree_util.GetAttrKey(name), getattr(config, name)) for name in data]
+        return children, tuple(getattr(config, name) for name in meta)
+
+    def unflatten(static, children):
+        config = object.__new__(cls)
+        for name, value in (*zip(meta, static), *zip(data, children)):
+            object.__setattr__(config, name, value)
+        return config
+
+    def flatten(config):
+        return [getattr(config, name) for name in data], tuple(
+            getattr(config, name) for name in meta)
+
+    jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
 
 
 def is_traced(field: dataclasses.Field) -> bool:
@@ -57,20 +221,6 @@ def compiled_value(field: dataclasses.Field, value: Any) -> Any:
     if is_traced(field):
         return field.metadata[_TRACED](value)
     return value
-
-
-def config_dataclass(cls: type) -> type:
-    """A frozen dataclass that is also a pytree: traced fields are its leaves, the other
-    fields static metadata (they must be hashable)."""
-    cls = dataclasses.dataclass(frozen=True)(cls)
-    cls.replace = _replace
-    fields = dataclasses.fields(cls)
-    jax.tree_util.register_dataclass(
-        cls,
-        data_fields=[f.name for f in fields if is_traced(f)],
-        meta_fields=[f.name for f in fields if not is_traced(f)],
-    )
-    return cls
 
 
 def _replace(self, **changes):

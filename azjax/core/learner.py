@@ -16,45 +16,34 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from azjax.core.fields import check_setting, config_dataclass, traced
+from azjax.core.fields import bounded, checked, traced
 
 
-@config_dataclass
+@checked("learner.", pytree=True)
 class LearnerConfig:
     """Optimiser and loss settings."""
 
-    learning_rate: float = traced(1e-3)
+    learning_rate: float = traced(1e-3, above=0)
     """Adam step size (traced: it lives in the optimizer state, set at initialisation)."""
-    weight_decay: float = 1e-4
+    weight_decay: float = bounded(1e-4, low=0)
     """c in the loss: the L2 penalty on all parameters."""
-    batch_size: int = 256
+    batch_size: int = bounded(256, low=1)
     """Positions per gradient step."""
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = bounded(1.0, low=0)
     """Gradients are clipped to this global norm (0 switches clipping off)."""
-    ownership_weight: float = 1.0
+    ownership_weight: float = bounded(1.0, low=0)
     """Weight of the ownership head's loss (mean squared error per cell), where the
     network has one."""
-    score_weight: float = 1.0
+    score_weight: float = bounded(1.0, low=0)
     """Weight of the score head's loss (squared error of the margin per cell), where the
     network has one."""
-    score_value_mix: float = 0.0
+    score_value_mix: float = bounded(0.0, low=0, high=1)
     """Value target = (1 - mix) * the win/loss target + mix * tanh(final score margin
     from the mover's view / `score_value_scale`): the value also learns by how much a
     game was won (KataGo's score utility, as a target). 0: off; needs a game with
     `Env.score_margin`. Positions of resigned games keep the win/loss target."""
-    score_value_scale: float = 20.0
+    score_value_scale: float = bounded(20.0, above=0)
     """Points of margin at which the score part of the value target reaches tanh(1)."""
-
-    def validate(self) -> None:
-        """Raises ValueError for settings that cannot train."""
-        check_setting("learner.learning_rate", self.learning_rate, float, above=0)
-        check_setting("learner.weight_decay", self.weight_decay, float, 0)
-        check_setting("learner.batch_size", self.batch_size, int, 1)
-        check_setting("learner.max_grad_norm", self.max_grad_norm, float, 0)
-        check_setting("learner.ownership_weight", self.ownership_weight, float, 0)
-        check_setting("learner.score_weight", self.score_weight, float, 0)
-        check_setting("learner.score_value_mix", self.score_value_mix, float, 0, 1)
-        check_setting("learner.score_value_scale", self.score_value_scale, float, above=0)
 
     def optimizer(self) -> optax.GradientTransformation:
         """Adam with optional global-norm clipping; the learning rate is injectable."""

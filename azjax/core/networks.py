@@ -25,12 +25,12 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from azjax.core.conv import CONV_CHOICES, PatchConv, resolve_conv
-from azjax.core.fields import check_setting
+from azjax.core.conv import PatchConv, resolve_conv
+from azjax.core.fields import bounded, checked
 from envs import Env
 
 
-@dataclasses.dataclass(frozen=True)
+@checked("network.")
 class NetworkConfig:
     """Shape of the policy-value network."""
 
@@ -39,18 +39,18 @@ class NetworkConfig:
     boards). 'mlp': `mlp_layers` dense ReLU layers `channels` wide on the flattened
     observation, a dense policy head and a dense tanh value head (small boards and
     non-spatial games; `num_blocks`, `*_filters`, `value_hidden` and `conv` are unused)."""
-    channels: int = 32
+    channels: int = bounded(32, low=1)
     """Filters of the stem conv and of every residual block (torso 'mlp': the width of
     every dense layer)."""
-    num_blocks: int = 0
+    num_blocks: int = bounded(0, low=0)
     """Residual blocks after the stem (0 = the reference tic-tac-toe network)."""
-    mlp_layers: int = 3
+    mlp_layers: int = bounded(3, low=1)
     """Dense layers of the 'mlp' torso."""
-    policy_filters: int = 2
+    policy_filters: int = bounded(2, low=1)
     """Filters of the policy head's 1x1 conv."""
-    value_filters: int = 1
+    value_filters: int = bounded(1, low=1)
     """Filters of the value head's 1x1 conv."""
-    value_hidden: int = 32
+    value_hidden: int = bounded(32, low=1)
     """Width of the value head's hidden dense layer."""
     conv: Literal["auto", "patch", "xla", "hybrid"] = "auto"
     """How 3x3 convolutions are computed (`azjax.core.conv`): 'patch' (shifted copies + one
@@ -79,17 +79,8 @@ class NetworkConfig:
     A network trained on one board size then runs on another (`run.warm_start`: 7x7 Go
     to 9x9). `value_filters` is unused."""
 
-    def validate(self) -> None:
-        """Raises ValueError for sizes that cannot build a network and unknown choices."""
-        for name in ("channels", "policy_filters", "value_filters", "value_hidden"):
-            check_setting(f"network.{name}", getattr(self, name), int, 1)
-        check_setting("network.num_blocks", self.num_blocks, int, 0)
-        check_setting("network.mlp_layers", self.mlp_layers, int, 1)
-        for name, allowed in (("torso", TORSOS), ("conv", CONV_CHOICES),
-                              ("dtype", tuple(DTYPES))):
-            value = getattr(self, name)
-            if not isinstance(value, str) or value not in allowed:
-                raise ValueError(f"network.{name} must be one of {allowed}, got {value!r}")
+    def _check(self) -> None:
+        """The rules that join settings (each field's own bounds are on the field)."""
         if self.pooled_heads and self.torso != "conv":
             raise ValueError("network.pooled_heads needs network.torso 'conv' (dense layers "
                              "over the flattened board fit one board size)")

@@ -16,7 +16,7 @@ from typing import Any, Literal, Union
 
 import envs
 from azjax.core import memory
-from azjax.core.fields import check_setting, compiled_part
+from azjax.core.fields import bounded, checked, compiled_part
 from azjax.core.learner import LearnerConfig
 from azjax.core.networks import NetworkConfig
 from azjax.core.search import SearchConfig
@@ -28,7 +28,7 @@ AUGMENT_MODES = ("sample", "write", "none")
 REGIMES = ("alphazero", "gating")
 
 
-@dataclasses.dataclass(frozen=True)
+@checked()
 class ProgramConfig:
     """What the compiled training iteration is built from (a resumed run keeps it)."""
 
@@ -41,39 +41,29 @@ class ProgramConfig:
     search: SearchConfig = SearchConfig()
     selfplay: SelfPlayConfig = SelfPlayConfig()
     learner: LearnerConfig = LearnerConfig()
-    replay_capacity: int = 2**15
+    replay_capacity: int = bounded(2**15, low=1)
     """Positions held in the replay ring (FIFO)."""
     augment: Literal["sample", "write", "none"] = "sample"
     """Symmetry augmentation: 'sample' (a random symmetry per sampled position), 'write'
     (all symmetric copies written to replay) or 'none'."""
-    gradient_steps: int = 64
+    gradient_steps: int = bounded(64, low=0)
     """Gradient steps per iteration (K)."""
-    learn_after: int = 0
+    learn_after: int = bounded(0, low=0)
     """Positions with a known outcome the replay must hold before the gradient steps
     change the network (DQN's `learning_starts`): a run started from trained weights
     (`run.warm_start`) does not fit them to its first few, short games. 0: from the
     first iteration."""
-    value_target_mix: float = 0.0
+    value_target_mix: float = bounded(0.0, low=0, high=1)
     """Value target = (1 - mix) * z + mix * search root value (0 = the paper's z)."""
     regime: Literal["alphazero", "gating"] = "alphazero"
     """'alphazero': self-play with the latest network. 'gating' (AlphaGo Zero): self-play
     with the best network so far, replaced when the latest one beats it in an arena."""
 
-    def validate(self) -> None:
-        """Raises ValueError, with a message naming the option, for bad values."""
-        if not isinstance(self.game, str) or not self.game:
+    def _check(self) -> None:
+        """The rules that join settings (each field's own bounds are on the field)."""
+        if not self.game:
             raise ValueError(f"game must be a non-empty string, got {self.game!r}")
         _check_game_options(self.game_options)
-        self.network.validate()
-        self.search.validate()
-        self.selfplay.validate()
-        self.learner.validate()
-        check_setting("replay_capacity", self.replay_capacity, int, 1)
-        if self.augment not in AUGMENT_MODES:
-            raise ValueError(f"augment must be one of {AUGMENT_MODES}, got {self.augment!r}")
-        check_setting("gradient_steps", self.gradient_steps, int, 0)
-        check_setting("learn_after", self.learn_after, int, 0)
-        check_setting("value_target_mix", self.value_target_mix, float, 0, 1)
         if self.learn_after > self.replay_capacity:
             raise ValueError(
                 f"learn_after ({self.learn_after}) must be at most replay_capacity "
@@ -86,8 +76,6 @@ class ProgramConfig:
                 "value_target_mix > 0 and search.score_utility > 0 would count the score "
                 "utility twice (the search value mixed into the value target holds it): "
                 "set one of them to 0")
-        if self.regime not in REGIMES:
-            raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}")
         check_int32("positions per iteration: selfplay.num_games x "
                      "selfplay.steps_per_iteration", self.positions_per_iteration)
         if (self.selfplay.full_search_prob < 1.0
@@ -115,7 +103,6 @@ class ProgramConfig:
         """`validate`, and the checks that need the game (ValueError): the replay holds
         an iteration of self-play, its indices fit int32, and the program fits in memory
         (`program_bytes`, estimated from shapes before anything is built)."""
-        self.validate()
         needed = self.replay_entries_per_iteration(env)
         symmetries = " x symmetries" if self.augment == "write" else ""
         check_int32("replay entries per iteration: selfplay.num_games x "

@@ -12,8 +12,8 @@ compiled search has playouts at all is decided by the config it is built from (0
 and the search is exactly the AlphaZero one); the mix itself is a traced value, so one
 compiled search can sweep it.
 
-`SearchConfig` is a pytree (`azjax.core.fields.config_dataclass`): its traced settings are its
-leaves, so the compiled search takes them as arguments, and the rest is static.
+`SearchConfig` is a checked pytree (`azjax.core.fields.checked`): its traced settings are
+its leaves, so the compiled search takes them as arguments, and the rest is static.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import jax.numpy as jnp
 import mctx
 
 from azjax.core.fields import (
-    check_setting,
-    config_dataclass,
+    bounded,
+    checked,
     is_traced,
     parse_setting,
     setting_types,
@@ -49,7 +49,7 @@ from envs import Env, State
 POLICIES = ("puct", "gumbel")
 
 
-@config_dataclass
+@checked("search.", pytree=True)
 class SearchConfig:
     """Settings of the search. The traced ones reach the compiled search as arrays;
     `policy`, `num_simulations`, `max_num_considered_actions`, `gumbel_value_scale` and
@@ -57,36 +57,36 @@ class SearchConfig:
 
     policy: Literal["puct", "gumbel"] = "gumbel"
     """'puct' (mctx.muzero_policy, Dirichlet noise at the root) or 'gumbel'."""
-    num_simulations: int = 32
+    num_simulations: int = bounded(32, low=1)
     """Simulations per move."""
-    play_simulations: int = 0
+    play_simulations: int = bounded(0, low=0)
     """Simulations per move of the trained agent when it plays (`play_search`: the
     arena, GTP, `play`, the league; not self-play, nor training's evaluations): 0 =
     `num_simulations`. Self-play searches little to play many games; a finished agent
     can afford more. Compiled in."""
     play_policy: Literal["", "puct", "gumbel"] = ""
     """The trained agent's search policy when it plays (`play_search`): '' = `policy`."""
-    c_puct: float = traced(1.25)
+    c_puct: float = traced(1.25, above=0)
     """PUCT exploration constant (mctx pb_c_init)."""
-    pb_c_base: float = traced(19652.0)
+    pb_c_base: float = traced(19652.0, above=0)
     """PUCT base constant (mctx pb_c_base)."""
-    dirichlet_alpha: float = traced(0.3)
+    dirichlet_alpha: float = traced(0.3, above=0)
     """Dirichlet concentration of the root noise (PUCT)."""
-    dirichlet_fraction: float = traced(0.25)
+    dirichlet_fraction: float = traced(0.25, low=0, high=1)
     """Share of Dirichlet noise in the root prior (PUCT)."""
-    gumbel_scale: float = traced(1.0)
+    gumbel_scale: float = traced(1.0, low=0)
     """Scale of the Gumbel noise (Gumbel); 0 makes the search deterministic."""
-    gumbel_value_scale: float = 0.1
+    gumbel_value_scale: float = bounded(0.1, above=0)
     """Gumbel's c_scale: how much the completed Q-values weigh against the prior logits
     in its choice and its improved policy, sigma(q) = (50 + max visits) * scale * q with q
     rescaled to [0, 1] (mctx's default 0.1; larger trusts the search's values more).
     Compiled in, as `discount`: a traced one would change the layout of saved runs."""
-    max_num_considered_actions: int = 16
+    max_num_considered_actions: int = bounded(16, low=1)
     """Actions sampled at the root by Gumbel sequential halving."""
-    rollout_lambda: float = traced(0.0, compiled_as=lambda value: value > 0)
+    rollout_lambda: float = traced(0.0, compiled_as=lambda value: value > 0, low=0, high=1)
     """AlphaGo leaf mix: value = (1 - lambda) * network + lambda * random-playout result
     (0 compiles no playouts)."""
-    discount: float = 1.0
+    discount: float = bounded(1.0, above=0, high=1)
     """Per-ply discount: a result k plies ahead is worth discount^k, in the search's
     backups and in the value targets, so that of two wins the faster one (of two losses
     the slower one) is worth more. 1 is AlphaZero's undiscounted result."""
@@ -94,14 +94,14 @@ class SearchConfig:
     """Evaluate every position (root and leaves) as the mean of the network over the
     game's symmetries (`symmetric_apply`): a less noisy value and prior for G times the
     network's cost. Compiled in."""
-    score_utility: float = 0.0
+    score_utility: float = bounded(0.0, low=0)
     """KataGo's score utility: the search values a position at the network's value plus
     this weight times tanh(margin / `score_utility_scale`), the margin from the mover's
     view (the score head's prediction; the game's own count where it ended), so a decided
     game is still played for points. 0: off. Needs a game with `Env.score_margin` and
     `network.score_head`; the search's values (and value targets mixed from them) carry
     it too. Compiled in."""
-    score_utility_scale: float = 20.0
+    score_utility_scale: float = bounded(20.0, above=0)
     """Points of margin at which the score utility reaches tanh(1) of its weight."""
     skip_futile: bool = False
     """Leave the game's futile moves (`Env.futile_moves`: Go's filling of the mover's own
@@ -109,30 +109,8 @@ class SearchConfig:
     play_skip_futile: bool = False
     """`skip_futile` for the trained agent when it plays (`play_search`) only."""
 
-    def validate(self) -> None:
-        """Raises ValueError for settings mctx would reject or mis-handle."""
-        if self.policy not in POLICIES:
-            raise ValueError(f"search.policy must be one of {POLICIES}, got {self.policy!r}")
-        check_setting("search.num_simulations", self.num_simulations, int, 1)
-        check_setting("search.play_simulations", self.play_simulations, int, 0)
-        if self.play_policy not in ("", *POLICIES):
-            raise ValueError(f"search.play_policy must be one of {POLICIES} or '' (the "
-                             f"training policy), got {self.play_policy!r}")
-        check_setting("search.max_num_considered_actions", self.max_num_considered_actions,
-                      int, 1)
-        for name in ("c_puct", "pb_c_base", "dirichlet_alpha"):
-            check_setting(f"search.{name}", getattr(self, name), float, above=0)
-        check_setting("search.dirichlet_fraction", self.dirichlet_fraction, float, 0, 1)
-        check_setting("search.gumbel_scale", self.gumbel_scale, float, 0)
-        check_setting("search.gumbel_value_scale", self.gumbel_value_scale, float, above=0)
-        check_setting("search.rollout_lambda", self.rollout_lambda, float, 0, 1)
-        check_setting("search.discount", self.discount, float, above=0, high=1)
-        for name in ("average_symmetries", "skip_futile", "play_skip_futile"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"search.{name} must be true or false, got "
-                                 f"{getattr(self, name)!r}")
-        check_setting("search.score_utility", self.score_utility, float, 0)
-        check_setting("search.score_utility_scale", self.score_utility_scale, float, above=0)
+    def _check(self) -> None:
+        """The rules that join settings (each field's own bounds are on the field)."""
         if self.score_utility > 0 and self.average_symmetries:
             raise ValueError("search.score_utility does not combine with "
                              "search.average_symmetries (set one of them off)")
@@ -146,7 +124,6 @@ class SearchConfig:
 def play_search(config: SearchConfig) -> SearchConfig:
     """The search a trained agent plays with: `config` with `play_simulations`,
     `play_policy` and `play_skip_futile` in place of its own settings where they are set."""
-    config.validate()
     changes = {"skip_futile": True} if config.play_skip_futile else {}
     if config.play_simulations > 0:
         changes["num_simulations"] = config.play_simulations
@@ -169,7 +146,7 @@ def search_changes(pairs: Sequence[str]) -> dict[str, Any]:
             raise ValueError(f"expected NAME=VALUE with NAME a search setting "
                              f"({', '.join(kinds)}), got {pair!r}")
         changes[field] = parse_setting(f"search.{field}", kinds[field], text)
-    SearchConfig(**changes).validate()
+    SearchConfig(**changes)  # checks the values, alone and together
     return changes
 
 
@@ -210,7 +187,6 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
       is a batch (B,) of live states. The output's `action` is (B,) int32 and its
       `action_weights` (B, A) float32.
     """
-    config.validate()
     rollouts = config.rollout_lambda > 0
     if config.average_symmetries:
         apply_fn = symmetric_apply(env, apply_fn)

@@ -37,38 +37,38 @@ import jax.numpy as jnp
 from flax import struct
 
 from azjax.core import replay as replay_lib
-from azjax.core.fields import check_setting
+from azjax.core.fields import bounded, checked
 from azjax.core.search import SearchConfig, greedy_action, masked_logits, root_value
 from envs import Env, State
 
 
-@dataclasses.dataclass(frozen=True)
+@checked("selfplay.")
 class SelfPlayConfig:
     """How self-play chooses and batches moves."""
 
-    num_games: int = 256
+    num_games: int = bounded(256, low=1)
     """Games played at once (B); each slot restarts a new game as soon as one ends."""
-    steps_per_iteration: int = 9
+    steps_per_iteration: int = bounded(9, low=1)
     """Moves played in every slot per training iteration (S)."""
-    temperature_moves: int = 2
+    temperature_moves: int = bounded(2, low=0)
     """Plies at the start of each game sampled from the search policy; greedy after."""
-    random_move_prob: float = 0.0
+    random_move_prob: float = bounded(0.0, low=0, high=1)
     """Probability of playing a uniformly random legal move instead of the search's."""
-    random_opening_moves: int = 0
+    random_opening_moves: int = bounded(0, low=0)
     """Each new game opens with U{0..N} uniformly random plies (recorded like any other)."""
-    full_search_prob: float = 1.0
+    full_search_prob: float = bounded(1.0, low=0, high=1)
     """Playout cap randomisation: the share of each move's games, drawn afresh every
     move, that get the full search and become policy targets; the others get a cheap
     search of `cheap_simulations` and train the value alone. 1: every move is searched
     in full. Times `num_games` it must be a whole number of games, at least one."""
-    cheap_simulations: int = 8
+    cheap_simulations: int = bounded(8, low=1)
     """Simulations of the cheap search (with `full_search_prob` < 1)."""
-    resign_threshold: float = -1.0
+    resign_threshold: float = bounded(-1.0, low=-1, high=1)
     """A player resigns when its root value falls below this (in [-1, 1]; -1: never).
     Set it from the measured false-resignation rate (the metrics `false_resign` /
     `resign_checked`, pooled by `false_resignation_rate`): raise it while that rate
     stays well under 5%, lower it when the rate is above."""
-    resign_playout_prob: float = 0.1
+    resign_playout_prob: float = bounded(0.1, low=0, high=1)
     """With resignation on: the share of games (drawn as each starts) played to the end
     with no resignation, in which false resignations are counted."""
 
@@ -77,17 +77,8 @@ class SelfPlayConfig:
         """Whether resignation is on (`resign_threshold` > -1)."""
         return self.resign_threshold > -1.0
 
-    def validate(self) -> None:
-        """Raises ValueError for settings that cannot run."""
-        check_setting("selfplay.full_search_prob", self.full_search_prob, float, 0, 1)
-        check_setting("selfplay.cheap_simulations", self.cheap_simulations, int, 1)
-        check_setting("selfplay.num_games", self.num_games, int, 1)
-        check_setting("selfplay.steps_per_iteration", self.steps_per_iteration, int, 1)
-        check_setting("selfplay.temperature_moves", self.temperature_moves, int, 0)
-        check_setting("selfplay.random_opening_moves", self.random_opening_moves, int, 0)
-        check_setting("selfplay.random_move_prob", self.random_move_prob, float, 0, 1)
-        check_setting("selfplay.resign_threshold", self.resign_threshold, float, -1, 1)
-        check_setting("selfplay.resign_playout_prob", self.resign_playout_prob, float, 0, 1)
+    def _check(self) -> None:
+        """The rules that join settings (each field's own bounds are on the field)."""
         if self.full_search_prob < 1.0:
             full = self.full_search_prob * self.num_games
             if abs(full - round(full)) > 1e-9 or round(full) < 1:
@@ -241,7 +232,6 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
       consumed, `games` are B live `Games`; the `Trajectory` has leading axes (S, B), e.g.
       `positions.observation` (S, B, *observation_shape) and `ended` (S, B) bool.
     """
-    config.validate()
     num_games = config.num_games
     slots = jnp.arange(num_games, dtype=jnp.int32)
     capped = config.full_search_prob < 1.0

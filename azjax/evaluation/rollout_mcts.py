@@ -9,7 +9,6 @@ game inside mctx's `recurrent_fn`, and backpropagation by mctx (negamax via
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import chex
@@ -17,26 +16,20 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from azjax.core.fields import bounded, checked
 from azjax.core.rollouts import random_playout
 from azjax.core.search import make_recurrent_fn
 from envs import Env, State
 
 
-@dataclasses.dataclass(frozen=True)
+@checked()
 class UCTConfig:
     """Settings of the rollout MCTS."""
 
-    num_simulations: int = 1000
+    num_simulations: int = bounded(1000, low=1)
     """Simulations (one expansion and one playout each) per move."""
-    exploration: float = math.sqrt(2.0)
+    exploration: float = bounded(math.sqrt(2.0), low=0)
     """UCB1 constant c, applied to values rescaled to [0, 1] (sqrt(2) is the textbook one)."""
-
-    def validate(self) -> None:
-        """Raises ValueError for settings out of range."""
-        if self.num_simulations < 1:
-            raise ValueError(f"num_simulations must be >= 1, got {self.num_simulations}")
-        if self.exploration < 0:
-            raise ValueError(f"exploration must be >= 0, got {self.exploration}")
 
 
 def uct_action_selection(rng_key, tree: mctx.Tree, node_index, depth, *, exploration):
@@ -74,7 +67,6 @@ def _playout_leaf(env: Env):
 
 def make_uct_search(env: Env, config: UCTConfig):
     """Returns `search(key, states) -> mctx.Tree` for a batch of live States [B]."""
-    config.validate()
     leaf = _playout_leaf(env)
     recurrent_fn = make_recurrent_fn(env, leaf)
 

@@ -89,7 +89,6 @@ def read_agent_file(path: str | Path, abstract_params_of: Callable[[ProgramConfi
     try:
         data = json.loads(payload["config"])
         config = TrainConfig.from_dict(data if version == 1 else {"program": data}).program
-        config.validate()
         abstract = abstract_params_of(config)  # builds the game: ValueError if unknown
     except (ValueError, TypeError) as err:
         raise AgentFileError(f"{str(path)!r} holds an invalid config: {err}") from None

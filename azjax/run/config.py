@@ -16,6 +16,7 @@ import dataclasses
 import inspect
 import json
 import typing
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,71 +24,71 @@ import tyro
 
 import envs
 from azjax.core import counters, memory
-from azjax.core.fields import check_setting, setting_types
+from azjax.core.fields import bounded, checked, setting_types
 from azjax.core.program import ProgramConfig, program_parts
 from azjax.core.search import search_changes
 from azjax.run.files import write_atomic
 from azjax.run.specs import parse_spec
 from envs import Env
 
-SEED_MAX = 2**32 - 1
-"""Seeds are 32-bit: `jax.random.key` keeps the low 32 bits, so larger or negative seeds
-would repeat smaller ones."""
+RUN_SEED_MAX = 2**32 - 1
+"""The largest seed of a run: `jax.random.key` keeps the low 32 bits, so larger or
+negative seeds would repeat smaller ones."""
 HALVES = ("program", "run")
 
 
-@dataclasses.dataclass(frozen=True)
+@checked()
 class RunConfig:
     """How a run is run: budget, cadences, evaluation, gating arena, logging (any of it
     may change when a run resumes)."""
 
-    iterations: int = 200
+    iterations: int = bounded(200, low=1, high=counters.MAX_VALUE)
     """Training iterations to run (a resumed run continues up to this number)."""
-    max_minutes: float = 0.0
+    max_minutes: float = bounded(0.0, low=0)
     """Stop after this much training wall time, resumes included (0 = no limit)."""
     stop_when_perfect: bool = True
     """Stop once the network alone is perfect (where the game's evaluation can tell)."""
-    log_every: int = 1
+    log_every: int = bounded(1, low=1)
     """Iterations between progress lines and metrics.jsonl records."""
-    eval_every: int = 5
+    eval_every: int = bounded(5, low=0)
     """Iterations between evaluations (0 = none counted in iterations)."""
-    eval_every_minutes: float = 0.0
+    eval_every_minutes: float = bounded(0.0, low=0)
     """Also evaluate once this many minutes of training passed since the last evaluation
     (0 = off): a cadence that means the same at 0.2 s and at 5 s an iteration."""
-    eval_search_every: int = 4
+    eval_search_every: int = bounded(4, low=0)
     """Evaluations between the (costlier) evaluations of network + search (0 = never)."""
-    eval_simulations: int = 0
+    eval_simulations: int = bounded(0, low=0)
     """Search simulations per move when network + search is scored on the game's ground
     truth (0 = the training budget; games against `eval_opponents` use that budget)."""
     eval_search_with: tuple[str, ...] = ()
     """Settings of the search scored on the ground truth that differ from the training
     search, as NAME=VALUE (e.g. 'average_symmetries=true', 'gumbel_value_scale=1';
     `azjax.core.search.search_changes`); self-play keeps its own."""
-    checkpoint_every: int = 20
+    checkpoint_every: int = bounded(20, low=0)
     """Iterations between checkpoints (0 = none counted in iterations; the last iteration
     is always checkpointed)."""
-    checkpoint_every_minutes: float = 0.0
+    checkpoint_every_minutes: float = bounded(0.0, low=0)
     """Also checkpoint once this many minutes of training passed since the last
     checkpoint (0 = off)."""
-    keep_every: int = 0
+    keep_every: int = bounded(0, low=0)
     """Keep every checkpoint whose iteration is a multiple of this, besides the newest
     three (0 = only those), e.g. for a ratings league over training."""
     eval_opponents: tuple[str, ...] = ()
     """Baselines the agent (network + search, noise off) plays at every evaluation, as
     player specs (e.g. 'random', 'mcts:100', 'alphabeta:2'); scores go to metrics.jsonl."""
-    eval_games: int = 64
+    eval_games: int = bounded(64, low=1)
     """Games per baseline at each evaluation (half per seat)."""
-    eval_openings: int = 2
+    eval_openings: int = bounded(2, low=0)
     """Random opening plies of those games (paired across seats)."""
-    gate_every: int = 10
+    gate_every: int = bounded(10, low=1)
     """Iterations between gating arenas (gating regime)."""
-    gate_games: int = 400
+    gate_games: int = bounded(400, low=1)
     """Games of each gating arena, half per seat."""
-    gate_threshold: float = 0.55
+    gate_threshold: float = bounded(0.55, low=0.5, high=1)
     """Score (wins + draws / 2) the latest network needs against the best to replace it."""
-    gate_simulations: int = 0
+    gate_simulations: int = bounded(0, low=0)
     """Search simulations per move in the gating arena (0 = the training budget)."""
-    gate_openings: int = 2
+    gate_openings: int = bounded(2, low=0)
     """Random opening plies of the gating games (paired across seats)."""
     tensorboard: bool = False
     """Also write the metrics as TensorBoard event files into `run_dir/tensorboard`
@@ -95,7 +96,7 @@ class RunConfig:
     preset: Annotated[str, tyro.conf.Suppress] = ""
     """The variant of the script's recipe this config started from ('cpu' or 'gpu',
     `azjax.run.recipes`; '' for a config of no recipe), recorded in config.json."""
-    devices: int = 0
+    devices: int = bounded(0, low=0)
     """Devices to split self-play, replay and learning over (0: all there are; a CPU is
     one host device per core under the scripts). A run resumes on as many as it was
     trained on; its config.json records the number."""
@@ -110,7 +111,7 @@ class RunConfig:
     into RUN_DIR/warm-up; its weights then start this run (a curriculum: 'go7x7' before
     9x9 Go, with `network.pooled_heads`). Trained while the run has no checkpoint yet;
     rerunning the command resumes it. '' for none."""
-    warm_up_minutes: float = 0.0
+    warm_up_minutes: float = bounded(0.0, low=0)
     """Training minutes of the warm-up run (`warm_up`), beside this run's `max_minutes`."""
 
     @property
@@ -118,61 +119,35 @@ class RunConfig:
         """Whether the run evaluates at all (by iterations or by minutes)."""
         return self.eval_every > 0 or self.eval_every_minutes > 0
 
-    def validate(self) -> None:
-        """Raises ValueError, with a message naming the option, for bad values."""
-        check_setting("iterations", self.iterations, int, 1, counters.MAX_VALUE)
-        for name in ("log_every", "eval_games", "gate_every", "gate_games"):
-            check_setting(name, getattr(self, name), int, 1)
-        for name in ("eval_every", "checkpoint_every", "eval_search_every", "eval_simulations", "keep_every",
-                     "eval_openings", "gate_simulations", "gate_openings", "devices"):
-            check_setting(name, getattr(self, name), int, 0)
-        for name in ("max_minutes", "eval_every_minutes", "checkpoint_every_minutes",
-                     "warm_up_minutes"):
-            check_setting(name, getattr(self, name), float, 0)
+    def _check(self) -> None:
+        """The rules beyond each field's bounds: the preset's name and the search changes
+        read from their text (the player specs are checked with the game, by
+        `TrainConfig.check`: a kind of player may be registered by a later import)."""
         if self.preset not in ("", "cpu", "gpu"):
             raise ValueError(f"preset must be 'cpu', 'gpu' or '' (none), got {self.preset!r}")
-        check_setting("gate_threshold", self.gate_threshold, float, 0.5, 1)
-        for name in ("stop_when_perfect", "tensorboard"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        if not isinstance(self.warm_start, str):
-            raise ValueError(f"warm_start must be a path (a run directory or agent file), "
-                             f"got {self.warm_start!r}")
-        if not isinstance(self.warm_up, str):
-            raise ValueError(f"warm_up must be a recipe name, got {self.warm_up!r}")
-        if isinstance(self.eval_search_with, str):
-            raise ValueError("eval_search_with must be a list of NAME=VALUE settings, "
-                             "not one string")
         try:
             search_changes(self.eval_search_with)
         except ValueError as error:
             raise ValueError(f"eval_search_with: {error}") from None
-        if isinstance(self.eval_opponents, str):
-            raise ValueError("eval_opponents must be a list of player specs, not one string")
-        for spec in self.eval_opponents:
-            parse_spec(spec)
 
 
-@dataclasses.dataclass(frozen=True)
+@checked()
 class TrainConfig:
     """Everything that defines a training run: its program, how it is run, its seed."""
 
     program: Annotated[ProgramConfig, tyro.conf.arg(name="")] = ProgramConfig()
     run: Annotated[RunConfig, tyro.conf.arg(name="")] = RunConfig()
-    seed: int = 0
+    seed: int = bounded(0, low=0, high=RUN_SEED_MAX)
     """Seed of the run's PRNG key."""
 
-    def validate(self) -> None:
-        """Raises ValueError, with a message naming the option, for bad values."""
-        check_setting("seed", self.seed, int, 0, SEED_MAX)
-        self.program.validate()
-        self.run.validate()
-
     def check(self, env: envs.Env) -> None:
-        """`validate`, `ProgramConfig.check`, and whether the run's evaluation and gating
-        matches fit in memory beside the training program (ValueError)."""
-        self.validate()
+        """The checks that need the game (the settings were checked when the config was
+        made): `ProgramConfig.check`, and whether the run's evaluation and gating matches
+        fit in memory beside the training program, and the player specs of
+        `run.eval_opponents` (ValueError)."""
         self.program.check(env)
+        for spec in self.run.eval_opponents:
+            parse_spec(spec)
         check_run_fits(self, env)
 
     def make_env(self) -> envs.Env:
@@ -212,14 +187,43 @@ class TrainConfig:
 
     def with_value(self, path: str, value: Any) -> "TrainConfig":
         """A copy with the setting at `path` replaced."""
-        head, _, rest = path.partition(".")
-        if not rest:
-            return self.replace(**{head: value})
-        if "." in rest:
-            raise ValueError(f"unknown setting {path!r}")
-        if head == "game_options":
-            return self.replace(game_options={**self.program.game_options, rest: value})
-        return self.replace(**{head: dataclasses.replace(self.get(head), **{rest: value})})
+        return self.with_values({path: value})
+
+    def with_values(self, values: dict[str, Any]) -> "TrainConfig":
+        """A copy with the setting at each path replaced, all in one new config, so that
+        settings checked together (`learn_after` and `replay_capacity`) are checked with
+        their new values only.
+
+        Args:
+          values: setting path ('search.c_puct', 'iterations', 'game_options.size') ->
+            its new value.
+
+        Returns:
+          The new config (ValueError, naming the setting, for an unknown path or a bad
+          value).
+        """
+        top: dict[str, Any] = {}
+        nested: dict[str, dict[str, Any]] = {}
+        for path, value in values.items():
+            head, _, rest = path.partition(".")
+            if not rest:
+                top[head] = value
+            elif "." in rest:
+                raise ValueError(f"unknown setting {path!r}")
+            else:
+                nested.setdefault(head, {})[rest] = value
+        for head, fields in nested.items():
+            if head == "game_options":
+                top[head] = {**self.program.game_options, **fields}
+                continue
+            part = top.get(head, self.get(head))
+            names = {f.name for f in dataclasses.fields(part)} if dataclasses.is_dataclass(
+                part) else set()
+            unknown = sorted(set(fields) - names)
+            if unknown:
+                raise ValueError(f"unknown setting {head}.{unknown[0]!r}")
+            top[head] = dataclasses.replace(part, **fields)
+        return self.replace(**top)
 
     def program_differences(self, other: "TrainConfig") -> list[str]:
         """What a resumed run may not change: the program half and the seed, as
@@ -382,13 +386,27 @@ def check_run_fits(config: TrainConfig, env: Env, experiments: int = 1) -> None:
     memory.check_parts("this training run", run_parts(config, env), experiments)
 
 
-MAX_SEED = 2**63 - 1
-"""The largest seed a command takes: JAX keys take a signed 64-bit seed, NumPy's
-generators no negative one."""
+COMMAND_SEED_MAX = 2**63 - 1
+"""The largest seed of a command that plays (arena, league, play, serve, gtp): JAX keys
+take a signed 64-bit seed, NumPy's generators no negative one."""
 
 
 def check_seed(seed: int, what: str = "--seed") -> int:
-    """`seed`, or a ValueError when it is not an integer from 0 to 2**63 - 1."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"{what} must be an integer from 0 to {MAX_SEED}, got {seed!r}")
+    """`seed`, or a ValueError when it is not an integer from 0 to `COMMAND_SEED_MAX`."""
+    if (isinstance(seed, bool) or not isinstance(seed, int)
+            or not 0 <= seed <= COMMAND_SEED_MAX):
+        raise ValueError(f"{what} must be an integer from 0 to {COMMAND_SEED_MAX}, "
+                         f"got {seed!r}")
     return seed
+
+
+_RENAMED = {"SEED_MAX": "RUN_SEED_MAX", "MAX_SEED": "COMMAND_SEED_MAX"}
+
+
+def __getattr__(name: str) -> Any:
+    """The old names of the two seed bounds, with a DeprecationWarning."""
+    if name in _RENAMED:
+        warnings.warn(f"azjax.run.config.{name} is deprecated: use {_RENAMED[name]}",
+                      DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -161,9 +161,10 @@ def make_grid(base: TrainConfig, params: Sequence[Param], seeds: Sequence[int]
     experiments = []
     for values in itertools.product(*(p.values for p in params)):
         assignment = tuple((p.path, v) for p, v in zip(params, values))
-        config = base
-        for path, value in assignment:
-            config = config.with_value(path, value)
+        try:
+            config = base.with_values(dict(assignment))
+        except ValueError as err:
+            raise ValueError(f"{config_label(assignment)}: {err}") from None
         for seed in seeds:
             experiments.append(Experiment(assignment, seed, config.replace(seed=seed)))
     return experiments
