@@ -32,13 +32,13 @@ from azjax.commands.errors import (
 )
 from azjax.driver import summarize, train
 from azjax.driver.status import opening_line
-from azjax.driver.warm_up import WARM_UP_DIR, plan
+from azjax.driver.warm_up import plan
 from azjax.run import compile_cache, peers
 from azjax.run.config import TrainConfig
 from azjax.run.devices import arrange, is_primary
 from azjax.run.guard import guard
 from azjax.run.peers import HEARTBEAT_TIMEOUT_S
-from azjax.run.run_dir import CONFIG_FILE, RunDirError, saved_config
+from azjax.run.run_dir import RunDir, RunDirError
 from azjax.run.stop_signals import EXIT_STOPPED, Stopped
 
 
@@ -80,18 +80,18 @@ def saved_run(run_dir: str) -> Saved | None:
     """
     if not run_dir:
         return None
-    warm_up_dir = Path(run_dir) / WARM_UP_DIR
     try:
-        config = saved_config(run_dir)
-        warm = saved_config(warm_up_dir) if config is None else None
+        run = RunDir.open(run_dir)
+        config = run.saved_config()
+        warm = run.warm_up.saved_config() if config is None else None
     except (RunDirError, OSError, ValueError):
         return None
     if config is not None:
-        where = Path(run_dir) / CONFIG_FILE
-        return Saved(str(where) if where.is_file() else f"the newest checkpoint in {run_dir}",
+        where = run.config_file
+        return Saved(str(where) if where.is_file() else f"the newest checkpoint in {run}",
                      "--run-dir", config.run.preset, config)
     if warm is not None and warm.run.preset:
-        return Saved(f"{warm_up_dir / CONFIG_FILE}", "--run-dir", warm.run.preset)
+        return Saved(str(run.warm_up.config_file), "--run-dir", warm.run.preset)
     return None
 
 
@@ -129,9 +129,6 @@ def main(argv: list[str] | None = None, *, defaults: TrainConfig | None = None) 
       training began, or by a second signal (143 when that is SIGTERM).
     """
     def start(experiment: Experiment) -> None:
-        if experiment.num_processes > 1:
-            # A bad value stops every process alike before any joins the others.
-            experiment.config.validate()
         if experiment.num_processes > 1 and experiment.heartbeat_timeout:
             guard(experiment.num_processes, experiment.coordinator_address, hint(experiment))
         arrange(experiment.config.run.devices, experiment.coordinator_address or None,

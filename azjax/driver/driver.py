@@ -42,13 +42,13 @@ from azjax.driver.plots import preload
 from azjax.driver.program_players import ProgramPlayers
 from azjax.driver.warm_up import warm_up, warm_up_config
 from azjax.evaluation.evaluators import Evaluator, PositionEvaluator
-from azjax.run import checkpoint as ckpt
 from azjax.run.config import TrainConfig, check_run_fits, game_settings, run_parts
 from azjax.run.devices import agreed_max, data_mesh, device_count, is_primary
 from azjax.run.game_check import check_game
 from azjax.run.lock import RunLock, lock_run_dir
 from azjax.run.metrics_log import check_tensorboard
 from azjax.run.progress import Progress
+from azjax.run.run_dir import RunDir
 from azjax.run.stop_signals import REPEAT_S, Stopped, StopSignals
 from envs import Env
 from envs.registry import registered_at_runtime
@@ -70,10 +70,11 @@ class TrainResult:
     perfect_at: dict[str, Any] | None
 
 
-def _names(run_dirs: Sequence[Path | None]) -> list[str]:
+def _names(run_dirs: Sequence[RunDir | None]) -> list[str]:
     """Short names of a group's experiments for its messages: the fewest trailing parts
     of their run directories that tell them apart."""
-    parts = [d.parts if d is not None else (f"experiment {i}",) for i, d in enumerate(run_dirs)]
+    parts = [d.path.parts if d is not None else (f"experiment {i}",)
+             for i, d in enumerate(run_dirs)]
     for k in range(1, max(len(p) for p in parts) + 1):
         names = ["/".join(p[-k:]) for p in parts]
         if len(set(names)) == len(names):
@@ -97,11 +98,11 @@ def _game(configs: Sequence[TrainConfig], env: Env | None) -> tuple[list[TrainCo
     return [c.replace(**game) for c in configs], env
 
 
-def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None],
+def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[RunDir | None],
                  env: Env) -> None:
     if len(run_dirs) != len(configs):
         raise ValueError(f"{len(configs)} configs but {len(run_dirs)} run directories")
-    named = [d.resolve() for d in run_dirs if d is not None]
+    named = [d.path.resolve() for d in run_dirs if d is not None]
     if len(set(named)) != len(named):
         raise ValueError("two experiments of a group cannot share a run directory")
     for config, run_dir in zip(configs, run_dirs):
@@ -110,7 +111,7 @@ def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None]
             raise ValueError("the experiments of a group must compile to one program (they "
                              "may differ in seeds, traced settings and run options only)")
         if run_dir is not None:
-            ckpt.check_run_dir(run_dir, config)  # every run is checked before any is written
+            run_dir.check(config)  # every run is checked before any is written
             if config.run.tensorboard:
                 check_tensorboard()
     if len(configs) > 1:  # E experiments in one program need E times the memory
@@ -118,7 +119,7 @@ def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None]
         check_run_fits(largest, env, len(configs))
 
 
-def _devices(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None],
+def _devices(configs: Sequence[TrainConfig], run_dirs: Sequence[RunDir | None],
              say: Say) -> tuple[list[TrainConfig], Mesh | None]:
     """The group's configs recording the device count they train on, and its data mesh
     (None for one device); ValueError for a count that cannot be used."""
@@ -129,16 +130,19 @@ def _devices(configs: Sequence[TrainConfig], run_dirs: Sequence[Path | None],
     if notice:
         say(notice)
     for run_dir in filter(None, run_dirs):
-        ckpt.check_device_count(run_dir, count)
+        run_dir.check_device_count(count)
     return [c.replace(devices=count) for c in configs], data_mesh(count) if count > 1 else None
 
 
-def _writing(run_dir: Path | None, write: Callable, *args: Any) -> Any:
-    """`write(*args)`, with an OS error turned into a one-line RunDirError."""
+def _writing(run_dir: RunDir | None, write: Callable, *args: Any) -> Any:
+    """`write(*args)`, with an OS error of a run directory turned into a one-line
+    RunDirError."""
     try:
         return write(*args)
     except OSError as err:
-        raise ckpt.cannot_write(run_dir, err) from None
+        if run_dir is None:
+            raise
+        raise run_dir.cannot_write(err) from None
 
 
 def _loop(runs: list[HostRun], state: TrainState, step: Callable, evaluator: Evaluator,
@@ -184,7 +188,7 @@ def _loop(runs: list[HostRun], state: TrainState, step: Callable, evaluator: Eva
 
 def train_group(
     configs: Sequence[TrainConfig],
-    run_dirs: Sequence[Path | str | None] | None = None,
+    run_dirs: Sequence[RunDir | Path | str | None] | None = None,
     progress: Say | None = print,
     evaluator: Evaluator | None = None,
     on_iteration: Callable[[list[int]], None] | None = None,
@@ -221,7 +225,8 @@ def train_group(
     """
     clock_start = time.perf_counter()
     configs = list(configs)
-    run_dirs = [None if d is None else ckpt.check_run_dir_path(d)
+    # A run directory is checked here, once, and passed on as a RunDir.
+    run_dirs = [None if d is None else RunDir.open(d)
                 for d in (run_dirs or [None] * len(configs))]
     if not configs:
         raise ValueError("no experiments to train")
@@ -257,7 +262,7 @@ def train_group(
         for config, run_dir in zip(configs, run_dirs):
             if run_dir is not None and is_primary():
                 locks.append(lock_run_dir(run_dir))
-                ckpt.check_run_dir(run_dir, config)  # again: another writer may have been first
+                run_dir.check(config)  # again: another writer may have been first
         restored = [run.restore(env, mesh) for run in runs]  # every run reads before writes
         for run, run_state in zip(runs, restored):
             _writing(run.run_dir, run.start, run_state, clock_start)
@@ -273,7 +278,8 @@ def train_group(
                         and not run.diverged):
                     run.save(i, state)
         if signals.agreed:
-            raise Stopped(signals.agreed, [run.iteration for run in runs], run_dirs)
+            raise Stopped(signals.agreed, [run.iteration for run in runs],
+                          [None if d is None else d.path for d in run_dirs])
     finally:
         with contextlib.ExitStack() as stack_:
             stack_.callback(ahead.join)  # exiting while XLA compiles in a thread can crash
@@ -285,7 +291,7 @@ def train_group(
             for i, run in enumerate(runs)]
 
 
-def train(config: TrainConfig, run_dir: Path | str | None = None,
+def train(config: TrainConfig, run_dir: RunDir | Path | str | None = None,
           progress: Say | None = print, env: Env | None = None) -> TrainResult:
     """Trains (or resumes, when `run_dir` holds a run) up to `config.run.iterations`.
 

@@ -21,7 +21,7 @@ from azjax.core.stacked import (
     init_placed,
     unstack,
 )
-from azjax.driver.plots import PLOT_FILE, plot_run
+from azjax.driver.plots import plot_run
 from azjax.driver.program_players import ProgramPlayers
 from azjax.driver.status import (
     TrainingDiverged,
@@ -39,6 +39,7 @@ from azjax.run.devices import agree, barrier, is_primary, local, peak_device_byt
 from azjax.run.files import error_line
 from azjax.run.metrics_log import MetricsLog, resume_records
 from azjax.run.progress import Progress
+from azjax.run.run_dir import RunDir
 from azjax.run.stop_signals import StopSignals
 from azjax.run.warm_start import placed_like, warm_start_params
 from envs import Env
@@ -56,9 +57,10 @@ PLOT_EVERY_S = 30.0
 class HostRun:
     """The host side of one experiment: its records, run directory, budget and clock."""
 
-    def __init__(self, config: TrainConfig, run_dir: Path | None, name: str, say: Say,
-                 alone: bool = True):
+    def __init__(self, config: TrainConfig, run_dir: RunDir | Path | None, name: str,
+                 say: Say, alone: bool = True):
         self.config, self.run = config, config.run
+        run_dir = None if run_dir is None else RunDir.open(run_dir)
         self.run_dir, self.name, self.say, self.alone = run_dir, name, say, alone
         self.diverged = False
         self.records: list[dict[str, Any]] = []
@@ -105,10 +107,10 @@ class HostRun:
                     self.say(damaged)
                     moved = ckpt.set_aside(self.run_dir, [s for s, _ in self.restored.damaged])
                     self.say(f"moved the damaged checkpoints to {moved[0].parent}")
-            if not (self.run_dir / ckpt.CONFIG_FILE).is_file() and step is not None:
-                self.say(f"{self.run_dir / ckpt.CONFIG_FILE} was missing; wrote it again (its "
+            if not self.run_dir.config_file.is_file() and step is not None:
+                self.say(f"{self.run_dir.config_file} was missing; wrote it again (its "
                          f"program and seed are those checkpoint {step} records)")
-            ckpt.save_config(self.run_dir, self.config)
+            self.run_dir.save_config(self.config)
             if self.metrics_notice:
                 self.say(self.metrics_notice)
             self.log = MetricsLog(self.run_dir, tensorboard=self.run.tensorboard)
@@ -297,7 +299,7 @@ class HostRun:
                 "once the cause is fixed") from None
         if self.log is not None and (self.done
                                      or time.perf_counter() - self.last_plot >= PLOT_EVERY_S):
-            plot_run(self.records, self.run_dir / PLOT_FILE)
+            plot_run(self.records, self.run_dir.training_plot)
             self.last_plot = time.perf_counter()
 
     def close(self) -> None:

@@ -16,21 +16,30 @@ where the recipe it came from has changed since.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 from azjax.core.networks import abstract_params
 from azjax.driver.status import budget_text, changed_settings, minutes_text
-from azjax.run import checkpoint as ckpt
+from azjax.run import run_dir as layout
 from azjax.run.config import RunConfig, TrainConfig
 from azjax.run.recipes import recipe
+from azjax.run.run_dir import RunDir
 from azjax.run.warm_start import same_shapes
 
-WARM_UP_DIR = "warm-up"
-"""The warm-up run's directory, inside the run's own."""
+
+def __getattr__(name: str):
+    """`WARM_UP_DIR`, with a DeprecationWarning: the layout of a run directory is
+    `azjax.run.run_dir`'s (`RunDir.warm_up`)."""
+    if name == "WARM_UP_DIR":
+        warnings.warn("azjax.driver.warm_up.WARM_UP_DIR is deprecated: use "
+                      "RunDir.warm_up (azjax.run.run_dir)", DeprecationWarning, stacklevel=2)
+        return layout.WARM_UP_DIR
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def warm_up_config(config: TrainConfig, run_dir: Path | None) -> TrainConfig:
+def warm_up_config(config: TrainConfig, run_dir: RunDir | Path | None) -> TrainConfig:
     """The warm-up run of `config`: the recipe `config.run.warm_up` (in the run's preset)
     with the run's network and seed or, while the run has no checkpoint yet, the
     config.json of the warm-up already in RUN_DIR/warm-up; for `warm_up_minutes` and at
@@ -51,13 +60,14 @@ def warm_up_config(config: TrainConfig, run_dir: Path | None) -> TrainConfig:
     run = config.run
     if run_dir is None:
         raise ValueError("run.warm_up needs a run directory (the warm-up run goes into "
-                         "RUN_DIR/warm-up)")
+                         f"RUN_DIR/{layout.WARM_UP_DIR})")
     if run.warm_start:
         raise ValueError("run.warm_up trains the run's starting weights; run.warm_start "
                          "names them: set one of the two")
     if run.warm_up_minutes <= 0:
         raise ValueError("run.warm_up needs run.warm_up_minutes > 0, got "
                          f"{run.warm_up_minutes!r}")
+    run_dir = RunDir.open(run_dir)
     base = _recipe(config)
     network = config.program.network
     saved = _saved(config, run_dir)
@@ -67,7 +77,7 @@ def warm_up_config(config: TrainConfig, run_dir: Path | None) -> TrainConfig:
         changed = [path for path in changed_settings(warm, config)
                    if path.startswith("network.")]
         raise ValueError(
-            f"{run_dir / WARM_UP_DIR} holds a warm-up of another network (it differs in "
+            f"{run_dir.warm_up} holds a warm-up of another network (it differs in "
             f"{', '.join(changed)}): rerun with the network options it began with, or "
             "delete that directory to warm up afresh")
     mine, theirs = (abstract_params(c.make_env(), network) for c in (config, warm))
@@ -94,12 +104,12 @@ def _budget(run: RunConfig, recipe_run: RunConfig) -> dict[str, float | int]:
             "iterations": min(recipe_run.iterations, run.iterations)}
 
 
-def _saved(config: TrainConfig, run_dir: Path) -> TrainConfig | None:
+def _saved(config: TrainConfig, run_dir: RunDir) -> TrainConfig | None:
     """The config.json of the warm-up in RUN_DIR/warm-up while the run is still to train
     from it (no checkpoint of its own yet), else None."""
-    if ckpt.checkpoint_steps(run_dir):
+    if run_dir.checkpoint_steps():
         return None
-    return ckpt.saved_config(run_dir / WARM_UP_DIR)
+    return run_dir.warm_up.saved_config()
 
 
 def share_minutes(total: float, warm_up_minutes: float, max_minutes: float
@@ -122,12 +132,13 @@ def share_minutes(total: float, warm_up_minutes: float, max_minutes: float
     return warm, round(total - warm, 6)
 
 
-def plan(config: TrainConfig, run_dir: Path | None, name: str) -> str:
+def plan(config: TrainConfig, run_dir: RunDir | Path | None, name: str) -> str:
     """What a run trains, and for how long, in words.
 
     Args:
       config: the run's config.
-      run_dir: its directory (None: none yet, or not given).
+      run_dir: its directory (None: none yet, or not given); only looked at, so a path
+        that cannot be a run directory is left for training to refuse.
       name: what the run trains (its recipe's name), as the words name it.
 
     Returns:
@@ -138,43 +149,60 @@ def plan(config: TrainConfig, run_dir: Path | None, name: str) -> str:
     run = config.run
     if not run.warm_up:
         return budget
-    if run_dir is not None and ckpt.checkpoint_steps(run_dir):
+    run_dir = None if run_dir is None else RunDir(run_dir)
+    if run_dir is not None and run_dir.checkpoint_steps():
         return f"{budget} (its warm-up on {run.warm_up} is done)"
     try:
         base = _recipe(config).run
     except ValueError:
         return budget  # training says what is wrong with the warm-up
     warm = budget_text(dataclasses.replace(base, **_budget(run, base)))
-    where = "RUN_DIR/warm-up" if run_dir is None else run_dir / WARM_UP_DIR
+    where = f"RUN_DIR/{layout.WARM_UP_DIR}" if run_dir is None else run_dir.warm_up
     total = (f": {minutes_text(run.warm_up_minutes + run.max_minutes)} in all"
              if run.max_minutes > 0 else "")
     return (f"first the {run.warm_up} recipe as a warm-up for {warm} in {where} (--warm-up "
             f"'' skips it), then {name} from its weights for {budget}{total}")
 
 
-def warm_up(config: TrainConfig, warm: TrainConfig, run_dir: Path,
+def warm_up(config: TrainConfig, warm: TrainConfig, run_dir: RunDir | Path,
             train: Callable[..., object], say: Callable[[str], None]) -> None:
     """Trains `warm` (`warm_up_config(config, run_dir)`) in RUN_DIR/warm-up, resumed there
-    if it stopped, while the run has no checkpoint."""
-    if ckpt.checkpoint_steps(run_dir):
+    if it stopped, while the run has no checkpoint.
+
+    Args:
+      config: the run's config.
+      warm: the warm-up's config.
+      run_dir: the run's directory.
+      train: `azjax.driver.driver.train`.
+      say: receives the status lines.
+    """
+    run_dir = RunDir.open(run_dir)
+    if run_dir.checkpoint_steps():
         return
-    where, budget = run_dir / WARM_UP_DIR, budget_text(warm.run)
+    where, budget = run_dir.warm_up, budget_text(warm.run)
     saved = _saved(config, run_dir)
     if saved is None:
         what = f"the {config.run.warm_up} recipe for {budget} in {where}"
     else:
         changed = changed_settings(saved, _recipe(config).replace(
             network=saved.program.network, seed=saved.seed))
-        what = f"resuming {where} with its config.json" + (
+        what = f"resuming {where} with its {layout.CONFIG_FILE}" + (
             f" (it differs from today's {config.run.warm_up} recipe in {', '.join(changed)})"
             if changed else "") + f" for {budget}"
     say(f"warm-up: {what}, then this run from its weights")
     train(warm, where, lambda line: say(f"[warm-up] {line}"))
 
 
-def warm_start_source(config: TrainConfig, run_dir: Path | None) -> str:
-    """Where a fresh run's starting weights come from: `run.warm_start`, or the warm-up
-    run's directory; '' for fresh weights."""
+def warm_start_source(config: TrainConfig, run_dir: RunDir | Path | None) -> str:
+    """Where a fresh run's starting weights come from.
+
+    Args:
+      config: the run's config.
+      run_dir: its directory (None: none).
+
+    Returns:
+      `run.warm_start`, or the warm-up run's directory; '' for fresh weights.
+    """
     if config.run.warm_up and run_dir is not None:
-        return str(run_dir / WARM_UP_DIR)
+        return str(RunDir.open(run_dir).warm_up)
     return config.run.warm_start

@@ -35,14 +35,12 @@ from azjax.run.agent import Agent
 from azjax.run.config import check_seed
 from azjax.run.files import check_output_path, write_atomic
 from azjax.run.progress import Progress as ProgressLine
+from azjax.run.run_dir import LEAGUE_FILES, RunDir, RunDirError
 from azjax.run.specs import split_specs
 from envs import Env
 
-CSV_FILE = "league.csv"
-MARKDOWN_FILE = "league.md"
-JSON_FILE = "league.json"
-PLOT_FILE = "league.png"
-FILES = (CSV_FILE, MARKDOWN_FILE, JSON_FILE, PLOT_FILE)
+FILES = LEAGUE_FILES  # a run's league goes into its run directory: the names are its layout's
+CSV_FILE, MARKDOWN_FILE, JSON_FILE, PLOT_FILE = FILES
 CSV_COLUMNS = ("name", "kind", "iteration", "wall_time_s", "games", "elo", "elo_low",
                "elo_high", "stderr", "games_played")
 PLAYER_KINDS = ("alphazero", "network")
@@ -271,15 +269,15 @@ def fit_league(names: Sequence[str], matches: Sequence[MatchResult], anchor: str
     return fit_elo(names, rows, anchor=anchor)
 
 
-def checkpoint_steps(run_dir: str | Path, steps: Sequence[int] | None = None) -> list[int]:
+def checkpoint_steps(run_dir: str | Path | RunDir, steps: Sequence[int] | None = None) -> list[int]:
     """The run's intact checkpoint steps (all, or `steps` after checking that each
     exists and is intact)."""
-    run_dir = Path(run_dir)
-    ckpt.load_config(run_dir)  # RunDirError for a missing directory or a non-run
-    if not (run_dir / ckpt.CHECKPOINT_DIR).is_dir():
-        raise ckpt.RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
+    run_dir = RunDir.open(run_dir)
+    run_dir.load_config()  # RunDirError for a missing directory or a non-run
+    if not run_dir.checkpoints.is_dir():
+        raise RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
     damaged = ckpt.damaged_steps(run_dir, params_only=True)
-    available = sorted(s for s in ckpt.checkpoint_steps(run_dir) if s not in damaged)
+    available = sorted(s for s in run_dir.checkpoint_steps() if s not in damaged)
     if not available:
         raise ckpt.RunDirError(f"{str(run_dir)!r} holds no intact checkpoint"
                                if damaged else f"{str(run_dir)!r} holds no checkpoint yet")
@@ -329,7 +327,7 @@ def _check_options(kind: str, simulations: int | None, games_per_pair: int,
         raise ValueError(f"opening_plies must be >= 0, got {opening_plies}")
 
 
-def run_league(run_dir: str | Path, baselines: Sequence[str] = ("random",),
+def run_league(run_dir: str | Path | RunDir, baselines: Sequence[str] = ("random",),
                steps: Sequence[int] | None = None, games_per_pair: int = 40,
                simulations: int | None = None, kind: str = "alphazero",
                opening_plies: int = DEFAULT_OPENING_PLIES, anchor: str = "random",
@@ -353,12 +351,12 @@ def run_league(run_dir: str | Path, baselines: Sequence[str] = ("random",),
     if isinstance(baselines, str):
         baselines = split_specs(baselines)
     baselines = [spec.strip() for spec in baselines]
-    run_dir = Path(run_dir)
-    env = ckpt.load_config(run_dir).make_env()
+    run_dir = RunDir.open(run_dir)
+    env = run_dir.load_config().make_env()
     if sgf_dir is not None:
         sgf_dir = sgf.check_sgf_dir(env, sgf_dir)
     steps = checkpoint_steps(run_dir, steps)
-    metrics = ckpt.read_metrics(run_dir)
+    metrics = run_dir.read_metrics()
     entrants = [_checkpoint_entrant(s, metrics) for s in steps]
     entrants += [Entrant(spec, "baseline") for spec in baselines]
     names = [e.name for e in entrants]

@@ -27,6 +27,7 @@ from azjax.core.search import (
 )
 from azjax.run import checkpoint as ckpt
 from azjax.run.agent_file import AgentFileError, read_agent_file, write_agent_file
+from azjax.run.run_dir import RunDir
 from envs import Env, State
 
 
@@ -58,14 +59,13 @@ class Agent:
         self.program = program
         self.params = params
         self.search_config = search or play_search(program.search)
-        self.search_config.validate()
         self.network = make_network(env, program.network, gradients=False)
         self._templates: dict[tuple[str, bool], Player] = {}
         self._apply = jax.jit(self.network.apply)
         self._analysis = None
 
     @classmethod
-    def load(cls, path: str | Path, step: int | None = None,
+    def load(cls, path: str | Path | RunDir, step: int | None = None,
              search: SearchConfig | None = None, env: Env | None = None) -> "Agent":
         """The agent of a run directory's newest (or `step`) checkpoint, or of a file
         written by `export`.
@@ -90,9 +90,10 @@ class Agent:
             # The file's search is the one the agent played with when exported: its play
             # settings were applied then, and applying them again would undo `with_search`.
             return cls(games["env"], program, params, search or program.search)
-        program = ckpt.load_config(path).program
-        restored = ckpt.restore_params(path, params_shapes(program), step)
-        notice = restored.notice(path)
+        run = RunDir.open(path)
+        program = run.load_config().program
+        restored = ckpt.restore_params(run, params_shapes(program), step)
+        notice = restored.notice(run)
         if notice:
             warnings.warn(notice, ckpt.DamagedCheckpointWarning, stacklevel=2)
         return cls(games["env"], program, restored.tree, search)

@@ -52,6 +52,7 @@ from azjax.run.run_dir import (  # noqa: F401 - re-exported: the run directory's
     CONFIG_FILE,
     LOCK_FILE,
     METRICS_FILE,
+    RunDir,
     RunDirError,
     append_metrics,
     cannot_write,
@@ -121,18 +122,26 @@ _whole_replicas()
 # --- checkpoints ------------------------------------------------------------------------
 
 
-def checkpoint_manager(run_dir: Path, max_to_keep: int = 3,
+def checkpoint_manager(run_dir: RunDir | Path, max_to_keep: int = 3,
                        keep_period: int | None = None) -> ocp.CheckpointManager:
-    """An orbax manager for `run_dir/checkpoints` (saves synchronously, without OCDBT);
-    it keeps the newest `max_to_keep` checkpoints and every one whose step is a multiple
-    of `keep_period`."""
+    """An orbax manager for the run's checkpoints folder (saves synchronously, without
+    OCDBT).
+
+    Args:
+      run_dir: the run directory.
+      max_to_keep: how many of the newest checkpoints it keeps.
+      keep_period: it also keeps every checkpoint whose step is a multiple of this.
+
+    Returns:
+      The manager.
+    """
     options = ocp.CheckpointManagerOptions(
         max_to_keep=max_to_keep, keep_period=keep_period, create=True,
         enable_async_checkpointing=False, cleanup_tmp_directories=True,
     )
     with _orbax_silenced():
         return ocp.CheckpointManager(
-            Path(run_dir).absolute() / CHECKPOINT_DIR, options=options,
+            RunDir.open(run_dir).checkpoints.absolute(), options=options,
             item_handlers=ocp.StandardCheckpointHandler(use_ocdbt=False))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from azjax.run.run_dir import LOCK_FILE, RunDirError, cannot_write
+from azjax.run.run_dir import RunDir, RunDirError
 
 try:
     import fcntl
@@ -14,22 +14,31 @@ except ImportError:  # not a POSIX system
 
 
 class RunLock:
-    """One writer per run directory: an exclusive OS file lock on `run_dir/.lock`, held
-    until `release` (or until the process dies). Holds the holder's PID for the message
-    a second writer gets."""
+    """One writer per run directory: an exclusive OS file lock on the run's lock file
+    (`RunDir.lock_file`), held until `release` (or until the process dies). Holds the
+    holder's PID for the message a second writer gets."""
 
-    def __init__(self, run_dir: Path):
-        self.path = Path(run_dir) / LOCK_FILE
+    def __init__(self, run_dir: RunDir | Path | str):
+        self.run = RunDir.open(run_dir)
+        self.path = self.run.lock_file
         self._file = None
 
     def acquire(self) -> RunLock:
-        """Takes the lock; RunDirError naming the holder when another process has it."""
+        """Takes the lock.
+
+        Returns:
+          This lock, held.
+
+        Raises:
+          RunDirError: naming the holder when another process has it, or for a lock file
+            that cannot be written.
+        """
         if fcntl is None:  # no POSIX locks on this platform: one writer is on the user
             return self
         try:
             handle = open(self.path, "a+")  # noqa: SIM115 - held open: it is the lock
         except OSError as err:
-            raise cannot_write(self.path.parent, err) from None
+            raise self.run.cannot_write(err) from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -37,7 +46,7 @@ class RunLock:
             holder = handle.read().strip() or "unknown"
             handle.close()
             raise RunDirError(
-                f"{str(self.path.parent)!r} is in use by another process (PID {holder}); "
+                f"{str(self.run)!r} is in use by another process (PID {holder}); "
                 "wait for it to finish or stop it, or use another --run-dir") from None
         self._file = handle
         try:
@@ -47,7 +56,7 @@ class RunLock:
             handle.flush()
         except OSError as err:
             self.release()
-            raise cannot_write(self.path.parent, err) from None
+            raise self.run.cannot_write(err) from None
         return self
 
     def release(self) -> None:
@@ -57,11 +66,22 @@ class RunLock:
             self._file = None
 
 
-def lock_run_dir(run_dir: Path) -> RunLock:
-    """Creates `run_dir` (and its parents) and takes its lock; RunDirError for a
-    directory that cannot be created or written, or that another process holds."""
+def lock_run_dir(run_dir: RunDir | Path | str) -> RunLock:
+    """Creates the run directory (and its parents) and takes its lock.
+
+    Args:
+      run_dir: the run directory.
+
+    Returns:
+      The lock, held.
+
+    Raises:
+      RunDirError: for a directory that cannot be created or written, or that another
+        process holds.
+    """
+    run = RunDir.open(run_dir)
     try:
-        Path(run_dir).mkdir(parents=True, exist_ok=True)
+        run.path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise cannot_write(run_dir, err) from None
-    return RunLock(run_dir).acquire()
+        raise run.cannot_write(err) from None
+    return RunLock(run).acquire()
