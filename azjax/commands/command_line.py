@@ -89,7 +89,7 @@ def read_command_line(argv: list[str], positional_game: bool = True) -> CommandL
 def given_settings(argv: list[str]) -> set[str]:
     """The settings (`TrainConfig` paths, e.g. 'search.c_puct', 'iterations') a command
     line's flags set, `--no-X` for a true-or-false X included."""
-    known = setting_paths()
+    known = set(setting_paths()) - {"preset"}  # `--preset` is the command's, read apart
     found = set()
     for arg in argv:
         if not arg.startswith("--"):

@@ -1,0 +1,89 @@
+"""`azjax COMMAND` (the console script and `python -m azjax`): every command behind one
+word, the training command line read once, and experiment scripts that are wrappers."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+from cli_in_process import command, experiment
+
+from azjax import __main__ as azjax_main
+from azjax.commands import command_line
+from azjax.commands.command_line import given_settings, overlay, read_command_line
+from azjax.commands.train import main as train_main
+from azjax.run.config import TrainConfig
+from azjax.run.recipes import recipe
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_console_script_is_the_dispatcher():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"azjax": "azjax.__main__:entry_point"}
+
+
+def test_help_lists_every_command_and_an_unknown_one_is_one_error_line(capsys):
+    assert azjax_main.main(["--help"]) == 0
+    shown = capsys.readouterr().out
+    for name, (_, summary) in azjax_main.COMMANDS.items():
+        assert f"  {name} " in shown and summary in shown
+    assert azjax_main.main([]) == 2  # no command: the usage, and a failure
+    assert azjax_main.main(["trian", "tictactoe"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == ("error: unknown command 'trian'; commands: "
+                                   + ", ".join(azjax_main.COMMANDS))
+
+
+def test_train_help_shows_the_recipe_of_the_game_named(monkeypatch):
+    monkeypatch.setattr(command_line, "backend_preset", lambda: "cpu")
+    for game, games in (("tictactoe", 256), ("connect_four", None)):
+        shown = command(train_main, [game, "--help"])
+        assert shown.returncode == 0, shown.stderr
+        text = " ".join(shown.stdout.split())
+        default = text.split("--selfplay.num-games INT")[1].split("(default: ")[1].split(")")[0]
+        assert int(default) == recipe(game, "cpu").program.selfplay.num_games
+        assert games is None or int(default) == games
+    sweep = command(azjax_main.main, ["sweep", "--help"])
+    assert sweep.returncode == 0 and "--param" in sweep.stdout
+
+
+def test_the_command_line_is_read_once_and_given_settings_lie_over_other_defaults():
+    line = read_command_line(["go9x9", "--game-options", "komi=6", "--preset=gpu",
+                              "--search.num-simulations", "5", "--no-stop-when-perfect"])
+    assert (line.game, line.defaults, line.preset) == ("go9x9", "go9x9", "gpu")
+    assert line.game_options == {"komi": 6}
+    assert line.argv == ["--preset=gpu", "--search.num-simulations", "5",
+                         "--no-stop-when-perfect"]
+    assert given_settings(line.argv) == {"search.num_simulations", "stop_when_perfect"}
+    # A game of no recipe is a --game setting over plain defaults.
+    other = read_command_line(["--game", "pgx:othello", "--iterations", "3"])
+    assert other.defaults == TrainConfig().replace(game="pgx:othello")
+    assert other.argv == ["--game=pgx:othello", "--iterations", "3"]
+    # What was given wins over the defaults a resumed run or the backend picks; the rest
+    # is theirs. Settings checked together are laid over at once.
+    parsed = recipe("tictactoe", "cpu").replace(iterations=7, learn_after=10**6,
+                                                replay_capacity=2 * 10**6)
+    base = recipe("tictactoe", "gpu")
+    laid = overlay(base, parsed, {"iterations", "learn_after", "replay_capacity"})
+    assert laid == base.replace(iterations=7, learn_after=10**6, replay_capacity=2 * 10**6)
+
+
+def test_a_bad_setting_is_one_error_line_of_ours(tmp_path):
+    done = command(train_main, ["tictactoe", "--run-dir", str(tmp_path / "run"),
+                                "--selfplay.num-games", "0"])
+    assert done.returncode == 2
+    assert done.stderr == "error: selfplay.num_games must be >= 1, got 0\n"
+    assert not (tmp_path / "run").exists()
+
+
+def test_experiment_scripts_are_wrappers_without_path_edits():
+    for path in sorted((ROOT / "experiments").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        assert "sys.path" not in path.read_text(), path.name
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert imported <= {"azjax.commands.train", "azjax.commands.sweep",
+                             "azjax.commands.errors"}, (path.name, imported)
+    shown = experiment("go7x7", "--help")
+    assert shown.returncode == 0 and "--selfplay.num-games" in shown.stdout
