@@ -8,14 +8,14 @@ area scoring, so komi 9 makes it a draw. The recipe adds two of KataGo's levers 
 learning from few games: an ownership head and a score head, trained on who owns each
 point and the margin at the end of every self-play game. Every move gets 32 simulations
 of Gumbel search; the third lever, playout cap randomisation (`--selfplay.full-search-prob
-0.25`: a quarter of the moves searched in full, the rest with 8), scored less after 20
-minutes and no better after 60 (docs/go.md).
+0.25`: a quarter of the moves searched in full, the rest with 8), is off on a CPU: it did
+not help there (docs/go.md has the comparison).
 Every 5 minutes network + search plays GNU Go level 1 (`gnugo:1`, 20 games, colours
 alternating); its score and points margin go to metrics.jsonl, and every 100th
 iteration's checkpoint is kept for the curve against both levels
 (`benchmarks/go_curve.py`). The defaults fit a 2-core CPU: a 32x2 residual network, 128
 games at once, 60 minutes of training. On a GPU (or with --preset gpu) its gpu variant:
-1,024 games, a 64x4 network, playout cap randomisation on (as measured on an H200), 10
+1,024 games, a 64x4 network, playout cap randomisation on (it keeps a GPU busy), 10
 minutes, a checkpoint every 2 minutes (the newest three kept).
 Score the result against GNU Go at full strength with
 `python -m azjax.arena alphazero:runs/go7x7 gnugo:10 --games 100`.

@@ -20,8 +20,7 @@ GNU Go level 1 (`gnugo:1`, 16 games every 3 minutes: score and points margin) an
 network alone against a uniformly random player. On a GPU (or with --preset gpu) its
 gpu variant: 1,024 games, a 64x4 network, playout cap randomisation on (32 simulations on
 a quarter of the moves, 8 on the others), 3 minutes of go7x7's gpu variant, then 3 of 9x9
-(on an H200: 82% / 73% of 100 games against gnugo:1 afterwards, seeds 0 / 1, played
-with the training search).
+(what it reaches: docs/go.md#9x9-on-a-gpu).
 """
 
 from azjax.commands.train import script

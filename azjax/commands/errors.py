@@ -79,8 +79,8 @@ def one_line_errors(main: Callable[..., int]) -> Callable[..., int]:
 def run_script(main: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:
     """Runs a command line's `main(*args, **kwargs)` as a script and exits with its code.
     The objects the imports made are frozen first (`gc.freeze`) and all of them at the
-    end, so the garbage collector never walks JAX's, Flax's and matplotlib's modules:
-    about 0.3 s of a short training run, and 0.4 s at exit."""
+    end, so the garbage collector never walks JAX's, Flax's and matplotlib's modules,
+    which never become garbage (docs/results.md#what-took-time-off)."""
     gc.freeze()
     try:
         code = main(*args, **kwargs)

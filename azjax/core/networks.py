@@ -54,7 +54,8 @@ class NetworkConfig:
     """Width of the value head's hidden dense layer."""
     conv: Literal["auto", "patch", "xla", "hybrid"] = "auto"
     """How 3x3 convolutions are computed (`azjax.core.conv`): 'patch' (shifted copies + one
-    matmul; on CPU its gradient is ~10x faster than XLA's), 'xla' (XLA's convolution, for
+    matmul: on a CPU its gradient is a plain matmul, which XLA runs far better than its
+    convolution's gradient; docs/results.md), 'xla' (XLA's convolution, for
     GPUs), 'hybrid' (XLA's convolution forward, the patch matmuls backward), or 'auto'
     (on the CPU backend 'patch' where the network is differentiated and 'xla' where it
     only runs forward, e.g. in search; elsewhere 'xla'). The parameters and the function

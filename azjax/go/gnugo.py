@@ -13,8 +13,8 @@ position and its simple-ko situation, and the move does not depend on what the p
 played before: with the same seed in every process, a match gives the same moves and
 results whichever process plays which game. When the previous board is not known
 (`Go(history=1)`, the first move, a board that does not follow from it by one move) the
-current board is set up directly, without the ko information. Setting up costs 0.2-1 ms
-on 9x9; `genmove` 15-30 ms at levels 0-1, and 0.1-2 s at level 10.
+current board is set up directly, without the ko information. Setting a board up costs
+little next to GNU Go's own move, so games in parallel processes are bound by `genmove`.
 
 GNU Go runs with `--chinese-rules --capture-all-dead` (area scoring; it removes the dead
 stones before it passes, so the env's Tromp-Taylor count of the final board is right)
