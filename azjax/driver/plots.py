@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from azjax.run import metric_schema as ms
-
-PLOT_FILE = "training.png"
+from azjax.run.run_dir import TRAINING_PLOT as PLOT_FILE  # noqa: F401 - the name scripts import
 
 __getattr__ = ms.moved_names(__name__, {"LOSS_KEYS": (
     tuple(m.name for m in ms.LOSSES), "LOSSES (metrics; their .name is the key)")})

@@ -9,8 +9,8 @@ from typing import Any
 from azjax.run import checkpoint as ckpt
 from azjax.run.files import write_atomic
 from azjax.run.metric_schema import ITERATION
+from azjax.run.run_dir import TENSORBOARD_DIR, RunDir  # noqa: F401 - the name scripts import
 
-TENSORBOARD_DIR = "tensorboard"
 # Bookkeeping fields of a record that are not curves worth plotting (a scalar's tag is
 # its key, `azjax.run.metric_schema`, so that a resumed run's curves go on).
 NOT_SCALARS = (ITERATION.name,)
@@ -34,7 +34,7 @@ def tensorboard_writer(log_dir: Path, purge_step: int | None):
     return SummaryWriter(logdir=str(log_dir), purge_step=purge_step)
 
 
-def resume_records(run_dir: Path, restored: ckpt.Restored | None
+def resume_records(run_dir: RunDir | Path, restored: ckpt.Restored | None
                    ) -> tuple[list[dict[str, Any]], str | None]:
     """The metrics records a run resumed from `restored` (None: a fresh run) continues
     from, and a notice when metrics.jsonl must be rewritten to them (None: it holds
@@ -45,15 +45,16 @@ def resume_records(run_dir: Path, restored: ckpt.Restored | None
     damaged checkpoint) are dropped, saying so. Checkpoints written before they held
     copies keep the file's records up to their step.
     """
-    path = Path(run_dir) / ckpt.METRICS_FILE
+    run = RunDir.open(run_dir)
+    path = run.metrics_file
     text = path.read_text(errors="replace") if path.is_file() else ""
-    found = ckpt.read_metrics(run_dir)
+    found = run.read_metrics()
     if restored is None:
         if found:
             return [], (f"{path} held {len(found)} records but the run has no checkpoint; "
                         "starting the run afresh")
         return [], None if not text else f"cleared {path} (the run has no checkpoint)"
-    copy = ckpt.checkpoint_records(run_dir, restored)
+    copy = ckpt.checkpoint_records(run, restored)
     if copy is None:
         kept = [r for r in found if r["iteration"] <= restored.step]
         if text == ckpt.metrics_text(kept):
@@ -86,8 +87,8 @@ class MetricsLog:
     resumed run redoes).
     """
 
-    def __init__(self, run_dir: Path, tensorboard: bool = False):
-        self.run_dir = Path(run_dir)
+    def __init__(self, run_dir: RunDir | Path, tensorboard: bool = False):
+        self.run_dir = RunDir.open(run_dir)
         self.tensorboard = tensorboard
         self._writer = None
         self._pending: list[dict[str, Any]] = []
@@ -96,10 +97,10 @@ class MetricsLog:
         """Begins logging after the records of `step` (None: a fresh run); rewrites
         metrics.jsonl to `records` first when `rewrite`."""
         if rewrite:
-            write_atomic(self.run_dir / ckpt.METRICS_FILE, ckpt.metrics_text(records))
+            write_atomic(self.run_dir.metrics_file, ckpt.metrics_text(records))
         if self.tensorboard:
             purge = (step or 0) + 1  # events of iterations that run again are dropped
-            self._writer = tensorboard_writer(self.run_dir / TENSORBOARD_DIR, purge)
+            self._writer = tensorboard_writer(self.run_dir.tensorboard, purge)
 
     def append(self, record: dict[str, Any]) -> None:
         """Takes one record (written to metrics.jsonl by `flush`; to TensorBoard now)."""
@@ -114,7 +115,7 @@ class MetricsLog:
     def flush(self, step: int) -> None:
         """Appends the records up to `step` (checkpointed) to metrics.jsonl."""
         done = [r for r in self._pending if r["iteration"] <= step]
-        ckpt.append_metrics(self.run_dir, done)
+        self.run_dir.append_metrics(done)
         self._pending = self._pending[len(done):]
 
     def close(self) -> None:

@@ -28,10 +28,10 @@ from typing import Any
 from azjax.driver.driver import train_group
 from azjax.driver.status import changed_settings, finished
 from azjax.evaluation.evaluators import make_evaluator
-from azjax.run import checkpoint as ckpt
 from azjax.run import metric_schema as ms
 from azjax.run.config import TrainConfig
 from azjax.run.progress import format_duration
+from azjax.run.run_dir import RunDir, RunDirError
 from azjax.sweep.grid import (
     Experiment,
     Group,
@@ -69,23 +69,24 @@ PLOT_FILE = "sweep.png"
 # ------------------------------------------------------------------------- runs on disk
 
 
-def _read_run(run_dir: Path) -> tuple[TrainConfig, list[dict[str, Any]]] | None:
+def _read_run(run_dir: RunDir | Path) -> tuple[TrainConfig, list[dict[str, Any]]] | None:
     """The config and records of a finished run: over by its own config (`finished`)
     with its final state checkpointed; None for a missing or cut-off run."""
     try:
-        config = ckpt.load_config(run_dir)
-    except ckpt.RunDirError:
+        run = RunDir.open(run_dir)
+        config = run.load_config()
+    except RunDirError:
         return None
-    records = ckpt.read_metrics(run_dir)
+    records = run.read_metrics()
     if not records:
         return None
     last = records[-1]["iteration"]
-    if not (Path(run_dir) / ckpt.CHECKPOINT_DIR / str(last)).is_dir():
+    if not run.step_dir(last).is_dir():
         return None
     return (config, records) if finished(config.run, records, last) else None
 
 
-def run_finished(run_dir: Path) -> bool:
+def run_finished(run_dir: RunDir | Path) -> bool:
     """Whether the run in `run_dir` is over by its own config (iterations, time, perfect
     play) with its final state checkpointed; False for a missing or cut-off run."""
     return _read_run(run_dir) is not None
@@ -94,7 +95,7 @@ def run_finished(run_dir: Path) -> bool:
 def find_runs(root: Path) -> list[Path]:
     """The run directories (holding a config.json) below `root`, sorted. It does not look
     inside a run, where another process (a shard) may be writing a checkpoint."""
-    if (root / ckpt.CONFIG_FILE).is_file():
+    if RunDir(root).config_file.is_file():
         return [root]
     try:
         children = sorted(p for p in root.iterdir() if p.is_dir())
@@ -108,8 +109,9 @@ def run_row(run_dir: Path, paths: Sequence[str], can_be_perfect: bool,
     """One finished run as a row: the swept settings, seed, budget used, the first point
     of perfect play (censored at the end when never reached), the last evaluation and
     `name` (default: the run directory)."""
-    return _row(ckpt.load_config(run_dir), ckpt.read_metrics(run_dir), paths,
-                can_be_perfect, name or str(run_dir))
+    run = RunDir.open(run_dir)
+    return _row(run.load_config(), run.read_metrics(), paths, can_be_perfect,
+                name or str(run))
 
 
 def _row(config: TrainConfig, records: Sequence[dict[str, Any]], paths: Sequence[str],
@@ -237,7 +239,6 @@ def prepare_sweep(base: TrainConfig, params: Sequence[Param], seeds: Sequence[in
     for e in experiments:
         if e.label not in checked:
             try:
-                e.config.validate()
                 e.config.program.check(
                     env if e.config.program.game_options == base.program.game_options
                     else e.config.make_env())  # a swept game option: another board
@@ -278,7 +279,10 @@ def run_sweep(
     groups = group_experiments(experiments)
     mine = split_shards(groups, shard[1])[shard[0] - 1]
     runs = out_dir / RUNS_DIR
-    todo = [g for g in mine if not all(run_finished(runs / e.run_name) for e in g.experiments)]
+    run_dirs = {e.run_name: RunDir.open(runs / e.run_name)
+                for g in mine for e in g.experiments}
+    todo = [g for g in mine if not all(run_finished(run_dirs[e.run_name])
+                                       for e in g.experiments)]
     skipped = sum(g.size for g in mine) - sum(g.size for g in todo)
     say(f"sweep: {len(experiments)} experiments in {len(groups)} compile groups; "
         f"shard {shard[0]}/{shard[1]}: {sum(g.size for g in mine)} experiments, "
@@ -288,7 +292,7 @@ def run_sweep(
         say(f"group {number}/{len(todo)} ({group.id}): {group.size} experiments as one "
             f"vmapped program: {shown}; seeds {sorted({e.seed for e in group.experiments})}")
         train_group([e.config for e in group.experiments],
-                    [runs / e.run_name for e in group.experiments], progress=say,
+                    [run_dirs[e.run_name] for e in group.experiments], progress=say,
                     on_iteration=on_iteration)
     result = merge(out_dir, write=say)
     result.groups_run = [g.id for g in todo]
