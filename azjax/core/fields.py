@@ -8,9 +8,9 @@ seeds) share one compiled program and can be vmapped together. Every other setti
 needs the list derives it from the mark:
 
 * `checked(prefix, pytree=True)` registers a config class as a pytree whose leaves are
-  its traced
-  fields and whose static metadata is everything else, so a `SearchConfig` passed into a
-  jitted function carries c_puct as a traced value and `num_simulations` as a Python int;
+  its traced fields and whose static metadata is everything else, so a `SearchConfig`
+  passed into a jitted function carries c_puct as a traced value and `num_simulations`
+  as a Python int;
 * `traced_paths` lists them for the sweep's compile groups;
 * `compiled_value` gives what of a traced value the program still depends on
   (`rollout_lambda` compiles random playouts in when it is > 0).
@@ -57,7 +57,8 @@ def traced(default: Any, *, compiled_as: Callable[[Any], Any] | None = None,
       compiled_as: what of the value the program still compiles in (e.g.
         `lambda v: v > 0` for a setting whose zero switches a computation off); by
         default nothing.
-      low, high: inclusive bounds of the value (None: none).
+      low: an inclusive lower bound of the value (None: none).
+      high: an inclusive upper bound (None: none).
       above: an exclusive lower bound (None: none).
 
     Returns:
@@ -73,7 +74,8 @@ def bounded(default: Any, *, low: float | None = None, high: float | None = None
 
     Args:
       default: the field's default.
-      low, high: inclusive bounds of the value (None: none).
+      low: an inclusive lower bound of the value (None: none).
+      high: an inclusive upper bound (None: none).
       above: an exclusive lower bound (None: none).
 
     Returns:

@@ -13,7 +13,8 @@ Modules:
 * `peers`, `guard`: a run of several processes that loses one stops in one line.
 * `stop_signals`: SIGTERM and Ctrl-C stop a run after its iteration, with a checkpoint.
 * `files`: atomic writes and outputs checked before the work.
-* `run_dir`: a run directory's paths, `config.json` and `metrics.jsonl`.
+* `run_dir`: `RunDir`, which owns a run directory's layout, its checks, `config.json`
+  and `metrics.jsonl`.
 * `checkpoint_files`, `checkpoint`: checked orbax checkpoints of the whole training state.
 * `lock`: one writer per run directory.
 * `metric_schema`: every metric of `metrics.jsonl`: its key, label, unit and direction.
@@ -46,6 +47,7 @@ from azjax.run.config import RunConfig, TrainConfig
 from azjax.run.devices import arrange
 from azjax.run.progress import Progress
 from azjax.run.recipes import recipe
+from azjax.run.run_dir import RunDir
 from azjax.run.specs import PlayerSpec, parse_spec
 from azjax.run.stop_signals import EXIT_STOPPED, Stopped
 
@@ -59,6 +61,7 @@ __all__ = [
     "PositionAnalysis",
     "Progress",
     "RunConfig",
+    "RunDir",
     "RunDirError",
     "Stopped",
     "TrainConfig",
