@@ -73,7 +73,14 @@ def _reference(path: str | None, options: dict) -> object:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line: checks a game, prints the report; returns the exit status (0
-    all properties hold, 1 a check failed, 2 a bad argument or unknown game)."""
+    all properties hold, 1 a check failed, 2 a bad argument or unknown game).
+
+    Args:
+      argv: the arguments after the program name; None reads `sys.argv`.
+
+    Returns:
+      The exit status.
+    """
     parser = _Parser(prog="python -m envs.check",
                      description="Check that a game keeps the envs protocol.")
     parser.add_argument("game", help="a registered name, pgx:<id>, or module:Class")

@@ -46,23 +46,47 @@ MAX_COINS_LIMIT = 64
 MAX_COUNT_PLANES = 8
 
 
-def num_actions_for(max_coins: int) -> int:
-    """Number of actions for piles up to `max_coins`: sum over s of floor((s-1)/2)."""
+def _num_actions_for(max_coins: int) -> int:
+    """Number of actions for piles up to `max_coins`: sum over s of floor((s-1)/2).
+
+    Args:
+      max_coins: the largest pile, at least 2.
+
+    Returns:
+      The number of actions.
+    """
     return sum((s - 1) // 2 for s in range(3, max_coins + 1))
 
 
 def split_table(max_coins: int = MAX_COINS_LIMIT) -> np.ndarray:
-    """int32 [num_actions, 2]: row `action` is `(s, a)`, the pile split and its smaller part."""
+    """int32 [num_actions, 2]: row `action` is `(s, a)`, the pile split and its smaller part.
+
+    Args:
+      max_coins: the largest pile.
+
+    Returns:
+      (num_actions, 2) int32: one row per action of a game with this `max_coins`.
+    """
     rows = [(s, a) for s in range(3, max_coins + 1) for a in range(1, (s - 1) // 2 + 1)]
     return np.array(rows, dtype=np.int32).reshape(-1, 2)
 
 
 _TABLE = split_table(MAX_COINS_LIMIT)
-_OFFSETS = {s: num_actions_for(s - 1) for s in range(3, MAX_COINS_LIMIT + 1)}
+_OFFSETS = {s: _num_actions_for(s - 1) for s in range(3, MAX_COINS_LIMIT + 1)}
 
 
 def action_to_split(action: int) -> tuple[int, int]:
-    """`(s, a)`: action splits a pile of `s` into `a` and `s - a` (`a` the smaller)."""
+    """`(s, a)`: action splits a pile of `s` into `a` and `s - a` (`a` the smaller).
+
+    Args:
+      action: the action id.
+
+    Returns:
+      `(s, a)`.
+
+    Raises:
+      ValueError: `action` splits no pile of at most `MAX_COINS_LIMIT` coins.
+    """
     action = int(action)
     if not 0 <= action < len(_TABLE):
         raise ValueError(
@@ -73,7 +97,18 @@ def action_to_split(action: int) -> tuple[int, int]:
 
 
 def split_to_action(s: int, a: int) -> int:
-    """The action that splits a pile of `s` into `a` and `s - a` (either part may be given)."""
+    """The action that splits a pile of `s` into `a` and `s - a` (either part may be given).
+
+    Args:
+      s: the pile's size, 3 to `MAX_COINS_LIMIT`.
+      a: one part's size.
+
+    Returns:
+      The action id.
+
+    Raises:
+      ValueError: `s` is out of range, or the parts are empty or equal.
+    """
     s, a = int(s), int(a)
     if not 3 <= s <= MAX_COINS_LIMIT:
         raise ValueError(f"pile size {s} must be between 3 and {MAX_COINS_LIMIT}")
@@ -84,7 +119,14 @@ def split_to_action(s: int, a: int) -> int:
 
 
 def action_name(action: int) -> str:
-    """Human form of an action, e.g. `"7=3+4"`."""
+    """Human form of an action, e.g. `"7=3+4"`.
+
+    Args:
+      action: the action id.
+
+    Returns:
+      The split as "s=a+b", a < b.
+    """
     s, a = action_to_split(action)
     return f"{s}={a}+{s - a}"
 
@@ -96,6 +138,13 @@ _SUM = re.compile(r"^(\d+)\s*\+\s*(\d+)$")
 
 def parse_move(text: str, max_coins: int = MAX_COINS_LIMIT) -> int:
     """Reads a move typed by a human: `"7=3+4"`, `"7 3"` (pile, one part) or `"3+4"`.
+
+    Args:
+      text: what the human typed.
+      max_coins: the largest pile of the game.
+
+    Returns:
+      The action id.
 
     Raises:
       ValueError: for unreadable text or a split that is not a move of this game.
@@ -122,7 +171,14 @@ def parse_move(text: str, max_coins: int = MAX_COINS_LIMIT) -> int:
 
 
 def grundy_values(n: int) -> list[int]:
-    """Grundy numbers of single piles of size 0..n (n + 1 values; OEIS A002188)."""
+    """Grundy numbers of single piles of size 0..n (n + 1 values; OEIS A002188).
+
+    Args:
+      n: the largest pile.
+
+    Returns:
+      The n + 1 Grundy numbers, by pile size.
+    """
     g = [0] * (n + 1)
     for s in range(3, n + 1):
         options = {g[a] ^ g[s - a] for a in range(1, (s - 1) // 2 + 1)}
@@ -153,6 +209,16 @@ def all_positions(coins: int, max_coins: int | None = None) -> Positions:
 
     Plain Python; the number of positions grows like the partitions of `coins` (a few
     thousand at 30 coins). Ordered by ply, then by pile sizes.
+
+    Args:
+      coins: the starting pile, at least 3.
+      max_coins: the game's largest pile (None: `coins`).
+
+    Returns:
+      The `Positions`: P positions and their solution.
+
+    Raises:
+      ValueError: unless 3 <= coins <= max_coins <= `MAX_COINS_LIMIT`.
     """
     coins, max_coins = _check_sizes(coins, max_coins)
     g = grundy_values(max_coins)
@@ -222,7 +288,7 @@ class CoinSplit(Env):
         coins, max_coins = _check_sizes(coins, max_coins)
         self.coins = coins
         self.max_coins = max_coins
-        self.num_actions = num_actions_for(max_coins)
+        self.num_actions = _num_actions_for(max_coins)
         self.count_planes = min(max_coins // 3, MAX_COUNT_PLANES)
         self.observation_shape = (1, max_coins, self.count_planes + 2)
         self.max_plies = coins - 1  # every split adds a pile
@@ -235,6 +301,12 @@ class CoinSplit(Env):
 
         The ply count is `piles - 1` and fixes the player to move; a position with no
         move is terminal, the player to move losing (-1) and the other winning (+1).
+
+        Args:
+          counts: (max_coins + 1,) integer, `counts[j]` the number of piles of j coins.
+
+        Returns:
+          The unbatched `CoinSplitState` (jit/vmap-able).
         """
         counts = jnp.asarray(counts, dtype=jnp.int8)
         piles = jnp.sum(counts.astype(jnp.int32))
@@ -272,27 +344,67 @@ class CoinSplit(Env):
         return self.state_from_counts(counts)
 
     def action_to_split(self, action: int) -> tuple[int, int]:
-        """`(s, a)` of one of this env's actions (ValueError when out of range)."""
+        """`(s, a)` of one of this env's actions (ValueError when out of range).
+
+        Args:
+          action: the action id, in [0, num_actions).
+
+        Returns:
+          `(s, a)`: a pile of s coins split into a and s - a, a the smaller.
+        """
         if not 0 <= int(action) < self.num_actions:
             raise ValueError(f"action {action} is not in 0..{self.num_actions - 1}")
         return action_to_split(action)
 
     def split_to_action(self, s: int, a: int) -> int:
-        """The action splitting a pile of `s` into `a` and `s - a` (ValueError if none)."""
+        """The action splitting a pile of `s` into `a` and `s - a` (ValueError if none).
+
+        Args:
+          s: the pile's size, at most `max_coins`.
+          a: one part's size.
+
+        Returns:
+          The action id.
+        """
         if s > self.max_coins:
             raise ValueError(f"pile size {s} exceeds max_coins={self.max_coins}")
         return split_to_action(s, a)
 
     def parse_move(self, text: str) -> int:
-        """A human move (`"7=3+4"`, `"7 3"`, `"3+4"`) as an action of this env."""
+        """A human move (`"7=3+4"`, `"7 3"`, `"3+4"`) as an action of this env.
+
+        Args:
+          text: what the human typed.
+
+        Returns:
+          The action id.
+
+        Raises:
+          ValueError: unreadable text or a split that is not a move of this game.
+        """
         return parse_move(text, self.max_coins)
 
     def format_move(self, action: int) -> str:
-        """An action of this env in human form, e.g. `"7=3+4"` (ValueError when out of range)."""
+        """An action of this env in human form, e.g. `"7=3+4"` (ValueError when out of range).
+
+        Args:
+          action: the action id, in [0, num_actions).
+
+        Returns:
+          The split as "s=a+b".
+        """
         self.action_to_split(action)  # the range check of this env
         return action_name(action)
 
     def render(self, state: CoinSplitState) -> str:
+        """The piles, largest first, and whose move it is (or that the game is over).
+
+        Args:
+          state: an unbatched `CoinSplitState`.
+
+        Returns:
+          One line of text.
+        """
         counts = np.asarray(jax.device_get(state.counts))
         piles = [size for size in range(len(counts) - 1, 0, -1) for _ in range(counts[size])]
         player = int(state.current_player)
@@ -305,7 +417,15 @@ class CoinSplit(Env):
     def picture(self, state: CoinSplitState, last_move: int | None = None) -> Picture:
         """The piles as rows of coins, largest first, each with its size below; the
         last move is named in the header. The spot of the split "s=a+b" is the gap
-        between coins a and a + 1 of the first pile of s coins (ticked faintly)."""
+        between coins a and a + 1 of the first pile of s coins (ticked faintly).
+
+        Args:
+          state: an unbatched `CoinSplitState`.
+          last_move: the action id to name, or None.
+
+        Returns:
+          The `envs.picture.Picture`.
+        """
         state = jax.device_get(state)
         counts = np.asarray(state.counts)
         piles = [size for size in range(len(counts) - 1, 0, -1) for _ in range(counts[size])]
@@ -339,11 +459,19 @@ class CoinSplit(Env):
         return dataclasses.replace(out.add(*ticks), spots=spots)
 
     def ground_truth(self) -> GroundTruthSource:
-        """Every position reachable from the start, solved by Grundy values."""
+        """Every position reachable from the start, solved by Grundy values.
+
+        Returns:
+          The `GroundTruthSource` (metric `winning_move_share`, complete, with values).
+        """
         return GROUND_TRUTH
 
     def solver(self):
-        """The winning moves of a state (every legal move where none wins)."""
+        """The winning moves of a state (every legal move where none wins).
+
+        Returns:
+          `winning(state) -> (A,) bool` for an unbatched live state (see `winning_moves`).
+        """
         return winning_moves(self)
 
 
@@ -370,7 +498,14 @@ GROUND_TRUTH = GroundTruthSource(metric="winning_move_share", complete=True,
 
 def winning_moves(env: CoinSplit):
     """The exact solver: one state -> the moves that win (bool [A]), or every legal move
-    where none does (a lost position), from the Grundy values."""
+    where none does (a lost position), from the Grundy values.
+
+    Args:
+      env: the `CoinSplit` game.
+
+    Returns:
+      `winning(state) -> (A,) bool` for an unbatched `CoinSplitState` (jit/vmap-able).
+    """
     grundy = jnp.asarray(grundy_values(env.max_coins), jnp.int32)
     table = split_table(env.max_coins)
     size, small = jnp.asarray(table[:, 0]), jnp.asarray(table[:, 1])

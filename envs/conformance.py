@@ -125,6 +125,20 @@ def check_env(env: Env, num_games: int = 64, seed: int = 0,
     is replayed move by move and must agree at every ply ("reference"). A protocol check
     cannot tell a wrong rule from a right one (a missing direction, the wrong winner);
     a reference can.
+
+    Args:
+      env: the game (an `envs.Env`).
+      num_games: how many random games to play, at least 1.
+      seed: the seed of the random games.
+      max_plies: the ply limit to check (None: `env.max_plies`).
+      reference: an OpenSpiel-style implementation of the same rules, or None.
+
+    Returns:
+      The `CheckReport` of what was played and checked.
+
+    Raises:
+      EnvCheckError: the first property the game breaks, with a shortest game that shows it.
+      ValueError: `num_games` is not a positive int.
     """
     if not (isinstance(num_games, (int, np.integer)) and not isinstance(num_games, bool)
             and num_games > 0):

@@ -66,7 +66,14 @@ class Games(NamedTuple):
 
 def policies_of(num_games: int) -> np.ndarray:
     """The policy (an index into `POLICIES`) of each of `num_games` games: the first
-    quarter (rounded up, game 0 among them) uniform, then the biased ones in turn."""
+    quarter (rounded up, game 0 among them) uniform, then the biased ones in turn.
+
+    Args:
+      num_games: n, the number of games.
+
+    Returns:
+      (n,) int32.
+    """
     uniform = -(-num_games // len(POLICIES))
     biased = 1 + np.arange(num_games - uniform) % (len(POLICIES) - 1)
     return np.concatenate([np.zeros(uniform, np.int32), biased.astype(np.int32)])
@@ -311,7 +318,18 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
 def play_games(env: Env, num_games: int, seed: int, max_plies: int,
                masks: bool = False) -> Games:
     """Plays `num_games` random games of `max_plies + 1` plies in one jitted scan (with
-    `masks`, recording every legal mask, `rec["mask"]` [T, n, num_actions])."""
+    `masks`, recording every legal mask, `rec["mask"]` [T, n, num_actions]).
+
+    Args:
+      env: the game.
+      num_games: n, the number of games.
+      seed: the seed of their initial keys and random moves.
+      max_plies: the ply limit checked; the scan runs one ply more.
+      masks: whether to record every legal mask too.
+
+    Returns:
+      The `Games`, on the host: `rec` arrays of shape (T, n, ...), T = max_plies + 1.
+    """
     plies = max_plies + 1
     samples = max(1, min(num_games, -(-SYMMETRY_SAMPLES // plies)))
     keys = init_keys(seed, num_games)

@@ -28,7 +28,14 @@ class _Mismatch(Exception):
 
 def check_reference_api(reference: Any) -> None:
     """Raises ValueError unless `reference` has `new_initial_state()` giving a state with
-    the methods the check calls."""
+    the methods the check calls.
+
+    Args:
+      reference: the object given as `check_env(reference=...)`.
+
+    Raises:
+      ValueError: it lacks `new_initial_state()` or its state lacks a method.
+    """
     if not callable(getattr(reference, "new_initial_state", None)):
         raise ValueError(f"reference {reference!r} has no new_initial_state() (a reference "
                          "speaks OpenSpiel's state API: see envs.conformance_reference)")
@@ -90,7 +97,18 @@ def _named(env, actions: list[int]) -> str:
 
 def check_reference(g: Games, reference: Any) -> int:
     """Replays every recorded game in `reference`; raises EnvCheckError ("reference") for
-    the shortest game on which they disagree; returns the plies compared."""
+    the shortest game on which they disagree; returns the plies compared.
+
+    Args:
+      g: the recorded random games (played with `masks=True`).
+      reference: an OpenSpiel-style implementation of the same rules.
+
+    Returns:
+      The number of plies compared, over all games.
+
+    Raises:
+      EnvCheckError: the env and the reference disagree, or the reference raised.
+    """
     worst: _Mismatch | None = None
     where = 0
     plies = 0

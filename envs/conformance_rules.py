@@ -178,7 +178,15 @@ class EnvCheckError(AssertionError):
 
 
 def format_moves(env: Env | None, actions: Sequence[int]) -> list[str]:
-    """Actions as `env.format_move` writes them, the raw id where it fails."""
+    """Actions as `env.format_move` writes them, the raw id where it fails.
+
+    Args:
+      env: the game, or None (ids only).
+      actions: action ids.
+
+    Returns:
+      One text per action; "#<id>" where `format_move` fails.
+    """
     out = []
     for a in actions:
         try:

@@ -34,6 +34,13 @@ def init_keys(seed: int, num_games: int) -> jax.Array:
     """The `env.init` key of each game of `check_env(env, num_games, seed)` [num_games].
 
     Made from numpy's generator (as are the random moves): JAX's PRNG is slow to compile.
+
+    Args:
+      seed: the check's seed.
+      num_games: n, the number of games.
+
+    Returns:
+      (n,) typed PRNG keys.
     """
     shape = jax.eval_shape(lambda: jax.random.key_data(jax.random.key(0))).shape
     data = np.random.default_rng([seed, 0]).integers(0, 2**32, (num_games, *shape),
@@ -42,13 +49,33 @@ def init_keys(seed: int, num_games: int) -> jax.Array:
 
 
 def uniforms(seed: int, shape: tuple[int, ...]) -> np.ndarray:
-    """float32 uniforms in [0, 1) from which `check_env` draws its random moves."""
+    """float32 uniforms in [0, 1) from which `check_env` draws its random moves.
+
+    Args:
+      seed: the check's seed.
+      shape: the shape of the result.
+
+    Returns:
+      float32 of shape `shape`.
+    """
     return np.random.default_rng([seed, 1]).random(shape, dtype=np.float32)
 
 
 def trace(what: str, fn: Callable[[], Any], property: str = "traceable") -> Any:
     """Runs `fn` (which traces `what`); a tracing failure raises EnvCheckError: a JAX
-    tracer error as "traceable", anything else as `property`."""
+    tracer error as "traceable", anything else as `property`.
+
+    Args:
+      what: what `fn` traces, for the message (e.g. "env.step").
+      fn: a function of no arguments that traces it (e.g. a `jax.eval_shape`).
+      property: the property a failure other than a tracer error breaks.
+
+    Returns:
+      What `fn` returns.
+
+    Raises:
+      EnvCheckError: `fn` raised.
+    """
     try:
         return fn()
     except EnvCheckError:
@@ -79,7 +106,18 @@ def _is_positive_int(x: Any) -> bool:
 
 def check_declarations(env: Env, max_plies: int | None) -> int:
     """The game's declared sizes make sense; returns the ply limit to check (the
-    `max_plies` argument where given, else `env.max_plies`)."""
+    `max_plies` argument where given, else `env.max_plies`).
+
+    Args:
+      env: the game.
+      max_plies: the ply limit `check_env` was given, or None.
+
+    Returns:
+      The ply limit.
+
+    Raises:
+      EnvCheckError: ("types") a declaration is missing or wrong.
+    """
     if not isinstance(env, Env):
         raise EnvCheckError("types", f"{env!r} is a {type(env).__name__}, not an envs.Env")
     if getattr(env, "num_players", None) != 2:
@@ -140,7 +178,14 @@ def _check_fields(env: Env, state: Any, what: str) -> None:
 
 
 def leaf_names(tree: Any) -> list[str]:
-    """A readable name per leaf of a state pytree, e.g. '.board'."""
+    """A readable name per leaf of a state pytree, e.g. '.board'.
+
+    Args:
+      tree: a pytree (a `State`, or its shape-dtype structure).
+
+    Returns:
+      One name per leaf, in `jax.tree.leaves` order.
+    """
     paths, _ = jax.tree_util.tree_flatten_with_path(tree)
     return [jax.tree_util.keystr(path) or "(root)" for path, _ in paths]
 
@@ -167,7 +212,17 @@ def _defined_at(fn: Any) -> str:
 
 def check_tracing_and_types(env: Env) -> Any:
     """init and step trace (alone and under vmap) with the protocol's types; returns the
-    shape-dtype structure of one state."""
+    shape-dtype structure of one state.
+
+    Args:
+      env: the game.
+
+    Returns:
+      The unbatched `State` of `jax.ShapeDtypeStruct` leaves.
+
+    Raises:
+      EnvCheckError: a function does not trace, or returns the wrong types.
+    """
     keys = init_keys(0, 2)  # no JAX PRNG work (slow to compile)
     key = keys[0]
     spec = trace("env.init", lambda: jax.eval_shape(env.init, key))
@@ -193,7 +248,14 @@ def check_tracing_and_types(env: Env) -> Any:
 
 
 def host_leaves(tree: Any) -> list[np.ndarray]:
-    """The leaves of a state pytree as numpy arrays (PRNG keys as their key data)."""
+    """The leaves of a state pytree as numpy arrays (PRNG keys as their key data).
+
+    Args:
+      tree: a pytree of arrays (PRNG keys allowed).
+
+    Returns:
+      One numpy array per leaf, in `jax.tree.leaves` order.
+    """
     def plain(x):
         if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
             x = jax.random.key_data(x)
@@ -202,7 +264,16 @@ def host_leaves(tree: Any) -> list[np.ndarray]:
 
 
 def differing_leaves(names: list[str], a: list[np.ndarray], b: list[np.ndarray]) -> list[str]:
-    """Names of the leaves where two host states differ (NaN equals NaN)."""
+    """Names of the leaves where two host states differ (NaN equals NaN).
+
+    Args:
+      names: the leaves' names (`leaf_names`).
+      a: one state's leaves (`host_leaves`).
+      b: the other's, in the same order.
+
+    Returns:
+      The names, in leaf order.
+    """
     out = []
     for name, x, y in zip(names, a, b):
         same = x.shape == y.shape and np.array_equal(
@@ -214,7 +285,15 @@ def differing_leaves(names: list[str], a: list[np.ndarray], b: list[np.ndarray])
 
 def check_init_deterministic(env: Env, key: jax.Array) -> None:
     """`env.init(key)` twice, not jitted (so each call runs the game's Python anew), gives
-    the same state."""
+    the same state.
+
+    Args:
+      env: the game.
+      key: one () PRNG key.
+
+    Raises:
+      EnvCheckError: ("deterministic") the two states differ.
+    """
     names = leaf_names(jax.eval_shape(env.init, key))
     diff = differing_leaves(names, host_leaves(env.init(key)), host_leaves(env.init(key)))
     if diff:
@@ -230,7 +309,17 @@ def check_init_deterministic(env: Env, key: jax.Array) -> None:
 
 def check_symmetry_group(env: Env) -> int:
     """The declared symmetries form a group of matching cell and action permutations;
-    returns their number G."""
+    returns their number G.
+
+    Args:
+      env: the game.
+
+    Returns:
+      G, the number of symmetries.
+
+    Raises:
+      EnvCheckError: ("symmetries-group") the permutations are malformed or no group.
+    """
     try:
         sym = env.symmetries
         cell, act, inv = (np.asarray(jax.device_get(x)) for x in
@@ -283,7 +372,14 @@ def check_symmetry_group(env: Env) -> int:
 
 
 def check_notation(env: Env) -> None:
-    """format_move / parse_move round-trip every action; garbage raises ValueError."""
+    """format_move / parse_move round-trip every action; garbage raises ValueError.
+
+    Args:
+      env: the game.
+
+    Raises:
+      EnvCheckError: ("notation") a move does not round-trip, or garbage is accepted.
+    """
     for a in range(env.num_actions):
         try:
             text = env.format_move(a)

@@ -43,7 +43,14 @@ def _leaves_text(g: Games, flags: np.ndarray) -> str:
 
 def check_games(g: Games) -> None:
     """Raises EnvCheckError for the first rule the recorded games break (in the order of
-    `RULES`, deterministic last), showing the shortest game that breaks it."""
+    `RULES`, deterministic last), showing the shortest game that breaks it.
+
+    Args:
+      g: the recorded random games (`play_games`).
+
+    Raises:
+      EnvCheckError: a rule is broken.
+    """
     rec = g.rec
     if rec["init_rewards"].any():
         game = int(np.argmax(rec["init_rewards"]))
@@ -365,7 +372,14 @@ def _check_futile_moves(g: Games) -> None:
 
 def check_pictures(g: Games) -> None:
     """`env.picture` draws the first state of game 0, one from the middle of it (with
-    its last move) and its final state (with its last move); see RULES["picture"]."""
+    its last move) and its final state (with its last move); see RULES["picture"].
+
+    Args:
+      g: the recorded random games (`play_games`).
+
+    Raises:
+      EnvCheckError: ("picture") a picture is malformed or drawing raised.
+    """
     structure = jax.tree.structure(jax.eval_shape(g.env.init, init_keys(0, 1)[0]))
     plies = int(g.rec["live"][:, 0].sum())
     cases = [(0, g.first_state)] + [(t, [x[t - 1] for x in g.trace])
@@ -379,7 +393,15 @@ def check_pictures(g: Games) -> None:
 
 
 def check_replay(g: Games, keys: jax.Array) -> None:
-    """Game 0 replayed alone (jit, unbatched, one step at a time) equals the batch."""
+    """Game 0 replayed alone (jit, unbatched, one step at a time) equals the batch.
+
+    Args:
+      g: the recorded random games (`play_games`).
+      keys: (n,) PRNG keys, the games' `init` keys (`init_keys`).
+
+    Raises:
+      EnvCheckError: ("deterministic") a replayed state differs from the recorded one.
+    """
     env = g.env
     state = jax.jit(env.init)(keys[0])
     diff = differing_leaves(g.names, g.first_state, host_leaves(state))

@@ -84,7 +84,14 @@ def _observation(discs: chex.Array, player: chex.Array) -> chex.Array:
 
 def board_array(state: ConnectFourState) -> np.ndarray:
     """The board of a (batched or not) state as int8 [..., 6, 7], row 0 = top row:
-    -1 empty, else the id of the player whose disc it is."""
+    -1 empty, else the id of the player whose disc it is.
+
+    Args:
+      state: a `ConnectFourState`, unbatched or with leading batch axes (...).
+
+    Returns:
+      (..., 6, 7) int8, on the host.
+    """
     discs = np.asarray(jax.device_get(state.discs))
     player = np.asarray(jax.device_get(state.current_player))[..., None, None]
     by_id = np.where(player == 0, discs, discs[..., ::-1, :])  # [..., 2, 7]
@@ -129,6 +136,16 @@ def boards_from_moves(moves: Sequence[str]) -> ConnectFourState:
 
     The boards are built in numpy and turned into states by one jitted, vmapped call.
     A string may end with the game's final move; anything else illegal raises ValueError.
+
+    Args:
+      moves: N strings of column digits 1-7 (empty: the empty board).
+
+    Returns:
+      A `ConnectFourState` batched (N,): every field has a leading (N,) axis.
+
+    Raises:
+      ValueError: no strings, a string that is not column digits or is too long, or an
+        illegal move.
     """
     moves = [m.strip() for m in moves]
     n = len(moves)
@@ -162,12 +179,32 @@ def boards_from_moves(moves: Sequence[str]) -> ConnectFourState:
 
 
 def state_from_moves(moves: str) -> ConnectFourState:
-    """The (unbatched) state reached by playing 1-based column digits, e.g. "4453"."""
+    """The (unbatched) state reached by playing 1-based column digits, e.g. "4453".
+
+    Args:
+      moves: column digits 1-7 ('' for the empty board).
+
+    Returns:
+      The unbatched `ConnectFourState`.
+
+    Raises:
+      ValueError: as `boards_from_moves`.
+    """
     return jax.tree.map(lambda x: x[0], boards_from_moves([moves]))
 
 
 def parse_move(text: str) -> int:
-    """A human column "1".."7" as an action 0..6 (ValueError on anything else)."""
+    """A human column "1".."7" as an action 0..6 (ValueError on anything else).
+
+    Args:
+      text: what the human typed.
+
+    Returns:
+      The action id, 0-6.
+
+    Raises:
+      ValueError: `text` is not a column number 1-7.
+    """
     stripped = text.strip()
     if len(stripped) != 1 or not ("1" <= stripped <= str(COLS)):
         raise ValueError(f"expected a column number 1-{COLS}, got {text!r}")
@@ -175,7 +212,17 @@ def parse_move(text: str) -> int:
 
 
 def format_move(action: int) -> str:
-    """An action 0..6 as the human column "1".."7"."""
+    """An action 0..6 as the human column "1".."7".
+
+    Args:
+      action: the action id, 0-6.
+
+    Returns:
+      The column, "1"-"7".
+
+    Raises:
+      ValueError: `action` is outside 0-6.
+    """
     if not 0 <= int(action) < COLS:
         raise ValueError(f"Connect Four actions are 0-{COLS - 1}, got {action!r}")
     return str(int(action) + 1)
@@ -231,6 +278,15 @@ class ConnectFour(Env):
         )
 
     def transform_state(self, state: ConnectFourState, g: chex.Array) -> ConnectFourState:
+        """Applies symmetry `g` (0 identity, 1 mirror) to the discs, observation and legal moves.
+
+        Args:
+          state: an unbatched `ConnectFourState`.
+          g: () int32, 0 or 1.
+
+        Returns:
+          The transformed `ConnectFourState`.
+        """
         sym = self.symmetries
         return state.replace(
             discs=state.discs[:, sym.action_perm[g]],
@@ -239,14 +295,36 @@ class ConnectFour(Env):
         )
 
     def parse_move(self, text: str) -> int:
-        """A human column "1".."7" as an action (ValueError on bad input)."""
+        """A human column "1".."7" as an action (ValueError on bad input).
+
+        Args:
+          text: what the human typed.
+
+        Returns:
+          The action id, 0-6.
+        """
         return parse_move(text)
 
     def format_move(self, action: int) -> str:
-        """An action as the human column "1".."7"."""
+        """An action as the human column "1".."7".
+
+        Args:
+          action: the action id, 0-6.
+
+        Returns:
+          The column, "1"-"7".
+        """
         return format_move(action)
 
     def render(self, state: ConnectFourState) -> str:
+        """The board as text: X, O and `.`, the top row first, columns numbered 1-7 below.
+
+        Args:
+          state: an unbatched `ConnectFourState`.
+
+        Returns:
+          Seven lines of text.
+        """
         board = board_array(state)
         marks = {-1: ".", 0: "X", 1: "O"}
         rows = [" ".join(marks[int(v)] for v in row) for row in board]
@@ -256,7 +334,15 @@ class ConnectFour(Env):
         """The upright board: X's red and O's yellow discs fallen to the bottom, columns
         1-7 as `format_move` writes them. The spot of a column is the cell where a disc
         dropped there lands (its top cell when the column is full); the last move is
-        marked on the top disc of its column."""
+        marked on the top disc of its column.
+
+        Args:
+          state: an unbatched `ConnectFourState`.
+          last_move: the column (action id) of the last move, to mark; or None.
+
+        Returns:
+          The `envs.picture.Picture`.
+        """
         state = jax.device_get(state)
         board = board_array(state)
         grid = Grid(ROWS, COLS, cell=48.0)
@@ -278,11 +364,19 @@ class ConnectFour(Env):
                                                for c in range(COLS)})
 
     def ground_truth(self) -> GroundTruthSource:
-        """Solver positions: the move accuracy on 1,000 of them, the value sign on 6,000."""
+        """Solver positions: the move accuracy on 1,000 of them, the value sign on 6,000.
+
+        Returns:
+          The `GroundTruthSource` (metric `move_accuracy`, subset `hard`, with values).
+        """
         return GROUND_TRUTH
 
     def heuristic(self):
-        """The open-line heuristic (`envs.lines`)."""
+        """The open-line heuristic (`envs.lines`).
+
+        Returns:
+          `value(observation) -> () float32` for one (6, 7, 3) observation.
+        """
         return line_count_eval(ROWS, COLS, 4)
 
 
@@ -308,7 +402,14 @@ class ValueSet:
 
 
 def load_move_set(path: Path = DATA_DIR / "dev_set.jsonl") -> MoveSet:
-    """Reads `dev_set.jsonl`."""
+    """Reads `dev_set.jsonl`.
+
+    Args:
+      path: the JSON-lines file: per line `moves`, `optimal`, `scores` and `value`.
+
+    Returns:
+      The `MoveSet`: N positions, `optimal` and `keeps_result` (N, 7) bool.
+    """
     moves, optimal, keeps = [], [], []
     for line in Path(path).read_text().splitlines():
         if line.strip():
@@ -323,7 +424,15 @@ def load_move_set(path: Path = DATA_DIR / "dev_set.jsonl") -> MoveSet:
 
 
 def load_value_set(names: tuple[str, ...] = TEST_SETS, data_dir: Path = DATA_DIR) -> ValueSet:
-    """Reads the `Test_L*_R*` files (`<moves> <score>` per line)."""
+    """Reads the `Test_L*_R*` files (`<moves> <score>` per line).
+
+    Args:
+      names: the files' names.
+      data_dir: the folder that holds them.
+
+    Returns:
+      The `ValueSet`: N positions and their scores, (N,) int.
+    """
     moves, scores = [], []
     for name in names:
         for line in (Path(data_dir) / name).read_text().splitlines():
@@ -335,7 +444,15 @@ def load_value_set(names: tuple[str, ...] = TEST_SETS, data_dir: Path = DATA_DIR
 
 
 def immediate_wins(env: Env, states) -> np.ndarray:
-    """bool [N, A]: playing the action wins at once."""
+    """bool [N, A]: playing the action wins at once.
+
+    Args:
+      env: the game (Connect Four).
+      states: a `State` batched (N,).
+
+    Returns:
+      (N, A) bool, on the host.
+    """
 
     def wins(state):
         mover = state.current_player
@@ -345,11 +462,20 @@ def immediate_wins(env: Env, states) -> np.ndarray:
     return np.asarray(jax.jit(jax.vmap(wins))(states))
 
 
-def result_shares(move_set: MoveSet, hard: np.ndarray, actions: np.ndarray
+def _result_shares(move_set: MoveSet, hard: np.ndarray, actions: np.ndarray
                   ) -> dict[str, float]:
     """The share of `actions` [N] that keep their position's result (win, draw or loss:
     AlphaZero.jl's measure of mistakes, blind to how fast a win comes), over all the
-    positions and over `hard` ones."""
+    positions and over `hard` ones.
+
+    Args:
+      move_set: the N solved positions.
+      hard: (N,) bool, the positions of the second share.
+      actions: (N,) integer, the move chosen in each position.
+
+    Returns:
+      `{"result_kept": ..., "result_kept_hard": ...}`, shares in [0, 1].
+    """
     kept = move_set.keeps_result[np.arange(len(actions)), actions]
     return {"result_kept": float(kept.mean()), "result_kept_hard": float(kept[hard].mean())}
 
@@ -357,7 +483,7 @@ def result_shares(move_set: MoveSet, hard: np.ndarray, actions: np.ndarray
 def _load_ground_truth(env: Env) -> GroundTruth:
     """The solved `dev_set` positions (with the non-trivial subset `hard`) and the decided
     positions of the public benchmark sets (for the value sign). Its check reports the
-    share of result-keeping moves (`result_shares`), over all positions and over those
+    share of result-keeping moves (`_result_shares`), over all positions and over those
     where a legal move changes the result and none wins at once."""
     move_set = load_move_set()
     move_states = boards_from_moves(move_set.moves)
@@ -373,7 +499,7 @@ def _load_ground_truth(env: Env) -> GroundTruth:
         subsets={"hard": ~can_win & np.any(legal & ~move_set.optimal, axis=1)},
         value_states=boards_from_moves([m for m, d in zip(value_set.moves, decided) if d]),
         value_sign=np.sign(value_set.score[decided]),
-        check_actions=lambda actions: result_shares(move_set, result_hard, actions),
+        check_actions=lambda actions: _result_shares(move_set, result_hard, actions),
     )
 
 

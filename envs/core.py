@@ -81,11 +81,29 @@ class Env(abc.ABC):
         """A game without options (games with options define their own constructor)."""
 
     def init(self, key: chex.PRNGKey) -> State:
-        """A new game. The key is consumed (games without chance may ignore it)."""
+        """A new game. The key is consumed (games without chance may ignore it).
+
+        Args:
+          key: a PRNG key, () key or (2,) uint32; batch it with `jax.vmap`.
+
+        Returns:
+          The initial `State`, unbatched: `legal_action_mask` (A,) bool, `rewards` (2,)
+          float32, `current_player`, `terminated` and `step_count` () scalars.
+        """
         return self._init(key)
 
     def step(self, state: State, action: chex.Array) -> State:
-        """Plays `action` for the player to move (see module docstring for edge cases)."""
+        """Plays `action` for the player to move (see module docstring for edge cases).
+
+        Args:
+          state: a `State`, unbatched (`jax.vmap` batches it: every field gains a
+            leading (B,) axis).
+          action: () int32, the action id for the player to move; an out-of-range or
+            illegal id forfeits the game.
+
+        Returns:
+          The next `State`, of the same structure and shapes as `state`.
+        """
         action = jnp.asarray(action, dtype=jnp.int32)
         chex.assert_shape(action, ())
         safe_action = jnp.clip(action, 0, self.num_actions - 1)
@@ -133,6 +151,17 @@ class Env(abc.ABC):
 
         The default is right only for the identity: a game that declares more symmetries
         overrides it.
+
+        Args:
+          state: a `State`, unbatched.
+          g: () int32, an element of `symmetries`, in [0, symmetries.size).
+
+        Returns:
+          The transformed `State`, of the same structure and shapes as `state`.
+
+        Raises:
+          NotImplementedError: the game declares more than the identity but does not
+            override this method.
         """
         if self.symmetries.size > 1:
             raise NotImplementedError(
@@ -150,6 +179,12 @@ class Env(abc.ABC):
     def parse_move(self, text: str) -> int:
         """A move typed by a human, as an action id (default: the id itself).
 
+        Args:
+          text: what the human typed.
+
+        Returns:
+          The action id, in [0, num_actions).
+
         Raises:
           ValueError: for text that names no action.
         """
@@ -159,7 +194,17 @@ class Env(abc.ABC):
         return int(t)
 
     def format_move(self, action: int) -> str:
-        """An action id as humans read it; `parse_move` reads it back (default: the id)."""
+        """An action id as humans read it; `parse_move` reads it back (default: the id).
+
+        Args:
+          action: an action id, a Python int or a () integer array.
+
+        Returns:
+          The move as text.
+
+        Raises:
+          ValueError: `action` is outside [0, num_actions).
+        """
         action = int(action)
         if not 0 <= action < self.num_actions:
             raise ValueError(f"{self.name} actions are 0-{self.num_actions - 1}, got {action}")
@@ -170,6 +215,12 @@ class Env(abc.ABC):
 
         The default shows a header line and, for [H, W, C] observations, planes 0 and 1
         (in most games the pieces of the player to move and of the opponent).
+
+        Args:
+          state: a `State`, unbatched (on device or host).
+
+        Returns:
+          Lines of text joined by newlines.
         """
         state = jax.device_get(state)
         player, ply = int(state.current_player), int(state.step_count)
@@ -197,23 +248,50 @@ class Env(abc.ABC):
 
         The default draws [H, W, C] observations as a grid: planes 0 and 1 are the pieces
         of the player to move and of the other (`envs.picture.default_picture`).
+
+        Args:
+          state: a `State`, unbatched.
+          last_move: the action id of the move that led to `state`, to mark; None for
+            no mark.
+
+        Returns:
+          The `envs.picture.Picture`.
         """
         return default_picture(self, state, last_move)
 
     def render_svg(self, state: State, last_move: int | None = None) -> str:
-        """The text of a standalone SVG file of `picture(state, last_move)`."""
+        """The text of a standalone SVG file of `picture(state, last_move)`.
+
+        Args:
+          state: a `State`, unbatched.
+          last_move: the action id to mark, or None.
+
+        Returns:
+          The SVG document as text.
+        """
         return self.picture(state, last_move).svg()
 
     def result_text(self, state: State) -> str | None:
         """A line on how a finished game was decided beyond who won (Go: the area count),
-        or None."""
+        or None.
+
+        Args:
+          state: a finished `State`, unbatched.
+
+        Returns:
+          The line, or None when the winner says everything.
+        """
         del state
         return None
 
     def score_margin(self) -> "Callable[[State], chex.Array] | None":
         """For a game decided by points: a function from one finished state to player 0's
         points minus player 1's (Go: Black's area minus White's, komi included; jit/vmap-
-        able), which matches report as margins; None (the default): win or loss only."""
+        able), which matches report as margins; None (the default): win or loss only.
+
+        Returns:
+          `margin(state) -> () float32` for an unbatched finished state, or None.
+        """
         return None
 
     def ownership(self) -> "Callable[[State], chex.Array] | None":
@@ -221,29 +299,50 @@ class Env(abc.ABC):
         of its board, from player 0's view (int8 [cells]: +1 player 0, -1 player 1, 0
         neither; cells in the order of the observation's [H, W] cells; jit/vmap-able).
         Training can learn it as an auxiliary target (`network.ownership_head`). None
-        (the default): no such target."""
+        (the default): no such target.
+
+        Returns:
+          `owner(state) -> (H * W,) int8` for an unbatched finished state, or None.
+        """
         return None
 
     def futile_moves(self) -> "Callable[[State], chex.Array] | None":
         """Moves that never help the mover, which a search may leave out
         (`search.skip_futile`): a function from one live state to bool [A] (Go: filling
         one of the mover's own true eyes; jit/vmap-able), never flagging every legal move;
-        None (the default): none."""
+        None (the default): none.
+
+        Returns:
+          `futile(state) -> (A,) bool` for an unbatched live state, or None.
+        """
         return None
 
     def ground_truth(self) -> "GroundTruthSource | None":
         """Positions with known right moves that training scores the network on
-        (`envs.ground_truth`); None (the default): training scores against random play."""
+        (`envs.ground_truth`); None (the default): training scores against random play.
+
+        Returns:
+          An `envs.ground_truth.GroundTruthSource`, or None.
+        """
         return None
 
     def solver(self) -> "Callable[[State], chex.Array] | None":
         """Exact play: a function from one live state to its right moves (bool [A],
-        jit/vmap-able), for the `solver` player; None (the default) if the game has none."""
+        jit/vmap-able), for the `solver` player; None (the default) if the game has none.
+
+        Returns:
+          `right_moves(state) -> (A,) bool` for an unbatched live state, or None.
+        """
         return None
 
     def heuristic(self) -> "Callable[[chex.Array], chex.Array] | None":
         """Alpha-beta's evaluation of a live position: observation -> value for the player
-        to move, inside (-0.5, 0.5); None (the default): zero."""
+        to move, inside (-0.5, 0.5); None (the default): zero.
+
+        Returns:
+          `value(observation) -> () float32` for one unbatched observation of shape
+          `observation_shape`, or None.
+        """
         return None
 
     def __repr__(self) -> str:

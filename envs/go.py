@@ -209,7 +209,14 @@ class Go(Env):
 
     def area_scores(self, state: GoState) -> chex.Array:
         """float32 [2] Tromp-Taylor area of (Black, White) on the state's board, komi
-        not included."""
+        not included.
+
+        Args:
+          state: an unbatched `GoState` (jit/vmap-able).
+
+        Returns:
+          (2,) float32.
+        """
         return tromp_taylor_area(state.board, self.size, jnp.bool_(True))
 
     def _make_state(self, board: chex.Array, history: chex.Array, chain: chex.Array,
@@ -333,9 +340,21 @@ class Go(Env):
 
     @property
     def symmetries(self) -> Symmetries:
+        """The 8 rotations and reflections of the board; pass is a fixed point."""
         return self._symmetries
 
     def transform_state(self, state: GoState, g: chex.Array) -> GoState:
+        """Applies symmetry `g` to the board, its history, chains, ko point, observation and
+
+        legal moves, and composes it into `frame` (the position hashes stay as played).
+
+        Args:
+          state: an unbatched `GoState`.
+          g: () int32, the symmetry, in [0, 8).
+
+        Returns:
+          The transformed `GoState`.
+        """
         sym = self._symmetries
         nn = self.size * self.size
         perm = sym.cell_perm[g]
@@ -355,14 +374,38 @@ class Go(Env):
         )
 
     def parse_move(self, text: str) -> int:
-        """A human move like "D4" or "pass" as an action (ValueError on bad input)."""
+        """A human move like "D4" or "pass" as an action (ValueError on bad input).
+
+        Args:
+          text: what the human or GTP typed.
+
+        Returns:
+          The action id, in [0, N * N] (N * N: pass).
+        """
         return parse_move(text, self.size)
 
     def format_move(self, action: int) -> str:
-        """An action as "D4" or "pass"."""
+        """An action as "D4" or "pass".
+
+        Args:
+          action: the action id, in [0, N * N].
+
+        Returns:
+          The move, e.g. "D4", or "pass".
+        """
         return format_move(action, self.size)
 
     def render(self, state: GoState) -> str:
+        """The board as text: X for Black, O for White, `.` empty, lettered columns and
+
+        numbered rows around it, and whose move it is (or "game over").
+
+        Args:
+          state: an unbatched `GoState`.
+
+        Returns:
+          N + 3 lines of text.
+        """
         n = self.size
         board = np.asarray(jax.device_get(state.board)).reshape(n, n)
         marks = {EMPTY: ".", BLACK: "X", WHITE: "O"}
@@ -377,23 +420,51 @@ class Go(Env):
         return "\n".join(rows)
 
     def picture(self, state: GoState, last_move: int | None = None):
-        """The board with its star points, and a pass button (`envs.go_picture`)."""
+        """The board with its star points, and a pass button (`envs.go_picture`).
+
+        Args:
+          state: an unbatched `GoState`.
+          last_move: the action id to mark (N * N: pass), or None.
+
+        Returns:
+          The `envs.picture.Picture`.
+        """
         return go_picture(self, state, last_move)
 
     def score_margin(self):
-        """Black's area minus White's, komi included."""
+        """Black's area minus White's, komi included.
+
+        Returns:
+          `margin(state) -> () float32` for an unbatched finished `GoState`.
+        """
         return lambda state: self.area_scores(state) @ jnp.array([1.0, -1.0]) - self.komi
 
     def ownership(self):
-        """Each point's Tromp-Taylor owner: +1 Black, -1 White, 0 neither."""
+        """Each point's Tromp-Taylor owner: +1 Black, -1 White, 0 neither.
+
+        Returns:
+          `owner(state) -> (N * N,) int8` for an unbatched finished `GoState`.
+        """
         return lambda state: tromp_taylor_owner(state.board, self.size, jnp.bool_(True))
 
     def futile_moves(self):
-        """Filling one of the mover's own true eyes (`envs.go_board.own_true_eyes`)."""
+        """Filling one of the mover's own true eyes (`envs.go_board.own_true_eyes`).
+
+        Returns:
+          `futile(state) -> (N * N + 1,) bool` for an unbatched live `GoState`; pass is
+          never futile.
+        """
         return lambda state: jnp.append(
             own_true_eyes(state.board, self.size, state.current_player), False)
 
     def result_text(self, state: GoState) -> str:
-        """The area count of the final position."""
+        """The area count of the final position.
+
+        Args:
+          state: an unbatched finished `GoState`.
+
+        Returns:
+          The line.
+        """
         black, white = np.asarray(self.area_scores(state)).tolist()
         return f"Area: Black {black:g}, White {white:g} + komi {self.komi:g}"

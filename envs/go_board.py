@@ -24,6 +24,13 @@ KO_RULES = ("positional", "simple")
 def parse_move(text: str, size: int) -> int:
     """Parses "D4" (column letter without I, line number from the bottom) or "pass".
 
+    Args:
+      text: what the human or GTP typed; case does not matter.
+      size: the board's side N.
+
+    Returns:
+      The action id: `row * N + col` (row 0 the top line), or N * N for pass.
+
     Raises:
       ValueError: for text that is not a point of the board or "pass".
     """
@@ -42,7 +49,18 @@ def parse_move(text: str, size: int) -> int:
 
 
 def format_move(action: int, size: int) -> str:
-    """Formats an action as "D4" or "pass" (inverse of `parse_move`)."""
+    """Formats an action as "D4" or "pass" (inverse of `parse_move`).
+
+    Args:
+      action: the action id, in [0, N * N].
+      size: the board's side N.
+
+    Returns:
+      The point, e.g. "D4", or "pass".
+
+    Raises:
+      ValueError: `action` is outside [0, N * N].
+    """
     action = int(action)
     if action == size * size:
         return "pass"
@@ -53,7 +71,14 @@ def format_move(action: int, size: int) -> str:
 
 
 def neighbour_table(n: int) -> np.ndarray:
-    """int32 [N*N, 4] neighbour cells (up, down, left, right); N*N means off the board."""
+    """int32 [N*N, 4] neighbour cells (up, down, left, right); N*N means off the board.
+
+    Args:
+      n: the board's side N.
+
+    Returns:
+      (N * N, 4) int32.
+    """
     table = np.full((n * n, 4), n * n, dtype=np.int32)
     for r in range(n):
         for c in range(n):
@@ -65,13 +90,28 @@ def neighbour_table(n: int) -> np.ndarray:
 
 
 def shifted(x: chex.Array, fill) -> list[chex.Array]:
-    """The 4 neighbour views of an [N, N] array (value of the up/down/left/right cell)."""
+    """The 4 neighbour views of an [N, N] array (value of the up/down/left/right cell).
+
+    Args:
+      x: (N, N) any dtype.
+      fill: what a view reads off the board.
+
+    Returns:
+      Four (N, N) arrays of the dtype of `x`: up, down, left, right.
+    """
     p = jnp.pad(x, 1, constant_values=fill)
     return [p[:-2, 1:-1], p[2:, 1:-1], p[1:-1, :-2], p[1:-1, 2:]]
 
 
 def any_neighbour(x: chex.Array) -> chex.Array:
-    """bool [N, N]: the points with a True neighbour in `x` [N, N]."""
+    """bool [N, N]: the points with a True neighbour in `x` [N, N].
+
+    Args:
+      x: (N, N) bool.
+
+    Returns:
+      (N, N) bool.
+    """
     up, down, left, right = shifted(x, False)
     return up | down | left | right
 
@@ -103,7 +143,16 @@ def _reach(board: chex.Array, n: int, needed: chex.Array) -> chex.Array:
 def own_true_eyes(board: chex.Array, n: int, player: chex.Array) -> chex.Array:
     """bool [N*N]: the empty points of `board` [N*N] that are true eyes of `player`: every
     neighbour on the board is the player's stone, and no diagonal point holds an opponent's
-    stone (at most one where all four diagonals are on the board)."""
+    stone (at most one where all four diagonals are on the board).
+
+    Args:
+      board: (N * N,) int8: -1 empty, 0 black, 1 white.
+      n: the board's side N.
+      player: () int32, the player, 0 or 1.
+
+    Returns:
+      (N * N,) bool.
+    """
     grid = board.reshape(n, n)
     own = grid == player.astype(jnp.int8)
     opp = grid == (1 - player).astype(jnp.int8)
@@ -118,7 +167,17 @@ def own_true_eyes(board: chex.Array, n: int, player: chex.Array) -> chex.Array:
 
 def tromp_taylor_area(board: chex.Array, n: int, needed: chex.Array) -> chex.Array:
     """float32 [2] Tromp-Taylor area (black, white) of `board` [N*N]; only computed where
-    `needed` (a while loop under vmap runs only while some game needs it)."""
+    `needed` (a while loop under vmap runs only while some game needs it).
+
+    Args:
+      board: (N * N,) int8: -1 empty, 0 black, 1 white.
+      n: the board's side N.
+      needed: () bool, whether this game needs the count.
+
+    Returns:
+      (2,) float32, stones plus the empty points reaching only that colour; meaningful
+      only where `needed`.
+    """
     reach = _reach(board, n, needed)
     black = reach[0] & ~reach[1]
     white = reach[1] & ~reach[0]
@@ -127,20 +186,47 @@ def tromp_taylor_area(board: chex.Array, n: int, needed: chex.Array) -> chex.Arr
 
 def tromp_taylor_owner(board: chex.Array, n: int, needed: chex.Array) -> chex.Array:
     """int8 [N*N] who owns each point of `board` [N*N] by Tromp-Taylor area: +1 Black,
-    -1 White, 0 neither (an empty point reaching both colours, or none)."""
+    -1 White, 0 neither (an empty point reaching both colours, or none).
+
+    Args:
+      board: (N * N,) int8: -1 empty, 0 black, 1 white.
+      n: the board's side N.
+      needed: () bool, whether this game needs the count.
+
+    Returns:
+      (N * N,) int8; meaningful only where `needed`.
+    """
     reach = _reach(board, n, needed).reshape(2, n * n)
     return (reach[0] & ~reach[1]).astype(jnp.int8) - (reach[1] & ~reach[0]).astype(jnp.int8)
 
 
 def hash_rows(max_moves: int, ko: str) -> int:
-    """Rows of `GoState.hashes`: every position of the game under superko, else one."""
+    """Rows of `GoState.hashes`: every position of the game under superko, else one.
+
+    Args:
+      max_moves: the game's move limit.
+      ko: 'positional' or 'simple'.
+
+    Returns:
+      The number of rows.
+    """
     return max_moves + 1 if ko == "positional" else 1
 
 
 def state_bytes(size: int, history: int, max_moves: int, ko: str = "positional") -> int:
     """Bytes of one `GoState`: int8 past boards [T, N*N], bool observation [N, N, 2T+1],
     a few per-point arrays (board, chain, legal mask: 4 bytes a point), the position
-    hashes (uint32 [rows, 2]) and a few scalars."""
+    hashes (uint32 [rows, 2]) and a few scalars.
+
+    Args:
+      size: the board's side N.
+      history: T, the past boards the observation holds.
+      max_moves: the game's move limit.
+      ko: 'positional' or 'simple'.
+
+    Returns:
+      The number of bytes.
+    """
     return (size * size * (history + (2 * history + 1) + 4)
             + 8 * hash_rows(max_moves, ko) + 64)
 
@@ -148,7 +234,17 @@ def state_bytes(size: int, history: int, max_moves: int, ko: str = "positional")
 def check_state_fits(size: int, history: int, max_moves: int, ko: str) -> None:
     """Raises ValueError (one line, `envs.limits.check_fits`) when one state of
     `Go(size, history=history, max_moves=max_moves, ko=ko)` would not fit in memory,
-    naming the option that makes it big."""
+    naming the option that makes it big.
+
+    Args:
+      size: the board's side N.
+      history: the past boards the observation holds.
+      max_moves: the game's move limit.
+      ko: 'positional' or 'simple'.
+
+    Raises:
+      ValueError: the state does not fit in `envs.limits.available_bytes()`.
+    """
     needed = state_bytes(size, history, max_moves, ko)
     hash_bytes = 8 * hash_rows(max_moves, ko)
     if 2 * hash_bytes <= needed:

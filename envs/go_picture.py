@@ -15,10 +15,17 @@ from envs.picture import INK, Picture, rect, stone_board, text
 NAMES = ("Black", "White")
 
 
-def star_points(size: int) -> list[tuple[int, int]]:
+def _star_points(size: int) -> list[tuple[int, int]]:
     """The star points (hoshi) of a board, (row, col): on the third line from the edge
     below 13x13 and the fourth from 13x13, the centre of an odd board, and the middle
-    of each side from 15x15; none below 9x9."""
+    of each side from 15x15; none below 9x9.
+
+    Args:
+      size: the board's side.
+
+    Returns:
+      The points as (row, col), row 0 the top line.
+    """
     if size < 9:
         return []
     edge = 2 if size < 13 else 3
@@ -34,7 +41,15 @@ def star_points(size: int) -> list[tuple[int, int]]:
 
 def header(env: Any, state: Any) -> tuple[str, str | None]:
     """Whose move it is, or who won and by how much (and the area count, the line of
-    `result_text`, for a finished game)."""
+    `result_text`, for a finished game).
+
+    Args:
+      env: the `envs.go.Go` game.
+      state: one unbatched `GoState` (on the host).
+
+    Returns:
+      `(title, result)`: the header line, and the area-count line or None.
+    """
     if not bool(state.terminated):
         return f"{NAMES[int(state.current_player)]} to move", None
     black, white = np.asarray(env.area_scores(state)).tolist()
@@ -49,14 +64,23 @@ def header(env: Any, state: Any) -> tuple[str, str | None]:
 
 def go_picture(env: Any, state: Any, last_move: int | None = None) -> Picture:
     """The picture of one state of `env` (an `envs.go.Go`), the last move marked (a pass
-    on the button). Spots: every point (action row * size + col) and pass (the button)."""
+    on the button). Spots: every point (action row * size + col) and pass (the button).
+
+    Args:
+      env: the `envs.go.Go` game.
+      state: one unbatched `GoState`.
+      last_move: the action id to mark (N * N: pass), or None.
+
+    Returns:
+      The `envs.picture.Picture`.
+    """
     state = jax.device_get(state)
     size = env.size
     title, result = header(env, state)
     button_h = 30.0
     extra = button_h + 10 + (18 if result else 0)
     out, grid = stone_board(title, np.asarray(state.board), size, list(COLUMNS[:size]),
-                            stars=star_points(size), extra_height=extra)
+                            stars=_star_points(size), extra_height=extra)
     # The label on the left, clear of the marks drawn on the spot (the button's centre).
     button_w = max(100.0, 3.2 * grid.cell)
     x = grid.left + grid.board_width / 2

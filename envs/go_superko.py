@@ -28,7 +28,14 @@ def zobrist_keys(n: int) -> np.ndarray:
     keys of its stones, word by word. Random (a fixed seed), except that the low 9 bits
     of word 0 are the point's index, so that two boards that differ by one stone differ
     in word 0 by a number ending in that stone's index (55 random bits are left: two
-    boards hash alike with probability 2**-55)."""
+    boards hash alike with probability 2**-55).
+
+    Args:
+      n: the board's side N.
+
+    Returns:
+      (2, N * N, 2) uint32, by colour, point and word.
+    """
     rng = np.random.default_rng([ZOBRIST_SEED, n])
     keys = rng.integers(0, 2**32, (2, n * n, 2), dtype=np.uint64)
     index_mask = (1 << INDEX_BITS) - 1
@@ -38,7 +45,15 @@ def zobrist_keys(n: int) -> np.ndarray:
 
 def stone_keys(board: chex.Array, keys: chex.Array) -> chex.Array:
     """uint32 [N*N, 2] the key of each point's stone (`keys` [2, N*N, 2]), 0 where
-    empty; the board's hash is their sum."""
+    empty; the board's hash is their sum.
+
+    Args:
+      board: (N * N,) int8: -1 empty, 0 black, 1 white.
+      keys: (2, N * N, 2) uint32, from `zobrist_keys`.
+
+    Returns:
+      (N * N, 2) uint32.
+    """
     return jnp.where((board == BLACK)[:, None], keys[BLACK],
                      jnp.where((board == WHITE)[:, None], keys[WHITE], jnp.uint32(0)))
 
@@ -49,7 +64,15 @@ def frame_tables(cell_perm: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, n
     A state in frame f has `board[p] == played_board[cell_perm[f, p]]`, so its point p has
     the key of point `cell_perm[f, p]` of the game as played. `transform_state(., g)`
     gathers with `cell_perm[g]`, which takes frame f to the h with `cell_perm[h] ==
-    cell_perm[f][cell_perm[g]]` (`compose[f, g]`)."""
+    cell_perm[f][cell_perm[g]]` (`compose[f, g]`).
+
+    Args:
+      cell_perm: (G, N * N) integer, the game's symmetries' cell permutations.
+      keys: (2, N * N, 2) uint32, from `zobrist_keys`.
+
+    Returns:
+      `(frame_keys, compose)`: (G, 2, N * N, 2) uint32 and (G, G) int32.
+    """
     frame_keys = np.stack([keys[:, perm] for perm in cell_perm])
     index = {tuple(perm): h for h, perm in enumerate(cell_perm.tolist())}
     compose = np.array([[index[tuple(f[g].tolist())] for g in cell_perm] for f in cell_perm],
@@ -75,6 +98,9 @@ def repeated_positions(legal: chex.Array, captures: chex.Array, liberty: chex.Ar
       hashes: uint32 [R, 2] the hashes of the game's boards (rows past the last one are
         zeros, the empty board's hash, which no move can make).
       perm: int [N*N] the frame's cell permutation (point p is point perm[p] as played).
+
+    Returns:
+      (N * N,) bool, True only where `legal`.
     """
     nn = legal.shape[0]
     chex.assert_shape([captures, liberty], (nn,))

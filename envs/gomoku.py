@@ -63,15 +63,30 @@ def _ray_table(size: int, k: int) -> np.ndarray:
 def table_bytes(size: int, k: int) -> int:
     """Bytes of the tables a `Gomoku(size, k)` builds: the ray table (`_ray_table`, int32,
     with its int64 row and column temporaries) and the 8 symmetries' three int32
-    permutations, kept on the host and on the device."""
+    permutations, kept on the host and on the device.
+
+    Args:
+      size: the board's side.
+      k: the winning line's length.
+
+    Returns:
+      The number of bytes.
+    """
     cells = size * size
     rays = cells * 8 * (k - 1) * 4 + 2 * cells * (k - 1) * 8
     symmetries = 2 * 3 * 8 * cells * 4
     return rays + symmetries
 
 
-def column_label(col: int) -> str:
-    """Column letters: 0 -> "a", 25 -> "z", 26 -> "aa", ..."""
+def _column_label(col: int) -> str:
+    """Column letters: 0 -> "a", 25 -> "z", 26 -> "aa", ...
+
+    Args:
+      col: the column, 0 on the left.
+
+    Returns:
+      The letters.
+    """
     label = ""
     col += 1
     while col > 0:
@@ -81,23 +96,45 @@ def column_label(col: int) -> str:
 
 
 def format_move(action: int, size: int) -> str:
-    """An action `row*size+col` in human notation, e.g. 112 -> "h8" on 15x15."""
+    """An action `row*size+col` in human notation, e.g. 112 -> "h8" on 15x15.
+
+    Args:
+      action: the action id, in [0, size * size).
+      size: the board's side.
+
+    Returns:
+      Column letters and the row number counted from the bottom.
+
+    Raises:
+      ValueError: `action` is off the board.
+    """
     action = int(action)
     if not 0 <= action < size * size:
         raise ValueError(f"actions on a {size}x{size} board are 0-{size * size - 1}, got {action}")
     row, col = divmod(action, size)
-    return f"{column_label(col)}{size - row}"
+    return f"{_column_label(col)}{size - row}"
 
 
 def parse_move(text: str, size: int) -> int:
-    """A human move like "h8" (column letters, row number from the bottom) as an action."""
+    """A human move like "h8" (column letters, row number from the bottom) as an action.
+
+    Args:
+      text: what the human typed.
+      size: the board's side.
+
+    Returns:
+      The action id `row * size + col`, row 0 the top row.
+
+    Raises:
+      ValueError: `text` is not a move, or names a point off the board.
+    """
     stripped = text.strip().lower()
     letters = stripped.rstrip("0123456789")
     digits = stripped[len(letters) :]
     if not letters or not digits or not letters.isalpha() or not letters.isascii():
         raise ValueError(
             f"expected a move like {format_move(size * size // 2, size)!r} "
-            f"(column {column_label(0)}-{column_label(size - 1)}, "
+            f"(column {_column_label(0)}-{_column_label(size - 1)}, "
             f"row 1-{size}), got {text!r}"
         )
     col = 0
@@ -108,7 +145,7 @@ def parse_move(text: str, size: int) -> int:
     if not (0 <= col < size and 1 <= number <= size):
         raise ValueError(
             f"move {text!r} is off the {size}x{size} board "
-            f"(columns {column_label(0)}-{column_label(size - 1)}, rows 1-{size})"
+            f"(columns {_column_label(0)}-{_column_label(size - 1)}, rows 1-{size})"
         )
     return (size - number) * size + col
 
@@ -185,6 +222,15 @@ class Gomoku(Env):
         return self._symmetries
 
     def transform_state(self, state: GomokuState, g: chex.Array) -> GomokuState:
+        """Applies symmetry `g` to the board, the observation and the legal moves.
+
+        Args:
+          state: an unbatched `GomokuState`.
+          g: () int32, the symmetry, in [0, 8).
+
+        Returns:
+          The transformed `GomokuState`.
+        """
         sym = self.symmetries
         return state.replace(
             board=state.board[sym.cell_perm[g]],
@@ -193,17 +239,39 @@ class Gomoku(Env):
         )
 
     def parse_move(self, text: str) -> int:
-        """A human move like "h8" as an action (ValueError on bad input)."""
+        """A human move like "h8" as an action (ValueError on bad input).
+
+        Args:
+          text: what the human typed.
+
+        Returns:
+          The action id, in [0, size * size).
+        """
         return parse_move(text, self.size)
 
     def format_move(self, action: int) -> str:
-        """An action in human notation like "h8"."""
+        """An action in human notation like "h8".
+
+        Args:
+          action: the action id, in [0, size * size).
+
+        Returns:
+          The move, e.g. "h8".
+        """
         return format_move(action, self.size)
 
     def render(self, state: GomokuState) -> str:
+        """The board as text: X, O and `.`, rows numbered from the bottom, columns lettered.
+
+        Args:
+          state: an unbatched `GomokuState`.
+
+        Returns:
+          size + 1 lines of text.
+        """
         board = np.asarray(jax.device_get(state.board)).reshape(self.size, self.size)
         marks = {EMPTY: ".", 0: "X", 1: "O"}
-        labels = [column_label(c) for c in range(self.size)]
+        labels = [_column_label(c) for c in range(self.size)]
         width = max(len(s) for s in labels)
         num_width = len(str(self.size))
         lines = []
@@ -216,18 +284,30 @@ class Gomoku(Env):
     def picture(self, state: GomokuState, last_move: int | None = None) -> Picture:
         """Black's (X's) and White's stones on the points of a wooden board, columns
         a, b, ... and rows 1..size from the bottom as `format_move` writes them; a spot
-        on every point."""
+        on every point.
+
+        Args:
+          state: an unbatched `GomokuState`.
+          last_move: the action id to mark, or None.
+
+        Returns:
+          The `envs.picture.Picture`.
+        """
         state = jax.device_get(state)
         header = status(state, ("Black (X)", "White (O)"))
         if self.k != 5:
             header += f", {self.k} in a row wins"
         out, _ = stone_board(header, np.asarray(state.board), self.size,
-                             [column_label(c) for c in range(self.size)])
+                             [_column_label(c) for c in range(self.size)])
         return out.mark_last_move(last_move)
 
     def __repr__(self) -> str:
         return f"Gomoku(size={self.size}, k={self.k})"
 
     def heuristic(self):
-        """The open-line heuristic (`envs.lines`) for k in a row."""
+        """The open-line heuristic (`envs.lines`) for k in a row.
+
+        Returns:
+          `value(observation) -> () float32` for one (size, size, 3) observation.
+        """
         return line_count_eval(self.size, self.size, self.k)

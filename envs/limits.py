@@ -21,6 +21,17 @@ def check_option(name: str, value: Any, kind: type, low: float | None = None,
     """`value` as `kind` (int or float) if it is one, finite, and `low <= value <= high`,
     `value > above` (bounds left None are not checked).
 
+    Args:
+      name: the option's name, for the message.
+      value: what the caller gave.
+      kind: `int` or `float`.
+      low: inclusive lower bound, or None.
+      high: inclusive upper bound, or None.
+      above: exclusive lower bound, or None.
+
+    Returns:
+      `value` as a Python `int` or `float`.
+
     Raises:
       ValueError: one line naming the option, for a bool or a str, a float where an int
         is wanted (2.5, and 7.0 too), NaN, an infinity ("komi must be a finite number,
@@ -72,7 +83,11 @@ def _bounds(low: float | None, high: float | None, above: float | None) -> list[
 
 def available_bytes() -> int:
     """Memory the default JAX device can hold: an accelerator's `bytes_limit`, else the
-    machine's RAM (or the container's limit, where lower)."""
+    machine's RAM (or the container's limit, where lower).
+
+    Returns:
+      The number of bytes.
+    """
     device = jax.devices()[0]
     if device.platform != "cpu":
         stats = device.memory_stats() or {}
@@ -94,7 +109,14 @@ def _host_bytes() -> int:
 
 
 def format_bytes(n: float) -> str:
-    """A byte count for humans, in powers of 1000: "512 B", "3.1 MB", "22.4 GB"."""
+    """A byte count for humans, in powers of 1000: "512 B", "3.1 MB", "22.4 GB".
+
+    Args:
+      n: the number of bytes.
+
+    Returns:
+      The count with its unit.
+    """
     units = ("B", "kB", "MB", "GB", "TB", "PB")
     n, unit = float(n), 0
     while n >= 1000 and unit < len(units) - 1:
@@ -104,7 +126,16 @@ def format_bytes(n: float) -> str:
 
 def check_fits(what: str, needed: int, detail: str = "") -> None:
     """Raises ValueError (one line) when `needed` bytes exceed `available_bytes()`:
-    "<what> would need 22.4 GB (<detail>), more than the 16.0 GB of memory here"."""
+    "<what> would need 22.4 GB (<detail>), more than the 16.0 GB of memory here".
+
+    Args:
+      what: what needs the memory, the message's subject.
+      needed: bytes it needs.
+      detail: what the figure is made of, put in brackets ('' for nothing).
+
+    Raises:
+      ValueError: `needed` exceeds `available_bytes()`.
+    """
     available = available_bytes()
     if needed > available:
         detail = f" ({detail})" if detail else ""

@@ -48,6 +48,15 @@ def line_count_eval(height: int, width: int, k: int) -> Callable[[chex.Array], c
     mover's stones and none of the opponent's adds 4**(n - k + 1); one holding only the
     opponent's stones subtracts the same. The sum x is squashed to
     `0.49 * tanh(x / 2)`, inside (-0.5, 0.5). Cached, so it is one function per shape.
+
+    Args:
+      height: the board's rows H.
+      width: the board's columns W.
+      k: the length of a winning line.
+
+    Returns:
+      `evaluate(observation) -> () float32`, for one (H, W, C) observation
+      (C >= 2); `jax.vmap` it for a batch.
     """
     windows = _windows(height, width, k)
     weights = jnp.asarray([0.0] + [4.0 ** (n - k + 1) for n in range(1, k + 1)], jnp.float32)

@@ -24,7 +24,14 @@ _PLUMBING = tuple(_HERE + name for name in (
 
 def user_frame(err: BaseException) -> str:
     """' (at file:line: code)' for the innermost frame of `err`'s traceback in the
-    user's code, or '' where there is none."""
+    user's code, or '' where there is none.
+
+    Args:
+      err: a raised exception, with its traceback.
+
+    Returns:
+      The location text, with a leading space, or ''.
+    """
     frames = [f for f in traceback.extract_tb(err.__traceback__)
               if not f.filename.startswith(_LIBRARY_DIRS) and "<frozen" not in f.filename
               and not f.filename.startswith(_PLUMBING)]
@@ -35,6 +42,13 @@ def user_frame(err: BaseException) -> str:
 
 
 def first_line(err: BaseException) -> str:
-    """The first line of `err`'s message, or its type's name for an empty one."""
+    """The first line of `err`'s message, or its type's name for an empty one.
+
+    Args:
+      err: any exception.
+
+    Returns:
+      One line of text.
+    """
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__

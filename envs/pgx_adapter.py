@@ -72,7 +72,15 @@ class PgxEnv(Env):
         self.observation_dtype = np.dtype(spec.observation.dtype)
 
     def wrap(self, pgx_state: Any) -> PgxState:
-        """Our state for one (unbatched) pgx state."""
+        """Our state for one (unbatched) pgx state.
+
+        Args:
+          pgx_state: an unbatched pgx `State` of this game.
+
+        Returns:
+          The unbatched `PgxState`: `observation` of shape `observation_shape`,
+          `legal_action_mask` (A,) bool, `rewards` (2,) float32.
+        """
         terminated = pgx_state.terminated | pgx_state.truncated
         observation = pgx_state.observation.reshape(self.observation_shape)
         return PgxState(
@@ -94,7 +102,15 @@ class PgxEnv(Env):
     def picture(self, state: PgxState, last_move: int | None = None) -> Picture:
         """pgx's own drawing of the wrapped state (`State.to_svg`) below a header line,
         with no spots (pgx's geometry is its own); the default picture where pgx cannot
-        draw the state."""
+        draw the state.
+
+        Args:
+          state: an unbatched `PgxState`.
+          last_move: the action id to name in the header, or None.
+
+        Returns:
+          The `envs.picture.Picture`.
+        """
         state = jax.device_get(state)
         try:
             svg = state.pgx_state.to_svg()
@@ -113,6 +129,7 @@ class PgxEnv(Env):
 
     @property
     def move_notation(self) -> str:
+        """Action ids, as pgx numbers them."""
         return f"an action number 0-{self.num_actions - 1} (pgx's action ids)"
 
     def __repr__(self) -> str:
@@ -121,6 +138,13 @@ class PgxEnv(Env):
 
 def make_pgx(env_id: str, **kwargs) -> PgxEnv:
     """Wraps the two-player deterministic pgx game `env_id` (see `pgx.available_envs()`).
+
+    Args:
+      env_id: the pgx id, e.g. "othello".
+      **kwargs: must be empty.
+
+    Returns:
+      The `PgxEnv`.
 
     Raises:
       ValueError: pgx is not installed, the id is unknown, the game is not a two-player

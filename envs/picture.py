@@ -41,14 +41,42 @@ def _cls(cls: str | None) -> str:
 def text(x: float, y: float, s: str, size: float = 12, fill: str = INK,
          anchor: str = "middle", weight: str = "normal", *, cls: str | None = None) -> str:
     """A line of text whose baseline is centred (anchor 'middle') or starts at x, y.
-    `cls`, here and in the other element helpers: the element's class attribute."""
+    `cls`, here and in the other element helpers: the element's class attribute.
+
+    Args:
+      x: the anchor's x.
+      y: the baseline's y.
+      s: the text (escaped here).
+      size: the font size.
+      fill: the colour.
+      anchor: SVG `text-anchor`: 'start', 'middle' or 'end'.
+      weight: SVG `font-weight`.
+      cls: the class attribute, or None.
+
+    Returns:
+      The SVG element.
+    """
     return (f'<text {_cls(cls)}x="{_num(x)}" y="{_num(y)}" font-size="{_num(size)}" {FONT} '
             f'fill="{fill}" text-anchor="{anchor}" font-weight="{weight}">{escape(s)}</text>')
 
 
 def disc(x: float, y: float, r: float, fill: str, stroke: str = INK, width: float = 1.0,
          opacity: float = 1.0, *, cls: str | None = None) -> str:
-    """A filled circle."""
+    """A filled circle.
+
+    Args:
+      x: the centre's x.
+      y: the centre's y.
+      r: the radius.
+      fill: the fill colour.
+      stroke: the outline's colour.
+      width: the outline's width.
+      opacity: the fill's opacity, in [0, 1].
+      cls: the class attribute, or None.
+
+    Returns:
+      The SVG element.
+    """
     extra = f' fill-opacity="{opacity:.3f}"' if opacity < 1 else ""
     return (f'<circle {_cls(cls)}cx="{_num(x)}" cy="{_num(y)}" r="{_num(r)}" fill="{fill}"{extra} '
             f'stroke="{stroke}" stroke-width="{_num(width)}"/>')
@@ -56,14 +84,39 @@ def disc(x: float, y: float, r: float, fill: str, stroke: str = INK, width: floa
 
 def ring(x: float, y: float, r: float, stroke: str, width: float = 2.0, *,
          cls: str | None = None) -> str:
-    """An unfilled circle."""
+    """An unfilled circle.
+
+    Args:
+      x: the centre's x.
+      y: the centre's y.
+      r: the radius.
+      stroke: the colour.
+      width: the line's width.
+      cls: the class attribute, or None.
+
+    Returns:
+      The SVG element.
+    """
     return (f'<circle {_cls(cls)}cx="{_num(x)}" cy="{_num(y)}" r="{_num(r)}" fill="none" '
             f'stroke="{stroke}" stroke-width="{_num(width)}"/>')
 
 
 def line(x1: float, y1: float, x2: float, y2: float, stroke: str = INK,
          width: float = 1.0, *, cls: str | None = None) -> str:
-    """A straight line."""
+    """A straight line.
+
+    Args:
+      x1: the start's x.
+      y1: the start's y.
+      x2: the end's x.
+      y2: the end's y.
+      stroke: the colour.
+      width: the line's width.
+      cls: the class attribute, or None.
+
+    Returns:
+      The SVG element.
+    """
     return (f'<line {_cls(cls)}x1="{_num(x1)}" y1="{_num(y1)}" x2="{_num(x2)}" y2="{_num(y2)}" '
             f'stroke="{stroke}" stroke-width="{_num(width)}" stroke-linecap="round"/>')
 
@@ -71,7 +124,23 @@ def line(x1: float, y1: float, x2: float, y2: float, stroke: str = INK,
 def rect(x: float, y: float, w: float, h: float, fill: str, stroke: str = "none",
          width: float = 1.0, radius: float = 0.0, opacity: float = 1.0, *,
          cls: str | None = None) -> str:
-    """A rectangle (rounded corners with `radius`)."""
+    """A rectangle (rounded corners with `radius`).
+
+    Args:
+      x: the left edge.
+      y: the top edge.
+      w: the width.
+      h: the height.
+      fill: the fill colour.
+      stroke: the outline's colour ('none': no outline).
+      width: the outline's width.
+      radius: the corners' radius.
+      opacity: the fill's opacity, in [0, 1].
+      cls: the class attribute, or None.
+
+    Returns:
+      The SVG element.
+    """
     extra = f' fill-opacity="{opacity:.3f}"' if opacity < 1 else ""
     return (f'<rect {_cls(cls)}x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}" '
             f'rx="{_num(radius)}" fill="{fill}"{extra} stroke="{stroke}" '
@@ -97,11 +166,25 @@ class Picture:
     spot_size: float = 40.0
 
     def add(self, *elements: str) -> "Picture":
-        """This picture with `elements` drawn on top."""
+        """This picture with `elements` drawn on top.
+
+        Args:
+          *elements: SVG elements.
+
+        Returns:
+          A new `Picture`; this one is unchanged.
+        """
         return dataclasses.replace(self, elements=self.elements + tuple(elements))
 
     def mark_last_move(self, action: int | None) -> "Picture":
-        """This picture with a red dot on the spot of `action` (None or no spot: as is)."""
+        """This picture with a red dot on the spot of `action` (None or no spot: as is).
+
+        Args:
+          action: an action id, or None.
+
+        Returns:
+          A new `Picture`, or this one.
+        """
         if action is None or int(action) not in self.spots:
             return self
         x, y = self.spots[int(action)]
@@ -109,13 +192,24 @@ class Picture:
                              width=1.5, cls="last-move"))
 
     def svg(self) -> str:
-        """The text of a standalone SVG document."""
+        """The text of a standalone SVG document.
+
+        Returns:
+          The SVG text.
+        """
         return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_num(self.width)}" '
                 f'height="{_num(self.height)}" viewBox="0 0 {_num(self.width)} '
                 f'{_num(self.height)}">' + "".join(self.elements) + "</svg>")
 
     def save(self, path: str | Path) -> Path:
-        """Writes `svg()` to `path`; returns it."""
+        """Writes `svg()` to `path`; returns it.
+
+        Args:
+          path: the file to write (usually `*.svg`).
+
+        Returns:
+          `path` as a `Path`.
+        """
         path = Path(path)
         path.write_text(self.svg())
         return path
@@ -125,20 +219,43 @@ class Picture:
 
 
 def group(elements: Sequence[str], cls: str | None = None) -> str:
-    """Elements as one group element (one piece drawn with several shapes, say)."""
+    """Elements as one group element (one piece drawn with several shapes, say).
+
+    Args:
+      elements: SVG elements.
+      cls: the group's class attribute, or None.
+
+    Returns:
+      The SVG `<g>` element.
+    """
     return f"<g {_cls(cls)}".rstrip() + ">" + "".join(elements) + "</g>"
 
 
 def piece_class(player: int) -> str:
     """The class attribute of a piece of `player`: "piece p0" or "piece p1" (the pictures
-    of the shipped games and the default one mark their pieces so)."""
+    of the shipped games and the default one mark their pieces so).
+
+    Args:
+      player: the player id, 0 or 1.
+
+    Returns:
+      The class attribute's value.
+    """
     return f"piece p{int(player)}"
 
 
 def status(state: Any, names: Sequence[str]) -> str:
     """Whose move it is ("X to move"), or the result of a finished game ("X won",
     "draw"), from one state's `current_player` and `rewards`; `names`: the players by id
-    (None: "player 0", "player 1")."""
+    (None: "player 0", "player 1").
+
+    Args:
+      state: one unbatched `State` (on host or device).
+      names: the players' names by id, or None.
+
+    Returns:
+      The status text.
+    """
     names = tuple(names) if names else ("player 0", "player 1")
     if bool(state.terminated):
         rewards = np.asarray(state.rewards)
@@ -147,7 +264,16 @@ def status(state: Any, names: Sequence[str]) -> str:
 
 
 def place(picture: Picture, x: float, y: float) -> str:
-    """`picture` as one element whose top-left corner is at (x, y) of another."""
+    """`picture` as one element whose top-left corner is at (x, y) of another.
+
+    Args:
+      picture: the picture to place.
+      x: where its left edge goes.
+      y: where its top edge goes.
+
+    Returns:
+      The SVG `<g>` element.
+    """
     return (f'<g transform="translate({_num(x)},{_num(y)})">' + "".join(picture.elements)
             + "</g>")
 
@@ -155,7 +281,20 @@ def place(picture: Picture, x: float, y: float) -> str:
 def tile(pictures: Sequence[Picture], columns: int = 4,
          captions: Sequence[str] | None = None, gap: float = 16.0) -> Picture:
     """Pictures in a grid of `columns`, row by row, each with its caption below. The
-    result has no spots."""
+    result has no spots.
+
+    Args:
+      pictures: the pictures, at least one.
+      columns: pictures per row.
+      captions: one caption per picture, or None for none.
+      gap: the space between pictures.
+
+    Returns:
+      The tiled `Picture`.
+
+    Raises:
+      ValueError: no pictures, or captions not one per picture.
+    """
     if not pictures:
         raise ValueError("tile needs at least one picture")
     if captions is not None and len(captions) != len(pictures):
@@ -176,7 +315,22 @@ def tile(pictures: Sequence[Picture], columns: int = 4,
 
 def draw(env: Any, states: Any, last_moves: Sequence[int | None] | None = None,
          columns: int = 4, captions: Sequence[str] | None = None) -> Picture:
-    """The picture of one state, or of a batch of states as a grid (`tile`)."""
+    """The picture of one state, or of a batch of states as a grid (`tile`).
+
+    Args:
+      env: the game (`envs.Env`).
+      states: a `State`, unbatched, or batched (its fields have a leading (B,) axis).
+      last_moves: the move to mark in each state, B of them (None for no marks); for an
+        unbatched state, its first element.
+      columns: pictures per row of the grid.
+      captions: B captions, or None.
+
+    Returns:
+      The `Picture`.
+
+    Raises:
+      ValueError: `last_moves` is not one per state.
+    """
     states = jax.device_get(states)
     if np.ndim(states.current_player) == 0:
         last = last_moves[0] if last_moves else None
@@ -207,22 +361,34 @@ class Grid:
 
     @property
     def left(self) -> float:
+        """The x of the board's left edge (right of the row labels)."""
         return self.label + 6
 
     @property
     def top(self) -> float:
+        """The y of the board's top edge (below the header)."""
         return self.header + 6
 
     @property
     def board_width(self) -> float:
+        """The board's width: `cols * cell`."""
         return self.cols * self.cell
 
     @property
     def board_height(self) -> float:
+        """The board's height: `rows * cell`."""
         return self.rows * self.cell
 
     def centre(self, row: int, col: int) -> tuple[float, float]:
-        """The centre of cell (row, col), or the intersection (row, col)."""
+        """The centre of cell (row, col), or the intersection (row, col).
+
+        Args:
+          row: the row, 0 at the top.
+          col: the column, 0 on the left.
+
+        Returns:
+          `(x, y)` in SVG units.
+        """
         return (self.left + (col + 0.5) * self.cell, self.top + (row + 0.5) * self.cell)
 
     def picture(self, header: str, board_fill: str = "#ffffff", extra_height: float = 0.0,
@@ -230,7 +396,19 @@ class Grid:
                 row_labels: Sequence[str] | None = None, lines: bool = True) -> Picture:
         """An empty board: the header, the board's background and lines, the labels
         (columns below, rows on the left); `extra_height` more room below for the game.
-        A header wider than the board widens the picture (the board stays on the left)."""
+        A header wider than the board widens the picture (the board stays on the left).
+
+        Args:
+          header: the line above the board.
+          board_fill: the board's background colour.
+          extra_height: room below the labels, for the game's own drawing.
+          column_labels: a label below each column, or None.
+          row_labels: a label left of each row, or None.
+          lines: whether to draw the grid lines.
+
+        Returns:
+          The `Picture`, without spots.
+        """
         width = max(self.left + self.board_width + self.label,
                     self.left + HEADER_CHAR * len(header) + 8)
         height = self.top + self.board_height + self.label + 6 + extra_height
@@ -266,7 +444,16 @@ def default_picture(env: Any, state: Any, last_move: int | None = None) -> Pictu
     player to move) and 1 (the other), dark for player 0 and light for player 1.
 
     Moves have spots when there is one per cell (action r * W + c) or one per column
-    (the top cell of column c)."""
+    (the top cell of column c).
+
+    Args:
+      env: the game (`envs.Env`).
+      state: one unbatched `State`.
+      last_move: the action id to mark, or None.
+
+    Returns:
+      The `Picture`.
+    """
     state = jax.device_get(state)
     player, ply = int(state.current_player), int(state.step_count)
     header = f"{env.name}: player {player} to move, ply {ply}"
@@ -315,7 +502,19 @@ def stone_board(header: str, board: np.ndarray, size: int, column_labels: Sequen
     """A wooden board of size x size intersections (Go, Gomoku) and its geometry: the
     lines, the star points `stars` (row, col), the stones of `board` (int [size * size],
     row 0 the top line: -1 empty, 0 black, 1 white), row numbers 1..size from the bottom,
-    and a spot on every point (action row * size + col)."""
+    and a spot on every point (action row * size + col).
+
+    Args:
+      header: the line above the board.
+      board: (size * size,) integer: -1 empty, 0 black, 1 white.
+      size: the board's side.
+      column_labels: size labels, left to right.
+      stars: the star points, as (row, col).
+      extra_height: room below, for the game's own drawing.
+
+    Returns:
+      `(picture, grid)`: the `Picture` and its `Grid`.
+    """
     grid = Grid(size, size, cell=min(40.0, 480.0 / size), points=True)
     out = grid.picture(header, board_fill=WOOD, extra_height=extra_height,
                        column_labels=column_labels,

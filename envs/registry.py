@@ -44,6 +44,12 @@ def register(name: str, factory: Callable[..., Env], *, overwrite: bool = False)
     Registering a name again replaces the factory (a notebook cell run twice); a shipped
     game's name is only replaced with `overwrite=True`.
 
+    Args:
+      name: the game's name, as `make` and command lines take it.
+      factory: called with the options of `make`; builds an `envs.Env` (a class or a
+        function).
+      overwrite: allow replacing a shipped game.
+
     Raises:
       ValueError: for a name that is empty, holds ':' (import paths) or would shadow a
         shipped game, or a factory that is not callable.
@@ -66,19 +72,33 @@ def _entry_points() -> dict[str, Any]:
 
 
 def registered_at_runtime() -> frozenset[str]:
-    """The names `register` gave in this process (not the shipped ones)."""
+    """The names `register` gave in this process (not the shipped ones).
+
+    Returns:
+      The names.
+    """
     return frozenset(_registered) - frozenset(BUILTIN)
 
 
 def registered_games() -> list[str]:
     """Names accepted by `make`: shipped, registered and entry-point games (besides
-    `pgx:<id>` and import paths `module:attribute`)."""
+    `pgx:<id>` and import paths `module:attribute`).
+
+    Returns:
+      The names, sorted.
+    """
     return sorted(set(BUILTIN) | set(_registered) | set(_entry_points()))
 
 
 def import_object(path: str) -> Any:
     """The object an import path `package.module:attribute` names (the current directory
     is searched as a script's own directory is, so `my_game:MyGame` finds ./my_game.py).
+
+    Args:
+      path: `module:attribute`; the attribute may be dotted (`module:Outer.Inner`).
+
+    Returns:
+      The object.
 
     Raises:
       ValueError: the path is malformed, its module cannot be imported or lacks the
@@ -145,6 +165,13 @@ def make(game: str, **options) -> Env:
     """Builds the game `game` names (a registered name, `pgx:<id>` or an import path
     `module:attribute` of an `Env` class or factory); `options` go to its constructor.
 
+    Args:
+      game: the name, `pgx:<id>` or import path.
+      **options: the game's constructor options (e.g. `size=9` for Go).
+
+    Returns:
+      The `envs.Env`, which remembers how it was made (`spec_of`).
+
     Raises:
       ValueError: for an unknown game, options the game does not take, or a factory
         that does not build an `envs.Env`.
@@ -183,7 +210,14 @@ def portable_spec(env: Env) -> tuple[str, dict[str, Any]]:
     """`spec_of(env)`, except that a name `register` gave in this process (which means
     nothing to the next one) becomes the import path of the env's class with its
     constructor's options, where a config can record them and the class is not a
-    script's or notebook's own (`__main__`)."""
+    script's or notebook's own (`__main__`).
+
+    Args:
+      env: a game.
+
+    Returns:
+      `(game, options)`, as `spec_of`.
+    """
     game, options = spec_of(env)
     if game not in registered_at_runtime():
         return game, options
@@ -203,6 +237,12 @@ def spec_of(env: Env) -> tuple[str, dict[str, Any]]:
     The import path of a class defined in a script's or notebook's `__main__` only
     works in that process; a run of such a game is loaded elsewhere with
     `Agent.load(run_dir, env=...)`.
+
+    Args:
+      env: a game.
+
+    Returns:
+      `(game, options)`: the name or import path, and the constructor's options by name.
 
     Raises:
       ValueError: for constructor arguments that are not numbers, strings or booleans

@@ -33,5 +33,14 @@ class State:
 
 
 def tree_where(pred: chex.Array, on_true: Any, on_false: Any) -> Any:
-    """Per-leaf `jnp.where` over two pytrees of the same structure (scalar pred)."""
+    """Per-leaf `jnp.where` over two pytrees of the same structure (scalar pred).
+
+    Args:
+      pred: () bool, the choice for every leaf.
+      on_true: a pytree, taken where `pred` is true.
+      on_false: a pytree of the same structure and leaf shapes as `on_true`.
+
+    Returns:
+      A pytree of that structure, each leaf `jnp.where(pred, a, b)`.
+    """
     return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)

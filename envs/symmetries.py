@@ -34,21 +34,54 @@ class Symmetries:
         return self.action_perm.shape[0]
 
     def observation(self, obs: chex.Array, g: chex.Array) -> chex.Array:
-        """Applies symmetry `g` to one observation of shape [*cells, C]."""
+        """Applies symmetry `g` to one observation of shape [*cells, C].
+
+        Args:
+          obs: one observation, (*cells, C), e.g. (H, W, C).
+          g: () int32, the symmetry, in [0, size).
+
+        Returns:
+          The transformed observation, of the same shape and dtype as `obs`.
+        """
         c = obs.shape[-1]
         return obs.reshape(-1, c)[self.cell_perm[g]].reshape(obs.shape)
 
     def policy(self, pi: chex.Array, g: chex.Array) -> chex.Array:
-        """Applies symmetry `g` to one action-indexed vector [A]."""
+        """Applies symmetry `g` to one action-indexed vector [A].
+
+        Args:
+          pi: (A,) any dtype, e.g. a float32 policy or a bool mask.
+          g: () int32, the symmetry, in [0, size).
+
+        Returns:
+          (A,) of the dtype of `pi`.
+        """
         return pi[self.action_perm[g]]
 
     def action(self, action: chex.Array, g: chex.Array) -> chex.Array:
-        """Maps an action of the original position to the transformed position."""
+        """Maps an action of the original position to the transformed position.
+
+        Args:
+          action: () int32 (or any integer shape), action ids of the original position.
+          g: () int32, the symmetry, in [0, size).
+
+        Returns:
+          int32 of the shape of `action`: the same moves in the transformed position.
+        """
         return self.inverse_action_perm[g, action]
 
 
 def identity_symmetries(observation_shape: tuple[int, ...], num_actions: int) -> Symmetries:
-    """The trivial group: the identity alone (a game without symmetries)."""
+    """The trivial group: the identity alone (a game without symmetries).
+
+    Args:
+      observation_shape: the game's observation shape, (*cells, C).
+      num_actions: A, the game's number of actions.
+
+    Returns:
+      `Symmetries` of size 1: `cell_perm` (1, cells), `action_perm` and
+      `inverse_action_perm` (1, A) int32.
+    """
     cells = int(np.prod(observation_shape[:-1], dtype=np.int64))
     actions = jnp.arange(num_actions, dtype=jnp.int32)[None]
     return Symmetries(
@@ -70,6 +103,18 @@ def dihedral_symmetries(height: int, width: int, extra_actions: int = 0) -> Symm
 
     Actions `row*width+col` follow the cells; `extra_actions` trailing actions (Go's pass)
     are fixed points.
+
+    Args:
+      height: the board's rows.
+      width: the board's columns; must equal `height`.
+      extra_actions: how many actions follow the `height * width` cell actions.
+
+    Returns:
+      `Symmetries` of size 8: `cell_perm` (8, H * W), `action_perm` and
+      `inverse_action_perm` (8, H * W + extra_actions) int32.
+
+    Raises:
+      ValueError: the board is not square.
     """
     if height != width:
         raise ValueError("dihedral symmetries need a square board")
@@ -83,7 +128,16 @@ def dihedral_symmetries(height: int, width: int, extra_actions: int = 0) -> Symm
 
 
 def from_cell_permutations(cell_perm: np.ndarray, extra_actions: int = 0) -> Symmetries:
-    """Builds `Symmetries` from gather permutations of board cells (actions = cells)."""
+    """Builds `Symmetries` from gather permutations of board cells (actions = cells).
+
+    Args:
+      cell_perm: (G, cells) integer gather permutations; row 0 must be the identity.
+      extra_actions: how many actions follow the cell actions (fixed by every symmetry).
+
+    Returns:
+      `Symmetries` of size G: `cell_perm` (G, cells), `action_perm` and
+      `inverse_action_perm` (G, cells + extra_actions) int32.
+    """
     cell_perm = np.asarray(cell_perm, dtype=np.int32)
     num_cells = cell_perm.shape[1]
     fixed = np.broadcast_to(

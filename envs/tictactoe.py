@@ -78,6 +78,12 @@ def state_from_board(board: chex.Array) -> TicTacToeState:
 
     The player to move follows from the stone counts; a board with a line is terminal
     with the line's owner winning. Used by the exact solver and by tests.
+
+    Args:
+      board: (9,) integer, row by row from the top-left: -1 empty, 0 X, 1 O.
+
+    Returns:
+      The unbatched `TicTacToeState`.
     """
     board = jnp.asarray(board, dtype=jnp.int8)
     count = jnp.sum(board != EMPTY).astype(jnp.int32)
@@ -121,6 +127,12 @@ def states_from_boards(boards: chex.Array) -> TicTacToeState:
 def parse_move(text: str) -> int:
     """A human move, keypad `"1"`-`"9"` or board `"a1"`-`"c3"`, as an action 0-8.
 
+    Args:
+      text: what the human typed.
+
+    Returns:
+      The action id, 0-8.
+
     Raises:
       ValueError: for text that is neither.
     """
@@ -136,7 +148,17 @@ def parse_move(text: str) -> int:
 
 
 def format_move(action: int) -> str:
-    """An action 0-8 as the board coordinate `"a1"`-`"c3"` shown by `render`."""
+    """An action 0-8 as the board coordinate `"a1"`-`"c3"` shown by `render`.
+
+    Args:
+      action: the action id, 0-8.
+
+    Returns:
+      The coordinate, e.g. `"a3"` for the top-left cell.
+
+    Raises:
+      ValueError: `action` is outside 0-8.
+    """
     action = int(action)
     if not 0 <= action < 9:
         raise ValueError(f"tic-tac-toe actions are 0-8, got {action}")
@@ -201,9 +223,19 @@ class TicTacToe(Env):
 
     @property
     def symmetries(self) -> Symmetries:
+        """The 8 rotations and reflections of the board."""
         return dihedral_symmetries(3, 3)
 
     def transform_state(self, state: TicTacToeState, g: chex.Array) -> TicTacToeState:
+        """Applies symmetry `g` to the board, the observation and the legal moves.
+
+        Args:
+          state: an unbatched `TicTacToeState`.
+          g: () int32, the symmetry, in [0, 8).
+
+        Returns:
+          The transformed `TicTacToeState`.
+        """
         sym = self.symmetries
         return state.replace(
             board=state.board[sym.cell_perm[g]],
@@ -212,14 +244,36 @@ class TicTacToe(Env):
         )
 
     def parse_move(self, text: str) -> int:
-        """A human move, `"1"`-`"9"` or `"a1"`-`"c3"`, as an action (ValueError on bad input)."""
+        """A human move, `"1"`-`"9"` or `"a1"`-`"c3"`, as an action (ValueError on bad input).
+
+        Args:
+          text: what the human typed.
+
+        Returns:
+          The action id, 0-8.
+        """
         return parse_move(text)
 
     def format_move(self, action: int) -> str:
-        """An action as the board coordinate `"a1"`-`"c3"`."""
+        """An action as the board coordinate `"a1"`-`"c3"`.
+
+        Args:
+          action: the action id, 0-8.
+
+        Returns:
+          The coordinate.
+        """
         return format_move(action)
 
     def render(self, state: TicTacToeState) -> str:
+        """The board as text: X, O and `.`, rows numbered 3-1 and columns a-c.
+
+        Args:
+          state: an unbatched `TicTacToeState`.
+
+        Returns:
+          Four lines of text.
+        """
         board = np.asarray(jax.device_get(state.board)).reshape(3, 3)
         marks = {EMPTY: ".", 0: "X", 1: "O"}
         rows = [f"{3 - r} " + " ".join(marks[int(v)] for v in board[r]) for r in range(3)]
@@ -227,7 +281,15 @@ class TicTacToe(Env):
 
     def picture(self, state: TicTacToeState, last_move: int | None = None) -> Picture:
         """The 3x3 board: X (player 0) as a cross, O as a ring, columns a-c and rows 3-1
-        as `format_move` writes them; a spot on every cell."""
+        as `format_move` writes them; a spot on every cell.
+
+        Args:
+          state: an unbatched `TicTacToeState`.
+          last_move: the action id to mark, or None.
+
+        Returns:
+          The `envs.picture.Picture`.
+        """
         state = jax.device_get(state)
         grid = Grid(3, 3, cell=64.0)
         out = grid.picture(status(state, self.player_marks), column_labels=list("abc"),
@@ -246,11 +308,19 @@ class TicTacToe(Env):
 
     def ground_truth(self) -> GroundTruthSource:
         """Every reachable live position with its optimal moves; perfect play is a right
-        move in all of them (and the table of chosen moves unbeatable from both seats)."""
+        move in all of them (and the table of chosen moves unbeatable from both seats).
+
+        Returns:
+          The `GroundTruthSource` (metric `optimal_share`, complete).
+        """
         return GROUND_TRUTH
 
     def solver(self):
-        """The optimal moves of a state, looked up in the exact solution."""
+        """The optimal moves of a state, looked up in the exact solution.
+
+        Returns:
+          `optimal(state) -> (9,) bool` for an unbatched live state (see `optimal_moves`).
+        """
         return optimal_moves()
 
 
@@ -316,7 +386,12 @@ GROUND_TRUTH = GroundTruthSource(metric="optimal_share", complete=True, load=_lo
 
 
 def optimal_moves():
-    """The exact solver: one state -> its optimal moves (bool [9]), by table lookup."""
+    """The exact solver: one state -> its optimal moves (bool [9]), by table lookup.
+
+    Returns:
+      `optimal(state) -> (9,) bool`, for an unbatched `TicTacToeState` (jit/vmap-able):
+      its optimal moves, all False on a finished state.
+    """
     solution = minimax.solution()
     powers = 3 ** np.arange(9)
     codes = (solution.boards.astype(np.int64) + 1) @ powers

@@ -18,7 +18,14 @@ Board = tuple[int, ...]
 
 
 def winner(board: Board) -> int | None:
-    """The player (0 = X, 1 = O) with three in a row, or None."""
+    """The player (0 = X, 1 = O) with three in a row, or None.
+
+    Args:
+      board: 9 cells, row by row: -1 empty, 0 X, 1 O.
+
+    Returns:
+      0, 1 or None.
+    """
     for a, b, c in LINES:
         if board[a] != EMPTY and board[a] == board[b] == board[c]:
             return board[a]
@@ -26,24 +33,53 @@ def winner(board: Board) -> int | None:
 
 
 def to_move(board: Board) -> int:
-    """The player to move: X when the stone counts are equal."""
+    """The player to move: X when the stone counts are equal.
+
+    Args:
+      board: 9 cells: -1 empty, 0 X, 1 O.
+
+    Returns:
+      0 (X) or 1 (O).
+    """
     return sum(v != EMPTY for v in board) % 2
 
 
 def is_terminal(board: Board) -> bool:
-    """Someone has three in a row, or the board is full."""
+    """Someone has three in a row, or the board is full.
+
+    Args:
+      board: 9 cells: -1 empty, 0 X, 1 O.
+
+    Returns:
+      Whether the game is over.
+    """
     return winner(board) is not None or all(v != EMPTY for v in board)
 
 
 def legal_moves(board: Board) -> list[int]:
-    """The empty cells of a live board (none once the game is over)."""
+    """The empty cells of a live board (none once the game is over).
+
+    Args:
+      board: 9 cells: -1 empty, 0 X, 1 O.
+
+    Returns:
+      The cells 0-8, in increasing order.
+    """
     if is_terminal(board):
         return []
     return [i for i, v in enumerate(board) if v == EMPTY]
 
 
 def play(board: Board, move: int) -> Board:
-    """The board after the player to move takes cell `move`."""
+    """The board after the player to move takes cell `move`.
+
+    Args:
+      board: 9 cells: -1 empty, 0 X, 1 O.
+      move: an empty cell, 0-8 (not checked).
+
+    Returns:
+      The new board.
+    """
     b = list(board)
     b[move] = to_move(board)
     return tuple(b)
@@ -51,7 +87,14 @@ def play(board: Board, move: int) -> Board:
 
 @functools.lru_cache(maxsize=None)
 def value(board: Board) -> int:
-    """Game value for the player to move under perfect play: +1 win, 0 draw, -1 loss."""
+    """Game value for the player to move under perfect play: +1 win, 0 draw, -1 loss.
+
+    Args:
+      board: 9 cells: -1 empty, 0 X, 1 O.
+
+    Returns:
+      +1, 0 or -1.
+    """
     w = winner(board)
     if w is not None:
         return 1 if w == to_move(board) else -1
@@ -62,7 +105,14 @@ def value(board: Board) -> int:
 
 
 def optimal_moves(board: Board) -> list[int]:
-    """Moves that keep the game value."""
+    """Moves that keep the game value.
+
+    Args:
+      board: 9 cells: -1 empty, 0 X, 1 O.
+
+    Returns:
+      The cells 0-8, in increasing order; empty on a finished board.
+    """
     best = value(board)
     return [m for m in legal_moves(board) if -value(play(board, m)) == best]
 
@@ -99,13 +149,21 @@ class TicTacToeSolution:
 
     @property
     def live(self) -> np.ndarray:
-        """Indices of the non-terminal positions."""
+        """Indices of the non-terminal positions.
+
+        Returns:
+          (L,) int64 rows of `boards`, increasing.
+        """
         return np.flatnonzero(~self.terminal)
 
 
 @functools.lru_cache(maxsize=1)
 def solution() -> TicTacToeSolution:
-    """The (cached) full solution."""
+    """The (cached) full solution.
+
+    Returns:
+      The `TicTacToeSolution`, built on the first call.
+    """
     return TicTacToeSolution()
 
 
@@ -115,6 +173,16 @@ def losing_lines(choose: Callable[[Board], int], agent_player: int) -> list[list
     `choose(board)` is the agent's (deterministic) move wherever it is to move as
     `agent_player` (0 = first, 1 = second); the opponent tries every legal move.
     An empty list means the agent is unbeatable from that seat.
+
+    Args:
+      choose: the agent's move on a board (a tuple of 9 cells: -1 empty, 0 X, 1 O).
+      agent_player: the agent's seat, 0 or 1.
+
+    Returns:
+      The lost games, each the list of its moves from the empty board.
+
+    Raises:
+      ValueError: `choose` returned an illegal move.
     """
     losses: list[list[int]] = []
 
@@ -141,6 +209,14 @@ def losing_lines(choose: Callable[[Board], int], agent_player: int) -> list[list
 
 
 def table_player(boards: Sequence[Board] | np.ndarray, actions: np.ndarray) -> Callable[[Board], int]:
-    """A `choose` function from a table of chosen actions per board."""
+    """A `choose` function from a table of chosen actions per board.
+
+    Args:
+      boards: (N, 9) integer boards (or N sequences of 9 cells).
+      actions: (N,) integer, the move chosen on each board.
+
+    Returns:
+      `choose(board) -> int` for any board of `boards` (KeyError for others).
+    """
     table = {tuple(int(v) for v in b): int(a) for b, a in zip(boards, actions)}
     return lambda board: table[board]
