@@ -98,9 +98,7 @@ def configure(name: str, sets: list[str], **changes: Any):
         else:
             value = ast.literal_eval(text)
         config = config.with_value(path, value)
-    config = config.replace(**changes)
-    config.validate()
-    return config
+    return config.replace(**changes)  # checked as it is made
 
 
 def device_info() -> dict[str, Any]:

@@ -77,9 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     program = quick_program() if args.quick else recipe(args.recipe, "cpu").program
     repeats = 2 if args.quick else args.repeats
-    capped = dataclasses.replace(program.selfplay, full_search_prob=args.prob)
-    try:
-        capped.validate()
+    try:  # a config checks its settings as it is made
+        capped = dataclasses.replace(program.selfplay, full_search_prob=args.prob)
     except ValueError as err:
         parser.error(str(err))
     runs = {"full": self_play(program, 1.0), "capped": self_play(program, args.prob)}

@@ -27,7 +27,7 @@ from azjax.commands import errors as cli
 from azjax.core import memory
 from azjax.evaluation import league as league_lib
 from azjax.run import files
-from azjax.run.config import COMMAND_SEED_MAX, check_seed
+from azjax.run.config import COMMAND_SEED_MAX, RUN_SEED_MAX, check_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -483,8 +483,8 @@ SWEEP = ["--param", "c_puct=1,2", "--iterations", "1"]
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--seed", "-1"], ["--seed must be an integer from 0 to"]),
-    (["--seed", str(COMMAND_SEED_MAX), "--seeds", "2"], ["--seed + --seeds - 1"]),
+    (["--seed", "-1"], ["seed must be in [0, 4294967295], got -1"]),
+    (["--seed", str(RUN_SEED_MAX), "--seeds", "2"], ["--seed + --seeds - 1", "at most"]),
     (["--out", "{file}/sweep"], ["--out", "lies under", "which is a file"]),
 ])
 def test_sweep_errors_before_training_are_one_line(args, words, a_file):
@@ -501,7 +501,7 @@ def test_sweep_subprocess_error_is_one_line():
                            "--seed", "-1"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
     assert done.returncode == 2, done.stderr
-    only_error(done.stderr, "--seed must be an integer from 0 to")
+    only_error(done.stderr, "seed must be in [0, 4294967295], got -1")
     assert done.stdout == ""
 
 

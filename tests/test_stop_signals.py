@@ -145,7 +145,7 @@ def test_ctrl_c_before_a_run_of_several_processes_trains_leaves_at_once(monkeypa
     """The script tells the other processes (its watch says it failed) and exits at
     once: JAX's shutdown at a normal exit would wait for them. A terminal's Ctrl-C,
     passed on by the guard too, cannot cut that short."""
-    from azjax.commands import train as _cli
+    from azjax.commands import train as train_command
 
     left, exits = [], []
 
@@ -164,14 +164,14 @@ def test_ctrl_c_before_a_run_of_several_processes_trains_leaves_at_once(monkeypa
 
     for name, value in (("arrange", lambda *a: None), ("guard", lambda *a: None),
                         ("train", interrupted)):
-        monkeypatch.setattr(_cli, name, value)
-    monkeypatch.setattr(_cli.peers, "current", Watch)
-    monkeypatch.setattr(_cli.compile_cache, "enable", lambda: None)
-    monkeypatch.setattr(_cli.os, "_exit", exit_now)
+        monkeypatch.setattr(train_command, name, value)
+    monkeypatch.setattr(train_command.peers, "current", Watch)
+    monkeypatch.setattr(train_command.compile_cache, "enable", lambda: None)
+    monkeypatch.setattr(train_command.os, "_exit", exit_now)
     before = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(Exited):
-            _cli.main(["--run-dir", str(tmp_path / "run"), "--num-processes", "2",
+            train_command.main(["--run-dir", str(tmp_path / "run"), "--num-processes", "2",
                        "--coordinator-address", "127.0.0.1:1"], defaults=STOPPABLE)
     finally:
         signal.signal(signal.SIGINT, before)

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-
-from test_training import ROOT
 from tiny import CONFIG, FLAGS
 
-sys.path.insert(0, str(ROOT / "experiments"))
-
-from _cli import Experiment, parse_with_preset  # noqa: E402
+from azjax.commands.command_line import parse_with_preset, read_command_line
+from azjax.commands.train import Experiment
 
 
 def test_the_flags_give_the_config_to_the_tictactoe_script():
-    options, _ = parse_with_preset(Experiment, "tictactoe",
-                                   lambda config: Experiment(config=config), FLAGS,
+    options, _ = parse_with_preset(Experiment, read_command_line(["tictactoe", *FLAGS]),
+                                   lambda config: Experiment(config=config),
                                    start=lambda _: None)
     parsed = options.config
     assert parsed.program == CONFIG.program

@@ -34,7 +34,7 @@ from azjax.commands.command_line import Saved, parse_with_preset, read_command_l
 from azjax.commands.errors import one_line_errors
 from azjax.driver.status import budget_text, opening_line
 from azjax.run import compile_cache
-from azjax.run.config import TrainConfig, check_seed
+from azjax.run.config import RUN_SEED_MAX, TrainConfig
 from azjax.run.devices import arrange
 from azjax.run.files import check_output_dir
 from azjax.run.stop_signals import EXIT_STOPPED, Stopped, signal_name
@@ -116,9 +116,11 @@ def saved_sweep(out: str) -> Saved | None:
 
 
 def sweep_seeds(first: int, count: int) -> list[int]:
-    """The seeds `first`, ..., `first + count - 1` (ValueError unless all are seeds)."""
+    """The seeds `first`, ..., `first + count - 1` (ValueError unless all are a run's
+    seeds, `RUN_SEED_MAX` at most; `first` was checked with the config)."""
     if count < 1:
         raise ValueError(f"--seeds must be >= 1, got {count}")
-    check_seed(first)
-    check_seed(first + count - 1, f"--seed + --seeds - 1 ({first} + {count} - 1)")
+    if first + count - 1 > RUN_SEED_MAX:
+        raise ValueError(f"--seed + --seeds - 1 ({first} + {count} - 1) must be at most "
+                         f"{RUN_SEED_MAX}, the largest seed of a run")
     return [first + i for i in range(count)]
