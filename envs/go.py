@@ -345,7 +345,6 @@ class Go(Env):
 
     def transform_state(self, state: GoState, g: chex.Array) -> GoState:
         """Applies symmetry `g` to the board, its history, chains, ko point, observation and
-
         legal moves, and composes it into `frame` (the position hashes stay as played).
 
         Args:
@@ -397,7 +396,6 @@ class Go(Env):
 
     def render(self, state: GoState) -> str:
         """The board as text: X for Black, O for White, `.` empty, lettered columns and
-
         numbered rows around it, and whose move it is (or "game over").
 
         Args:

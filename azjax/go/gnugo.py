@@ -124,7 +124,19 @@ def setup_commands(size: int, komi: float, board: np.ndarray, previous: np.ndarr
     (int8 [N*N]), reached from `previous` (the board before the opponent's last move, or
     None) by that move; and whether the previous board and last move could be used (if
     `board` does not follow from `previous` by one opponent move or a pass, the board is
-    set up directly, without the ko information)."""
+    set up directly, without the ko information).
+
+    Args:
+      size: the board's side N.
+      komi: the game's komi.
+      board: (N * N,) int8: -1 empty, 0 black, 1 white.
+      previous: (N * N,) int8, the board before the opponent's last move, or None.
+      mover: the player to move, 0 (Black) or 1 (White).
+
+    Returns:
+      `(commands, with_last)`: the GTP command lines, and whether they replay the last
+      move from `previous`.
+    """
     opponent = 1 - mover
     last = None
     if previous is not None:
@@ -228,6 +240,11 @@ def gnugo_player(env: Env, level: int, seed: int = 0, name: str | None = None,
       processes: at most this many GNU Go processes play a batch at once (default: the
         number of CPU cores).
       timeout: seconds to wait for one GNU Go reply before it counts as failed.
+
+    Returns:
+      The `GnuGoPlayer`, a host player (not jittable): its policy takes a batch of
+      `GoState`s, fields with a leading (B,) axis, and returns (B,) int32 actions (pass
+      for finished games).
 
     Raises:
       ValueError: for another game, a bad level, seed, process count or timeout.

@@ -56,7 +56,14 @@ class GnuGoFailed(PlayerFailed):
 def find_gnugo() -> str:
     """The path of the `gnugo` executable: `$AZJAX_GNUGO` if set, else `gnugo` on PATH,
     then in /usr/games (GnuGoMissing, naming what was looked for and how to install GNU
-    Go, if there is none)."""
+    Go, if there is none).
+
+    Returns:
+      The executable's path.
+
+    Raises:
+      GnuGoMissing: GNU Go is not found.
+    """
     chosen = os.environ.get(GNUGO_ENV, "").strip()
     if chosen:
         found = shutil.which(chosen)
@@ -79,7 +86,20 @@ def find_gnugo() -> str:
 def gnugo_command(level: int = 10, seed: int = 0, executable: str | None = None) -> list[str]:
     """The command line of GNU Go as a GTP engine at `level` (0-10), scoring by area
     (Chinese rules) and capturing every dead stone before it passes, so that a finished
-    game's board counts correctly under Tromp-Taylor rules."""
+    game's board counts correctly under Tromp-Taylor rules.
+
+    Args:
+      level: GNU Go's strength, 0-10.
+      seed: GNU Go's random seed.
+      executable: the `gnugo` path (None: `find_gnugo()`).
+
+    Returns:
+      The command and its arguments.
+
+    Raises:
+      ValueError: `level` is not an integer in 0-10.
+      GnuGoMissing: no executable was given and GNU Go is not found.
+    """
     low, high = GNUGO_LEVELS
     if isinstance(level, bool) or not isinstance(level, int) or not low <= level <= high:
         raise ValueError(f"GNU Go's level must be an integer from {low} to {high}, got {level!r}")
@@ -185,13 +205,37 @@ class GtpProcess:
         return text
 
     def send(self, command: str) -> str:
-        """Sends one command; returns the reply's text (GtpError for `? ...`)."""
+        """Sends one command; returns the reply's text (GtpError for `? ...`).
+
+        Args:
+          command: one GTP command line, without the newline.
+
+        Returns:
+          The reply's text, without `=`, id and the closing blank line.
+
+        Raises:
+          GtpError: the engine answered `? ...`.
+          EngineDied: the engine exited or did not answer within `timeout`.
+          ValueError: `command` is empty or holds a newline.
+        """
         self._write([command])
         return self._reply(command)
 
     def send_all(self, commands: Sequence[str]) -> list[str]:
         """Sends commands in one write and reads their replies in order (the first `?`
-        reply raises GtpError once every reply has been read)."""
+        reply raises GtpError once every reply has been read).
+
+        Args:
+          commands: GTP command lines, without newlines.
+
+        Returns:
+          One reply text per command, in order.
+
+        Raises:
+          GtpError: a command was answered `? ...`, naming the first such command.
+          EngineDied: the engine exited or did not answer within `timeout`.
+          ValueError: a command is empty or holds a newline.
+        """
         self._write(commands)
         replies: list[str] = []
         error: GtpError | None = None

@@ -142,6 +142,7 @@ class Engine:
 
     @property
     def env(self) -> envs.Env:
+        """The Go game being played (the current size and komi)."""
         return self.agent.env
 
     def _move_cap(self) -> int:
@@ -170,20 +171,27 @@ class Engine:
         return self._rules[1](state, np.int32(action))
 
     def area(self) -> tuple[float, float]:
-        """Tromp-Taylor area (Black, White) of the current board, komi not included."""
+        """Tromp-Taylor area (Black, White) of the current board, komi not included.
+
+        Returns:
+          `(black, white)`.
+        """
         black, white = np.asarray(jax.device_get(self._rules[2](self.state))).tolist()
         return float(black), float(white)
 
     @property
     def state(self):
+        """The current position, an unbatched `GoState`."""
         return self.states[-1]
 
     @property
     def to_move(self) -> int:
+        """The colour to move: `BLACK` (0) or `WHITE` (1)."""
         return int(self.state.current_player)
 
     @property
     def over(self) -> bool:
+        """Whether the current game has ended."""
         return bool(self.state.terminated)
 
     def _replay(self) -> None:
@@ -251,10 +259,32 @@ class Engine:
         return args
 
     def cmd_known_command(self, args: list[str]) -> str:
+        """GTP `known_command NAME`: whether the engine knows the command.
+
+        Args:
+          args: the command's arguments: the command's name.
+
+        Returns:
+          "true" or "false".
+
+        Raises:
+          GtpFailure: no name given.
+        """
         self._args(args, 1, "a command name")
         return "true" if args[0] in self.commands else "false"
 
     def cmd_boardsize(self, args: list[str]) -> str:
+        """GTP `boardsize N`: a new empty board of that size.
+
+        Args:
+          args: the command's arguments: the size.
+
+        Returns:
+          "".
+
+        Raises:
+          GtpFailure: a size that is not an integer, or one the network cannot play.
+        """
         self._args(args, 1, "a board size")
         try:
             size = int(args[0])
@@ -270,11 +300,30 @@ class Engine:
         return ""
 
     def cmd_clear_board(self, args: list[str]) -> str:
+        """GTP `clear_board`: an empty board, the move list cleared.
+
+        Args:
+          args: the command's arguments (none).
+
+        Returns:
+          "".
+        """
         self.moves = []
         self.states = [self._init()]
         return ""
 
     def cmd_komi(self, args: list[str]) -> str:
+        """GTP `komi K`: the komi of the game (its moves are kept).
+
+        Args:
+          args: the command's arguments: the komi.
+
+        Returns:
+          "".
+
+        Raises:
+          GtpFailure: a komi that is not a finite number up to 1000.
+        """
         self._args(args, 1, "a komi value")
         try:
             komi = float(args[0])
@@ -298,12 +347,35 @@ class Engine:
         return colour, action
 
     def cmd_play(self, args: list[str]) -> str:
+        """GTP `play COLOUR VERTEX`: plays a move for a colour (a pass by the
+        other colour first if it is not that colour's turn).
+
+        Args:
+          args: the command's arguments: the colour and the vertex.
+
+        Returns:
+          "".
+
+        Raises:
+          GtpFailure: bad arguments, or an illegal move.
+        """
         colour, action = self._colour_and_move(args)
         if not self._push(colour, action):
             raise GtpFailure("illegal move")
         return ""
 
     def cmd_genmove(self, args: list[str]) -> str:
+        """GTP `genmove COLOUR`: the agent's move for a colour, played.
+
+        Args:
+          args: the command's arguments: the colour.
+
+        Returns:
+          the move ("D4", "pass" or "resign").
+
+        Raises:
+          GtpFailure: no or a bad colour.
+        """
         self._args(args, 1, "a color")
         colour = parse_colour(args[0])
         move = self._choose(colour)
@@ -312,6 +384,17 @@ class Engine:
         return move
 
     def cmd_reg_genmove(self, args: list[str]) -> str:
+        """GTP `reg_genmove COLOUR`: the agent's move for a colour, not played.
+
+        Args:
+          args: the command's arguments: the colour.
+
+        Returns:
+          the move ("D4", "pass" or "resign").
+
+        Raises:
+          GtpFailure: no or a bad colour.
+        """
         self._args(args, 1, "a color")
         colour = parse_colour(args[0])
         moves, states = list(self.moves), list(self.states)
@@ -321,6 +404,17 @@ class Engine:
             self.moves, self.states = moves, states
 
     def cmd_undo(self, args: list[str]) -> str:
+        """GTP `undo`: takes back the last move (and the passes inserted before it).
+
+        Args:
+          args: the command's arguments (none).
+
+        Returns:
+          "".
+
+        Raises:
+          GtpFailure: no move to take back.
+        """
         if not self.moves:
             raise GtpFailure("cannot undo")
         del self.moves[-1], self.states[-1]
@@ -329,6 +423,15 @@ class Engine:
         return ""
 
     def cmd_showboard(self, args: list[str]) -> str:
+        """GTP `showboard`: the board, the move number, komi and area, and the
+        predicted ownership where the network has an ownership head.
+
+        Args:
+          args: the command's arguments (none).
+
+        Returns:
+          the lines, after a newline.
+        """
         black, white = self.area()
         lines = [line for line in self.env.render(self.state).splitlines() if line.strip()]
         lines.append(f"move {len(self.moves)}, komi {self.komi:g}, area: Black {black:g}, "
@@ -338,24 +441,63 @@ class Engine:
         return "\n" + "\n".join(lines)
 
     def prediction(self) -> ownership.Prediction:
-        """The network's ownership and score of the current position (Black's view)."""
+        """The network's ownership and score of the current position (Black's view).
+
+        Returns:
+          The `Prediction`: `ownership` (N, N) float64, `score` a float or None.
+
+        Raises:
+          ValueError: the network has no ownership head.
+        """
         if self._predict is None:
             self._predict = ownership.predictor(self.agent)
         return self._predict(self.state)
 
     def cmd_ownership(self, args: list[str]) -> str:
+        """GTP `azjax-ownership`: the predicted ownership of every point and the
+        predicted score, from Black's view.
+
+        Args:
+          args: the command's arguments (none).
+
+        Returns:
+          the lines (`ownership.ownership_lines`), after a newline.
+
+        Raises:
+          GtpFailure: the network has no ownership head.
+        """
         if not ownership.has_ownership_head(self.base_agent):
             raise GtpFailure("the network has no ownership head")
         return "\n" + "\n".join(ownership.ownership_lines(self.prediction()))
 
     def score_margin(self) -> float:
-        """Black's Tromp-Taylor area minus White's minus komi, on the current board."""
+        """Black's Tromp-Taylor area minus White's minus komi, on the current board.
+
+        Returns:
+          The margin in points, positive when Black is ahead.
+        """
         return float(self._rules[3](self.state))
 
     def cmd_final_score(self, args: list[str]) -> str:
+        """GTP `final_score`: the Tromp-Taylor result of the current board.
+
+        Args:
+          args: the command's arguments (none).
+
+        Returns:
+          the result, e.g. "B+3.5", "W+0.5" or "0".
+        """
         return sgf_result(self.score_margin())
 
     def cmd_quit(self, args: list[str]) -> str:
+        """GTP `quit`: the engine stops after this reply.
+
+        Args:
+          args: the command's arguments (none).
+
+        Returns:
+          "".
+        """
         self.quit = True
         return ""
 
@@ -363,7 +505,14 @@ class Engine:
 
     def handle(self, line: str) -> str | None:
         """The full reply (`=id text` or `?id message`, ending in a blank line) to one
-        input line, or None for a line GTP ignores (empty, or only a comment)."""
+        input line, or None for a line GTP ignores (empty, or only a comment).
+
+        Args:
+          line: one line of the engine's input.
+
+        Returns:
+          The reply, or None.
+        """
         parsed = command_words(line)
         if parsed is None:
             return None
@@ -387,7 +536,16 @@ class Engine:
 
 def serve(engine: Engine, input: TextIO, output: TextIO) -> int:
     """Answers GTP commands from `input` on `output` (flushed after each reply) until
-    `quit` or the end of the input; returns 0."""
+    `quit` or the end of the input; returns 0.
+
+    Args:
+      engine: the engine that answers.
+      input: where the commands come from, one a line.
+      output: where the replies go.
+
+    Returns:
+      0, the exit status.
+    """
     for line in input:
         reply = engine.handle(line)
         if reply is None:

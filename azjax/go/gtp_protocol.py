@@ -15,6 +15,11 @@ NAME = "azjax"
 
 
 def package_version() -> str:
+    """The installed azjax package's version, for GTP's `version` command.
+
+    Returns:
+      The version, or "unknown" when azjax is not installed as a package.
+    """
     try:
         return metadata.version("azjax")
     except metadata.PackageNotFoundError:
@@ -26,7 +31,17 @@ class GtpFailure(Exception):
 
 
 def parse_colour(text: str) -> int:
-    """GTP colour ('b', 'w', 'black', 'white', any case) as BLACK or WHITE."""
+    """GTP colour ('b', 'w', 'black', 'white', any case) as BLACK or WHITE.
+
+    Args:
+      text: the colour word.
+
+    Returns:
+      `BLACK` (0) or `WHITE` (1).
+
+    Raises:
+      GtpFailure: `text` names no colour.
+    """
     colour = {"b": BLACK, "black": BLACK, "w": WHITE, "white": WHITE}.get(text.lower())
     if colour is None:
         raise GtpFailure(f"syntax error: invalid color {text!r}")
@@ -34,12 +49,30 @@ def parse_colour(text: str) -> int:
 
 
 def colour_name(colour: int) -> str:
+    """GTP's name of a colour.
+
+    Args:
+      colour: `BLACK` (0) or `WHITE` (1).
+
+    Returns:
+      "black" or "white".
+    """
     return "black" if colour == BLACK else "white"
 
 
 def parse_score(text: str) -> float:
     """GTP's `B+3.5`, `W+0.5`, `0` (also `B+R`: +inf) as a Black-minus-White margin
-    (ValueError for anything else)."""
+    (ValueError for anything else).
+
+    Args:
+      text: the score as GTP's `final_score` writes it.
+
+    Returns:
+      The margin, positive when Black wins; +-inf for a resignation.
+
+    Raises:
+      ValueError: `text` is not a score.
+    """
     t = text.strip().upper()
     if t in ("0", "DRAW", "JIGO"):
         return 0.0
@@ -54,7 +87,14 @@ def parse_score(text: str) -> float:
 
 def command_words(line: str) -> tuple[str, list[str]] | None:
     """An engine's input line as its id ('' if none) and its words (control characters
-    and the comment after '#' dropped, tabs as spaces); None for a line GTP ignores."""
+    and the comment after '#' dropped, tabs as spaces); None for a line GTP ignores.
+
+    Args:
+      line: one line of the engine's input.
+
+    Returns:
+      `(ident, words)`: the command id and the command's words (its name first), or None.
+    """
     line = "".join(c if c >= " " or c in "\t\n" else "" for c in line.replace("\x7f", ""))
     words = line.split("#", 1)[0].replace("\t", " ").split()
     if not words:
@@ -65,7 +105,15 @@ def command_words(line: str) -> tuple[str, list[str]] | None:
 
 def success(ident: str, text: str) -> str:
     """The reply `=id text` to a command that succeeded, ending in a blank line (a blank
-    line inside `text` would end it early, so those are dropped)."""
+    line inside `text` would end it early, so those are dropped).
+
+    Args:
+      ident: the command's id ('' if none).
+      text: the reply's text, possibly several lines.
+
+    Returns:
+      The whole reply, ready to write.
+    """
     if "\n" in text:
         first, *rest = text.split("\n")
         text = "\n".join([first, *(part for part in rest if part.strip())])

@@ -31,14 +31,32 @@ class Prediction(NamedTuple):
 
 
 def has_ownership_head(agent) -> bool:
-    """Whether the agent's network predicts ownership."""
+    """Whether the agent's network predicts ownership.
+
+    Args:
+      agent: a Go `azjax.run.Agent`.
+
+    Returns:
+      True when `program.network.ownership_head` is set.
+    """
     return bool(agent.program.network.ownership_head)
 
 
 def predictor(agent) -> Callable:
     """A function `state -> Prediction` from the agent's network and parameters: one
     jitted call of the network with its auxiliary heads (compiled on first use).
-    ValueError if the network has no ownership head."""
+    ValueError if the network has no ownership head.
+
+    Args:
+      agent: a Go `azjax.run.Agent` whose network has an ownership head.
+
+    Returns:
+      `predict(state) -> Prediction` for one unbatched `GoState`: `ownership` (N, N)
+      float64 and `score` a float or None, both from Black's view.
+
+    Raises:
+      ValueError: the network has no ownership head.
+    """
     if not has_ownership_head(agent):
         raise ValueError("the network has no ownership head")
     network, params, size = agent.network, agent.params, agent.env.size
@@ -55,24 +73,45 @@ def predictor(agent) -> Callable:
     return predict
 
 
-def score_text(margin: float) -> str:
-    """'score B+3.5' or 'score W+0.7': a predicted margin in points, one decimal."""
+def _score_text(margin: float) -> str:
+    """'score B+3.5' or 'score W+0.7': a predicted margin in points, one decimal.
+
+    Args:
+      margin: the predicted margin, Black minus White, in points.
+
+    Returns:
+      The text.
+    """
     return f"score {'B' if margin >= 0 else 'W'}+{abs(margin):.1f}"
 
 
 def ownership_lines(prediction: Prediction) -> list[str]:
     """The `azjax-ownership` reply: one line per board line from the top, each point's
-    ownership from Black's view with 2 decimals, then the score line (if predicted)."""
+    ownership from Black's view with 2 decimals, then the score line (if predicted).
+
+    Args:
+      prediction: the network's view of the position (`predictor`).
+
+    Returns:
+      N lines of N numbers, then the score line if there is a score.
+    """
     lines = [" ".join(f"{round(float(v), 2) + 0.0:5.2f}" for v in row)
              for row in prediction.ownership]
     if prediction.score is not None:
-        lines.append(score_text(prediction.score))
+        lines.append(_score_text(prediction.score))
     return lines
 
 
 def mark(value: float) -> str:
     """A point's mark: 'X' / 'O' for a strong predicted owner, 'x' / 'o' for a weak one,
-    '.' for none."""
+    '.' for none.
+
+    Args:
+      value: the predicted ownership, in [-1, 1], from Black's view.
+
+    Returns:
+      One character.
+    """
     if abs(value) >= STRONG:
         return "X" if value > 0 else "O"
     if abs(value) >= WEAK:
@@ -82,7 +121,14 @@ def mark(value: float) -> str:
 
 def ownership_board(prediction: Prediction) -> list[str]:
     """`showboard`'s second board: each point marked by its predicted owner (`mark`),
-    framed as the first board, then the score line (if predicted)."""
+    framed as the first board, then the score line (if predicted).
+
+    Args:
+      prediction: the network's view of the position (`predictor`).
+
+    Returns:
+      The lines of text: a title, the framed board, and the score line if there is one.
+    """
     size = prediction.ownership.shape[0]
     letters = "   " + " ".join(COLUMNS[:size])
     lines = [f"predicted ownership (X/O {STRONG:g} up, x/o {WEAK:g} up)", letters]
@@ -90,5 +136,5 @@ def ownership_board(prediction: Prediction) -> list[str]:
         lines.append(f"{size - r:>2} {' '.join(mark(float(v)) for v in row)} {size - r}")
     lines.append(letters)
     if prediction.score is not None:
-        lines.append("predicted " + score_text(prediction.score))
+        lines.append("predicted " + _score_text(prediction.score))
     return lines

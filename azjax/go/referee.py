@@ -63,6 +63,14 @@ class GameRecord:
     disagreements: list[str] = dataclasses.field(default_factory=list)
 
     def engine(self, colour: int) -> str:
+        """The label of the engine that played `colour`.
+
+        Args:
+          colour: `BLACK` (0) or `WHITE` (1).
+
+        Returns:
+          "A" or "B".
+        """
         return self.black if colour == BLACK else self.white
 
 
@@ -81,7 +89,18 @@ class Seat:
         self.died = False  # it died or went silent: restart it before the next game
 
     def send(self, command: str) -> str:
-        """`command`'s reply (GtpError for `? ...`; EngineDied marks it for a restart)."""
+        """`command`'s reply (GtpError for `? ...`; EngineDied marks it for a restart).
+
+        Args:
+          command: one GTP command line.
+
+        Returns:
+          The reply's text.
+
+        Raises:
+          GtpError: the engine answered `? ...`.
+          EngineDied: the engine died or went silent.
+        """
         try:
             return self.process.send(command)
         except EngineDied:
@@ -89,7 +108,14 @@ class Seat:
             raise
 
     def start(self) -> GtpProcess:
-        """The running engine, started (again) if it has not started or has died."""
+        """The running engine, started (again) if it has not started or has died.
+
+        Returns:
+          The running `GtpProcess`.
+
+        Raises:
+          ValueError: the engine cannot start or does not answer `name`.
+        """
         if self.process is None or self.died or not self.process.alive:
             if self.process is not None:
                 if self.died:  # its output is gone: do not wait long for a reply to quit
@@ -113,6 +139,7 @@ class Seat:
         return self.process
 
     def close(self) -> None:
+        """Closes the engine's process, if it was started."""
         if self.process is not None:
             self.process.close()
 
@@ -134,8 +161,20 @@ class Rules:
         self.score_margin = jax.jit(self.env.score_margin())
 
 
-def play_game(number: int, seats: dict[int, Seat], rules: Rules) -> GameRecord:
-    """Plays one game between `seats[BLACK]` and `seats[WHITE]` (started engines)."""
+def _play_game(number: int, seats: dict[int, Seat], rules: Rules) -> GameRecord:
+    """Plays one game between `seats[BLACK]` and `seats[WHITE]` (started engines).
+
+    Args:
+      number: the game's number, 1-based, for the record.
+      seats: the engines by colour, `BLACK` (0) and `WHITE` (1).
+      rules: the referee's Go rules.
+
+    Returns:
+      The `GameRecord`.
+
+    Raises:
+      ValueError: an engine cannot set up the game.
+    """
     env, step = rules.env, rules.step
     size, komi = env.size, env.komi
     state = rules.init(jax.random.key(0))
@@ -206,8 +245,15 @@ def play_game(number: int, seats: dict[int, Seat], rules: Rules) -> GameRecord:
     return record
 
 
-def game_line(record: GameRecord) -> str:
-    """One line for a finished game: colours, result, ending, moves and what went wrong."""
+def _game_line(record: GameRecord) -> str:
+    """One line for a finished game: colours, result, ending, moves and what went wrong.
+
+    Args:
+      record: the finished game.
+
+    Returns:
+      One line of text.
+    """
     moves = len(record.actions)
     line = (f"game {record.number}: black {record.black}, white {record.white}: "
             f"{record.result} ({record.ending}, {moves} moves)")
@@ -219,7 +265,18 @@ def game_line(record: GameRecord) -> str:
 
 
 def summarise(records: list[GameRecord], seats: dict[str, Seat], komi: float) -> dict:
-    """Per-engine wins by colour and mean margin, and the counts of problems."""
+    """Per-engine wins by colour and mean margin, and the counts of problems.
+
+    Args:
+      records: the finished games.
+      seats: the engines by label, "A" and "B".
+      komi: the games' komi, recorded in the summary.
+
+    Returns:
+      A JSON-able dict: `games`, `engines` (by label: `command`, `name`, `games` and
+      `wins` by colour, `draws`, `mean_margin`, `scored_games`), `endings`,
+      `refused_moves`, `illegal_moves`, `final_score_disagreements` and `komi`.
+    """
     engines = {}
     for label, seat in seats.items():
         wins = {c: sum(1 for r in records if r.winner == i and r.engine(i) == label)
@@ -246,6 +303,15 @@ def summarise(records: list[GameRecord], seats: dict[str, Seat], komi: float) ->
 
 
 def summary_lines(summary: dict) -> list[str]:
+    """The summary as text for humans: per engine, its wins by colour and mean margin; then
+    the endings and the problems.
+
+    Args:
+      summary: what `summarise` returns.
+
+    Returns:
+      The lines.
+    """
     lines = [f"{summary['games']} games"]
     for label, e in summary["engines"].items():
         margin = ("n/a" if e["mean_margin"] is None
@@ -267,7 +333,26 @@ def referee(black: str, white: str, games: int = 1, size: int = 9, komi: float =
             timeout: float = 120.0, log=print) -> tuple[list[GameRecord], dict]:
     """Plays `games` games between the engines of the command lines `black` (engine A)
     and `white` (engine B); returns the game records and the summary. ValueError for
-    bad settings or an engine that cannot start."""
+    bad settings or an engine that cannot start.
+
+    Args:
+      black: engine A's command line (Black in odd games).
+      white: engine B's command line.
+      games: the number of games, at least 1.
+      size: the board's side.
+      komi: the komi.
+      max_moves: the move cap (None: 4 * size * size).
+      alternate: swap colours every other game.
+      sgf_dir: where to write each game as `game-NNN.sgf`, or None.
+      timeout: seconds to wait for one engine reply.
+      log: called with one line per finished game.
+
+    Returns:
+      `(records, summary)`: the `GameRecord`s in order, and `summarise`'s dict.
+
+    Raises:
+      ValueError: bad settings, or an engine that cannot start or set up a game.
+    """
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         raise ValueError(f"--games must be at least 1, got {games!r}")
     max_moves = 4 * size * size if max_moves is None else max_moves
@@ -282,9 +367,9 @@ def referee(black: str, white: str, games: int = 1, size: int = 9, komi: float =
             by_colour = {BLACK: seats["B" if swap else "A"], WHITE: seats["A" if swap else "B"]}
             for seat in by_colour.values():
                 seat.start()
-            record = play_game(number, by_colour, rules)
+            record = _play_game(number, by_colour, rules)
             records.append(record)
-            log(game_line(record))
+            log(_game_line(record))
             if sgf_dir is not None:
                 text = sgf.go_game_sgf(
                     size, komi, record.actions, black=by_colour[BLACK].name,

@@ -47,7 +47,14 @@ APPLICATION = f"azjax:{_version()}"  # AP, the program that wrote the file
 
 
 def escape(text: str) -> str:
-    """`text` as an SGF Text/SimpleText value: `\\` and `]` escaped with a backslash."""
+    """`text` as an SGF Text/SimpleText value: `\\` and `]` escaped with a backslash.
+
+    Args:
+      text: any text (converted with `str`).
+
+    Returns:
+      The escaped text.
+    """
     return str(text).replace("\\", "\\\\").replace("]", "\\]")
 
 
@@ -55,9 +62,20 @@ def _letter(i: int) -> str:
     return chr(ord("a") + i) if i < 26 else chr(ord("A") + i - 26)
 
 
-def sgf_point(action: int, size: int) -> str:
+def _sgf_point(action: int, size: int) -> str:
     """An action as an SGF point: `chr(97 + col) + chr(97 + row)` (row 0 the top line),
-    or "" for a pass (`size * size`). ValueError for an action off the board."""
+    or "" for a pass (`size * size`). ValueError for an action off the board.
+
+    Args:
+      action: the action id, in [0, size * size].
+      size: the board's side N.
+
+    Returns:
+      Two letters, or "".
+
+    Raises:
+      ValueError: `action` is off the board.
+    """
     action = int(action)
     if action == size * size:
         return ""
@@ -74,7 +92,17 @@ def _number(x: float) -> str:
 
 def sgf_result(margin: float) -> str:
     """The SGF result (RE) of a game scored `margin` = Black's area - White's area - komi:
-    "B+3.5", "W+0.5", or "0" for a draw."""
+    "B+3.5", "W+0.5", or "0" for a draw.
+
+    Args:
+      margin: Black's area minus White's minus komi.
+
+    Returns:
+      The RE value.
+
+    Raises:
+      ValueError: `margin` is not finite.
+    """
     margin = float(margin)
     if not math.isfinite(margin):
         raise ValueError(f"the score margin must be finite, got {margin}")
@@ -101,6 +129,9 @@ def go_game_sgf(size: int, komi: float, actions: Sequence[int], *, black: str, w
       rules: RU.
       comment: GC, the game comment; omitted if None.
 
+    Returns:
+      The SGF text, ending in a newline.
+
     Raises:
       ValueError: for a size SGF cannot name or an action off the board.
     """
@@ -117,13 +148,21 @@ def go_game_sgf(size: int, komi: float, actions: Sequence[int], *, black: str, w
     for ply, action in enumerate(int(a) for a in actions):
         if action < 0:
             break
-        nodes.append(f";{'BW'[ply % 2]}[{sgf_point(action, size)}]")
+        nodes.append(f";{'BW'[ply % 2]}[{_sgf_point(action, size)}]")
     lines = [root] + ["".join(nodes[i:i + 12]) for i in range(0, len(nodes), 12)]
     return "\n".join(lines) + ")\n"
 
 
 def write_sgf(path: str | Path, text: str) -> Path:
-    """Writes SGF `text` to `path` (UTF-8), whole or not at all (`azjax.run.files.write_atomic`)."""
+    """Writes SGF `text` to `path` (UTF-8), whole or not at all (`azjax.run.files.write_atomic`).
+
+    Args:
+      path: the file to write.
+      text: the SGF text.
+
+    Returns:
+      `path` as a `Path`.
+    """
     return write_atomic(path, text)
 
 
@@ -139,7 +178,18 @@ def _compiled_areas(env: Go):
 
 def check_go(env: Env, what: str = "--sgf") -> Go:
     """`env` if it is Go (`envs.go.Go`), else a one-line ValueError: game records are
-    written for Go only."""
+    written for Go only.
+
+    Args:
+      env: the game.
+      what: the option or command named in the message.
+
+    Returns:
+      `env`, as a `Go`.
+
+    Raises:
+      ValueError: `env` is not Go.
+    """
     if not isinstance(env, Go):  # a user's choice of game: a ValueError, told in one line
         message = f"{what}: SGF game records are written for Go only, not {env.name!r}"
         raise ValueError(message)  # noqa: TRY004
@@ -148,19 +198,46 @@ def check_go(env: Env, what: str = "--sgf") -> Go:
 
 def check_sgf_dir(env: Env, path: str | Path, what: str = "--sgf") -> Path:
     """The directory for a match's SGF files, checked before any game is played: the game
-    must be Go, and the directory writable or possible to make (one-line ValueError)."""
+    must be Go, and the directory writable or possible to make (one-line ValueError).
+
+    Args:
+      env: the game.
+      path: the directory.
+      what: the option named in the messages.
+
+    Returns:
+      The directory as a `Path`.
+
+    Raises:
+      ValueError: the game is not Go or the directory cannot be written.
+    """
     check_go(env, what)
     return check_output_dir(path, what)
 
 
 def game_file_name(game: int, num_games: int) -> str:
-    """The file name of game `game` (0-based) of `num_games`: game-0001.sgf, ..."""
+    """The file name of game `game` (0-based) of `num_games`: game-0001.sgf, ...
+
+    Args:
+      game: the game's index, 0-based.
+      num_games: the number of games of the match (sets the digits, at least 4).
+
+    Returns:
+      The file name.
+    """
     return f"game-{game + 1:0{max(4, len(str(num_games)))}d}.sgf"
 
 
 def safe_name(text: str) -> str:
     """`text` as a file name: runs of characters other than letters, digits and `._=+-`
-    become `_` (never empty, never hidden, at most 80 characters)."""
+    become `_` (never empty, never hidden, at most 80 characters).
+
+    Args:
+      text: any text (converted with `str`).
+
+    Returns:
+      The file name.
+    """
     name = re.sub(r"[^A-Za-z0-9._=+-]+", "_", str(text)).lstrip(".")[:80]
     return name or "_"
 
@@ -168,7 +245,22 @@ def safe_name(text: str) -> str:
 def match_sgfs(env: Env, result, *, date: str | None = None, event: str = "match",
                rules: str = "Chinese") -> list[str]:
     """One SGF text per game of a recorded Go match (`play_match(..., record=True)`), in
-    game order. ValueError for a game other than Go or a match recorded without moves."""
+    game order. ValueError for a game other than Go or a match recorded without moves.
+
+    Args:
+      env: the Go game of the match.
+      result: the `MatchResult`, recorded: `moves` (n, T) integer actions padded with -1,
+        `final_states` a `GoState` batched (n,).
+      date: DT of every game, or None.
+      event: what the match was, named in each game's comment.
+      rules: RU.
+
+    Returns:
+      n SGF texts.
+
+    Raises:
+      ValueError: the game is not Go, or the match was not recorded.
+    """
     env = check_go(env)
     if result.moves is None or result.final_states is None:
         raise ValueError("the match was not recorded: play it with record=True")
@@ -217,7 +309,21 @@ def match_sgfs(env: Env, result, *, date: str | None = None, event: str = "match
 def write_match_sgfs(env: Env, result, directory: str | Path, *, date: str | None = None,
                      event: str = "match") -> list[Path]:
     """Writes `match_sgfs` into `directory` (created) as game-0001.sgf, game-0002.sgf,
-    ...; returns the paths."""
+    ...; returns the paths.
+
+    Args:
+      env: the Go game of the match.
+      result: the recorded `MatchResult` (see `match_sgfs`).
+      directory: where the files go.
+      date: DT of every game, or None.
+      event: what the match was, named in each game's comment.
+
+    Returns:
+      The n paths, in game order.
+
+    Raises:
+      ValueError: as `match_sgfs`.
+    """
     texts = match_sgfs(env, result, date=date, event=event)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
