@@ -40,7 +40,6 @@ from azjax.run.specs import split_specs
 from envs import Env
 
 FILES = LEAGUE_FILES  # a run's league goes into its run directory: the names are its layout's
-CSV_FILE, MARKDOWN_FILE, JSON_FILE, PLOT_FILE = FILES
 CSV_COLUMNS = ("name", "kind", "iteration", "wall_time_s", "games", "elo", "elo_low",
                "elo_high", "stderr", "games_played")
 PLAYER_KINDS = ("alphazero", "network")

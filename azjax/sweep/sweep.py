@@ -57,7 +57,7 @@ SWEEP_FILE = "sweep.json"
 RUNS_DIR = "runs"
 SEEDS_FILE = "seeds.csv"
 RESULTS_FILE = "results.csv"
-PLOT_FILE = "sweep.png"
+SWEEP_PLOT = "sweep.png"
 
 
 # ----------------------------------------------------------------------------- names
@@ -217,14 +217,14 @@ def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> S
     text_rows = [{k: str(v) for k, v in r.items()} for r in rows]
     table = results_table(text_rows, params, metrics)
     write_csv(out_dir / RESULTS_FILE, table)
-    plot_sweep(text_rows, params, metrics, out_dir / PLOT_FILE,
+    plot_sweep(text_rows, params, metrics, out_dir / SWEEP_PLOT,
                title=f"{base.program.game}: {len(rows)} runs")
     if write is not None:
         # The headline: the first metric (time to perfect play where the game has one).
         top = best_config(table, metrics[0]) if metrics and len(table) > 1 else None
         headline = f"; best {metrics[0]}: {top['config']}" if top else ""
         write(f"wrote {out_dir / RESULTS_FILE} ({len(table)} configurations, {len(rows)} "
-              f"runs) and {out_dir / PLOT_FILE}{headline}")
+              f"runs) and {out_dir / SWEEP_PLOT}{headline}")
     return SweepResult([], 0, 0, table, markdown_table(table, params, metrics))
 
 
