@@ -371,7 +371,7 @@ class Engine:
           args: the command's arguments: the colour.
 
         Returns:
-          the move ("D4", "pass" or "resign").
+          The move ("D4", "pass" or "resign").
 
         Raises:
           GtpFailure: no or a bad colour.
@@ -387,13 +387,13 @@ class Engine:
         """GTP `reg_genmove COLOUR`: the agent's move for a colour, not played.
 
         Args:
-          args: the command's arguments: the colour.
+          args: the colour, as for `genmove`.
 
         Returns:
-          the move ("D4", "pass" or "resign").
+          The move `genmove` would choose; moves and states are left as they were.
 
         Raises:
-          GtpFailure: no or a bad colour.
+          GtpFailure: as `genmove`.
         """
         self._args(args, 1, "a color")
         colour = parse_colour(args[0])
@@ -430,7 +430,7 @@ class Engine:
           args: the command's arguments (none).
 
         Returns:
-          the lines, after a newline.
+          The lines, after a newline.
         """
         black, white = self.area()
         lines = [line for line in self.env.render(self.state).splitlines() if line.strip()]
@@ -461,7 +461,7 @@ class Engine:
           args: the command's arguments (none).
 
         Returns:
-          the lines (`ownership.ownership_lines`), after a newline.
+          The lines (`ownership.ownership_lines`), after a newline.
 
         Raises:
           GtpFailure: the network has no ownership head.
@@ -485,7 +485,7 @@ class Engine:
           args: the command's arguments (none).
 
         Returns:
-          the result, e.g. "B+3.5", "W+0.5" or "0".
+          The result, e.g. "B+3.5", "W+0.5" or "0".
         """
         return sgf_result(self.score_margin())
 
