@@ -189,7 +189,7 @@ def _shrink_command(words: list[str]) -> list[str]:
 
 
 def smoke(config: TrainConfig) -> TrainConfig:
-    """`config` at the size `SMOKE` gives the training scripts."""
-    for flag, value in SMOKE.items():
-        config = config.with_value(flag.removeprefix("--").replace("-", "_"), value)
-    return config
+    """`config` at the size `SMOKE` gives the training scripts (all at once: settings
+    checked together, such as learn_after and replay_capacity, are judged together)."""
+    return config.with_values({flag.removeprefix("--").replace("-", "_"): value
+                               for flag, value in SMOKE.items()})

@@ -47,9 +47,7 @@ SETTINGS = {"go9x9": {"warm_up": ""}}
 def expected_config(name: str, options: dict) -> TrainConfig:
     """The script's recipe with the smoke options and its settings applied, built without
     the script."""
-    config = smoke(recipe(name, "auto"))
-    for path, value in SETTINGS.get(name, {}).items():
-        config = config.with_value(path, value)
+    config = smoke(recipe(name, "auto")).with_values(SETTINGS.get(name, {}))
     return config.replace(game_options={**config.program.game_options, **options})
 
 
