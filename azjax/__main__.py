@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown command {name!r}; commands: {', '.join(COMMANDS)}",
               file=sys.stderr)
         return 2
-    # The chosen command alone is imported: `azjax --help` starts no JAX.
+    # Only the command chosen is imported (serve, play, gtp and the rest load what they need).
     module = importlib.import_module(COMMANDS[name][0])
     sys.argv = [f"azjax {name}", *rest]
     return module.main(rest)
