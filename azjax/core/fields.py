@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import math
 import typing
 from collections.abc import Iterator
@@ -97,12 +98,20 @@ def check_fields(config: Any, prefix: str = "") -> None:
     Raises:
       ValueError: one line naming the first bad setting and what it must be.
     """
-    hints = typing.get_type_hints(type(config))
-    for field in dataclasses.fields(config):
-        value, path, kind = getattr(config, field.name), prefix + field.name, hints[field.name]
-        if is_traced(field) and not isinstance(value, (bool, int, float, str)):
+    for name, kind, bounds, traced_field in _declared(type(config)):
+        value = getattr(config, name)
+        if traced_field and not isinstance(value, (bool, int, float, str)):
             continue
-        _check_value(path, value, kind, field.metadata.get(_BOUNDS, (None, None, None)))
+        _check_value(prefix + name, value, kind, bounds)
+
+
+@functools.cache
+def _declared(cls: type) -> tuple[tuple[str, Any, tuple, bool], ...]:
+    """Each field of a config class as (name, kind, bounds, traced): read from the class
+    once, not at every config made (`typing.get_type_hints` evaluates the annotations)."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name], f.metadata.get(_BOUNDS, (None, None, None)),
+                  is_traced(f)) for f in dataclasses.fields(cls))
 
 
 def _check_value(path: str, value: Any, kind: Any, bounds: tuple) -> None:
