@@ -10,6 +10,7 @@ import numpy as np
 
 from azjax.run import metric_schema as ms
 from azjax.run.config import RunConfig, TrainConfig
+from azjax.run.deprecation import moved_names
 from azjax.run.progress import format_duration
 
 
@@ -135,8 +136,9 @@ class TrainingDiverged(ValueError):
     """The loss or the network became NaN or infinite: the run stops without saving."""
 
 
-__getattr__ = ms.moved_names(__name__, {"LOSSES": (
-    tuple(m.name for m in ms.LOSSES), "LOSSES (metrics; their .name is the key)")})
+__getattr__ = moved_names(__name__, {"LOSSES": (
+    tuple(m.name for m in ms.LOSSES),
+    "azjax.run.metric_schema's LOSSES (metrics; their .name is the key)")})
 
 
 def divergence(record: dict[str, Any]) -> str | None:

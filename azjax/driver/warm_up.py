@@ -16,7 +16,6 @@ where the recipe it came from has changed since.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,19 +23,14 @@ from azjax.core.networks import abstract_params
 from azjax.driver.status import budget_text, changed_settings, minutes_text
 from azjax.run import run_dir as layout
 from azjax.run.config import RunConfig, TrainConfig
+from azjax.run.deprecation import moved_names
 from azjax.run.recipes import recipe
 from azjax.run.run_dir import RunDir
 from azjax.run.warm_start import same_shapes
 
-
-def __getattr__(name: str):
-    """`WARM_UP_DIR`, with a DeprecationWarning: the layout of a run directory is
-    `azjax.run.run_dir`'s (`RunDir.warm_up`)."""
-    if name == "WARM_UP_DIR":
-        warnings.warn("azjax.driver.warm_up.WARM_UP_DIR is deprecated: use "
-                      "RunDir.warm_up (azjax.run.run_dir)", DeprecationWarning, stacklevel=2)
-        return layout.WARM_UP_DIR
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The layout of a run directory is azjax.run.run_dir's.
+__getattr__ = moved_names(__name__, {
+    "WARM_UP_DIR": (layout.WARM_UP_DIR, "RunDir.warm_up (azjax.run.run_dir)")})
 
 
 def warm_up_config(config: TrainConfig, run_dir: RunDir | Path | None) -> TrainConfig:

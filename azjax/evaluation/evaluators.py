@@ -26,6 +26,7 @@ import numpy as np
 from azjax.core.players import Player, compiled
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.match import play_match
+from azjax.run.deprecation import moved_names
 from azjax.run.metric_schema import (
     EVALUATION_SHOWN,
     MARGIN,
@@ -37,16 +38,16 @@ from azjax.run.metric_schema import (
     VS_RANDOM,
     ground_truth_key,
     margin_key,
-    moved_names,
     versus_key,
 )
 from azjax.run.specs import PlayerFailed
 from envs import Env, GroundTruth, GroundTruthSource
 
 __getattr__ = moved_names(__name__, {
-    "OPPONENT_PREFIX": (VERSUS.prefix, "versus_key"),
-    "MARGIN_PREFIX": (MARGIN.prefix, "margin_key"),
-    "METRIC_LABELS": ({m.name: m.label for m in EVALUATION_SHOWN}, "EVALUATION_SHOWN")})
+    "OPPONENT_PREFIX": (VERSUS.prefix, "azjax.run.metric_schema's versus_key"),
+    "MARGIN_PREFIX": (MARGIN.prefix, "azjax.run.metric_schema's margin_key"),
+    "METRIC_LABELS": ({m.name: m.label for m in EVALUATION_SHOWN},
+                      "azjax.run.metric_schema's EVALUATION_SHOWN")})
 
 
 class PositionEvaluator:

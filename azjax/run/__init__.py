@@ -13,6 +13,7 @@ Modules:
 * `peers`, `guard`: a run of several processes that loses one stops in one line.
 * `stop_signals`: SIGTERM and Ctrl-C stop a run after its iteration, with a checkpoint.
 * `files`: atomic writes and outputs checked before the work.
+* `deprecation`: names that moved still resolve, with a DeprecationWarning.
 * `run_dir`: `RunDir`, which owns a run directory's layout, its checks, `config.json`
   and `metrics.jsonl`.
 * `checkpoint_files`, `checkpoint`: checked orbax checkpoints of the whole training state.

@@ -16,7 +16,6 @@ import dataclasses
 import inspect
 import json
 import typing
-import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,6 +26,7 @@ from azjax.core import counters, memory
 from azjax.core.fields import bounded, checked, setting_types
 from azjax.core.program import ProgramConfig, program_parts
 from azjax.core.search import search_changes
+from azjax.run.deprecation import moved_names
 from azjax.run.files import write_atomic
 from azjax.run.specs import parse_spec
 from envs import Env
@@ -400,13 +400,5 @@ def check_seed(seed: int, what: str = "--seed") -> int:
     return seed
 
 
-_RENAMED = {"SEED_MAX": "RUN_SEED_MAX", "MAX_SEED": "COMMAND_SEED_MAX"}
-
-
-def __getattr__(name: str) -> Any:
-    """The old names of the two seed bounds, with a DeprecationWarning."""
-    if name in _RENAMED:
-        warnings.warn(f"azjax.run.config.{name} is deprecated: use {_RENAMED[name]}",
-                      DeprecationWarning, stacklevel=2)
-        return globals()[_RENAMED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, {"SEED_MAX": (RUN_SEED_MAX, "RUN_SEED_MAX"),
+                                     "MAX_SEED": (COMMAND_SEED_MAX, "COMMAND_SEED_MAX")})

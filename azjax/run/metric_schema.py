@@ -15,7 +15,6 @@ The keys are what existing runs, notebooks and docs read: they never change here
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -309,28 +308,6 @@ def best(items: Iterable[T], name: str, value: Callable[[T], float] = float) -> 
     if direction == NONE:
         raise ValueError(f"{name!r} has no better direction")
     return (max if direction == HIGHER else min)(items, key=value)
-
-
-def moved_names(module: str, moved: dict[str, tuple[Any, str]]) -> Callable[[str], Any]:
-    """A module's `__getattr__` for metric names it held before this schema: each still
-    works (scripts and notebooks may read it), with a DeprecationWarning.
-
-    Args:
-      module: the module's name (`__name__`).
-      moved: by old name, its value and what to use instead.
-
-    Returns:
-      The `__getattr__` (AttributeError for any other name).
-    """
-    def getattr_(name: str) -> Any:
-        if name not in moved:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        value, instead = moved[name]
-        warnings.warn(f"{module}.{name} is deprecated: use azjax.run.metric_schema's "
-                      f"{instead}", DeprecationWarning, stacklevel=2)
-        return value
-
-    return getattr_
 
 
 def markdown_table() -> str:
