@@ -5,15 +5,16 @@
     azjax arena alphazero:runs/tictactoe random --games 100
     azjax COMMAND --help                   # each command's options
 
-Each command is also `python -m azjax.<command>` (`azjax.commands.<command>` for train and
-sweep) and keeps its own exit statuses.
+The others are also `python -m azjax.<command>`; train and sweep are also `python
+experiments/train.py` and `experiments/sweep.py`. Each keeps its own exit statuses.
 """
 
 from __future__ import annotations
 
-import gc
 import importlib
 import sys
+
+from azjax.commands.errors import EXIT_ERROR, run_script
 
 COMMANDS = {
     "train": ("azjax.commands.train", "train an agent on a game, resuming its run"),
@@ -45,18 +46,18 @@ def main(argv: list[str] | None = None) -> int:
       argv: the command line after `azjax` (default: this process's).
 
     Returns:
-      The command's exit status; 2 for a missing or unknown command.
+      The command's exit status; `EXIT_ERROR` (2) for a missing or unknown command.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(usage(), end="")
-        return 0 if argv else 2
+        return 0 if argv else EXIT_ERROR
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         print(usage(), end="", file=sys.stderr)
         print(f"error: unknown command {name!r}; commands: {', '.join(COMMANDS)}",
               file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     # Only the command chosen is imported (serve, play, gtp and the rest load what they need).
     module = importlib.import_module(COMMANDS[name][0])
     sys.argv = [f"azjax {name}", *rest]
@@ -64,11 +65,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry_point() -> None:
-    """The `azjax` console script. The objects the imports made are frozen (`gc.freeze`)
-    once the command is done, so that the collector never walks JAX's modules at exit."""
-    code = main()
-    gc.freeze()
-    sys.exit(code)
+    """The `azjax` console script: `main` run as every command's script is
+    (`run_script`)."""
+    run_script(main)
 
 
 if __name__ == "__main__":
