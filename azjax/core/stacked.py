@@ -184,4 +184,6 @@ def group_step(env: Env, program: ProgramConfig, num: int, mesh: Mesh | None = N
         return jax.jit(step, donate_argnums=0)
 
     devices_key = None if mesh is None else tuple(d.id for d in mesh.devices.flat)
-    return cached(("step", id(env), program.compile_key(), num, devices_key), make)
+    # Keyed by the env itself (held while cached), not its id, which a freed env's
+    # successor may share.
+    return cached(("step", env, program.compile_key(), num, devices_key), make)

@@ -236,7 +236,8 @@ def train_group(
     say = progress or (lambda _: None)
     configs, mesh = _devices(configs, run_dirs, say)
     program = configs[0].program
-    players = cached(("players", id(env), program.compile_key()),
+    # Keyed by the env itself, not its id: a freed env's id can be another env's later.
+    players = cached(("players", env, program.compile_key()),
                       lambda: ProgramPlayers(env, program))
     env = players.env
     players.forget_loaded()
