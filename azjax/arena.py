@@ -4,6 +4,7 @@
     python -m azjax.arena random solver --game tictactoe --games 1000 --openings 2
     python -m azjax.arena random mcts:100 --game go --game-options size=9 --games 10 --sgf games/
     python -m azjax.arena alphazero:oth6.azjax,sims=64 random --games 20
+    azjax arena alphazero:go7x7 gnugo:1 --games 100   (an agent that ships with azjax)
 
 Seats are swapped for half the games, and the two halves play the same openings
 (`--openings K` random plies first, so deterministic players do not replay one game).
@@ -28,6 +29,7 @@ from azjax.evaluation import player_specs
 from azjax.evaluation.match import play_match
 from azjax.evaluation.player_specs import search_simulations
 from azjax.go import sgf
+from azjax.run import shipped_agents
 from azjax.run.config import check_seed
 from azjax.run.files import check_output_path, write_atomic
 from azjax.run.game_options import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
@@ -47,8 +49,9 @@ def main(argv: list[str] | None = None) -> int:
         epilog=player_specs.__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("player_a", help="player spec, e.g. alphazero:runs/tictactoe or "
-                        "alphazero:agent.azjax")
+    parser.add_argument("player_a", help="player spec, e.g. alphazero:runs/tictactoe, "
+                        "alphazero:agent.azjax or alphazero:NAME, NAME a shipped agent: "
+                        f"{shipped_agents.listed()}")
     parser.add_argument("player_b", help="player spec, e.g. mcts:1000")
     parser.add_argument("--game", help="a game name, pgx:<id> or the import path module:Class "
                         "of a game of your own (default: the game of a run or agent file "

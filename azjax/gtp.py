@@ -3,6 +3,7 @@
 
     python -m azjax.gtp --agent go9.azjax [--simulations 200] [--seed 0] [--resign -0.95]
     python -m azjax.gtp --run-dir runs/go9 [--step S]   (--run-dir takes an agent file too)
+    azjax gtp --agent go7x7                             (the 7x7 agent that ships with azjax)
 
 It reads GTP commands on stdin and writes only GTP replies on stdout (diagnostics go to
 stderr), so any GTP controller (GoGui, gogui-twogtp, Sabaki, `azjax.gtp_referee`) can
@@ -21,12 +22,13 @@ from azjax.go.gtp_engine import MAX_MOVES_PER_POINT, RESIGN_AFTER, Engine, serve
 from azjax.play import check_source
 from azjax.run.agent import Agent
 from azjax.run.config import check_seed
+from azjax.run.shipped_agents import AGENT_HELP
 
 
 def load_go_agent(path: str, step: int | None = None, simulations: int | None = None
                   ) -> Agent:
-    """The Go agent of a run directory or exported file (ValueError if it plays another
-    game), with `simulations` per search if given."""
+    """The Go agent of a run directory, exported file or shipped agent's name (ValueError
+    if it plays another game), with `simulations` per search if given."""
     agent = Agent.load(path, step=step)
     if agent.env.name != "go":
         raise ValueError(f"{path!r} holds a {agent.env.name} agent, not a Go agent")
@@ -37,14 +39,14 @@ def load_go_agent(path: str, step: int | None = None, simulations: int | None = 
 
 @one_line_errors
 def main(argv: list[str] | None = None) -> int:
-    """`python -m azjax.gtp (--agent FILE | --run-dir DIR [--step S]) [--simulations N]
+    """`python -m azjax.gtp (--agent FILE|NAME | --run-dir DIR [--step S]) [--simulations N]
     [--seed S] [--resign V] [--max-moves M]`: a GTP engine on stdin/stdout; returns the
     exit status (2, with one `error:` line, for a bad argument, run or file)."""
     parser = argparse.ArgumentParser(
         prog="python -m azjax.gtp",
         description="A trained Go agent as a GTP version 2 engine on stdin/stdout.")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--agent", metavar="FILE", help="an agent exported with agent.export")
+    source.add_argument("--agent", metavar="FILE|NAME", help=AGENT_HELP)
     source.add_argument("--run-dir", help="a training run directory (newest checkpoint) "
                         "or an agent file")
     parser.add_argument("--step", type=int, help="the run's checkpoint at this step")

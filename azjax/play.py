@@ -1,5 +1,7 @@
 """Play a trained agent in the terminal: `python -m azjax.play GAME --run-dir DIR` (or
-`--agent FILE`, an agent exported with `python -m azjax.export`; `--run-dir` takes one too).
+`--agent FILE`, an agent exported with `python -m azjax.export`; `--run-dir` takes one too),
+or `azjax play --agent NAME` for an agent that ships with azjax (`tictactoe`,
+`connect_four`, `go7x7`; the game, when left out, is the agent's).
 
 The human picks a side, types moves in the game's notation (`env.parse_move`), and the
 board is drawn after every move. At the prompt, besides a move: `help` (notation, legal
@@ -27,6 +29,7 @@ from azjax.core import memory
 from azjax.run.agent import Agent
 from azjax.run.config import check_seed
 from azjax.run.game_options import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
+from azjax.run.shipped_agents import AGENT_HELP, listed, resolve
 from envs import Env, State
 
 SIDES = ("first", "second", "random")
@@ -228,29 +231,33 @@ def load_agent(game: str | None, path: str, simulations: int | None = None,
 
 
 def check_source(run_dir: str | None, agent_file: str | None) -> None:
-    """ValueError for an agent file that is not one (`run_dir` may name an agent file
-    too: `Agent.load` reads either)."""
+    """ValueError for an agent file that is not one, nor a shipped agent's name
+    (`run_dir` may name an agent file too: `Agent.load` reads either)."""
     if agent_file is not None and Path(agent_file).is_dir():
         raise ValueError(f"{agent_file!r} is a directory; use --run-dir for a run")
-    if agent_file is not None and not Path(agent_file).is_file():
-        raise ValueError(f"agent file {agent_file!r} does not exist")
+    if agent_file is not None and not resolve(agent_file).is_file():
+        raise ValueError(f"agent file {agent_file!r} does not exist, and no shipped agent "
+                         f"has that name ({listed()})")
 
 
 @one_line_errors
 def main(argv: list[str] | None = None) -> int:
-    """`python -m azjax.play GAME (--run-dir DIR | --agent FILE) [--side S] [--show-eval]
-    [--simulations N] [--seed S]`; returns the exit status (2, with one `error:` line, for
-    a bad argument, run or file)."""
+    """`python -m azjax.play [GAME] (--run-dir DIR | --agent FILE|NAME) [--side S]
+    [--show-eval] [--simulations N] [--seed S]` (GAME, when left out, is the agent's);
+    returns the exit status (2, with one `error:` line, for a bad argument, run or
+    file)."""
     parser = argparse.ArgumentParser(
         prog="python -m azjax.play",
         description="Play a trained agent in the terminal. " + COMMANDS.capitalize() + ".",
     )
-    parser.add_argument("game", help="the agent's game, e.g. tictactoe, go, pgx:othello, or "
-                        "the import path of a game of your own, e.g. hex_game:Hex")
+    parser.add_argument("game", nargs="?",
+                        help="the agent's game, e.g. tictactoe, go, pgx:othello, or the "
+                        "import path of a game of your own, e.g. hex_game:Hex (default: "
+                        "the agent's own, read from it)")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-dir", help="a training run directory (newest checkpoint) "
                         "or an agent file")
-    source.add_argument("--agent", metavar="FILE", help="an agent exported with agent.export")
+    source.add_argument("--agent", metavar="FILE|NAME", help=AGENT_HELP)
     parser.add_argument(GAME_OPTIONS_FLAG, nargs="+", metavar="KEY=VALUE",
                         help=GAME_OPTIONS_HELP + " (checked against the agent's game)")
     parser.add_argument("--side", choices=SIDES, help="your side (default: asked)")
@@ -263,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_seed(args.seed)
     check_source(args.run_dir, args.agent)
+    if options and args.game is None:
+        raise ValueError(f"{GAME_OPTIONS_FLAG} needs the GAME they are options of")
     agent = load_agent(args.game, args.run_dir or args.agent, args.simulations, options)
     try:
         session(agent, args.side, args.seed, args.show_eval)

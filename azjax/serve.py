@@ -1,5 +1,6 @@
 """Play a trained agent in the browser: `python -m azjax.serve --run-dir DIR` (or
-`--agent FILE`) serves a page on http://127.0.0.1:8765/ where a person clicks moves
+`--agent FILE`, or `--agent NAME` for an agent that ships with azjax: `tictactoe`,
+`connect_four`, `go7x7`) serves a page on http://127.0.0.1:8765/ where a person clicks moves
 against the agent, sees its reply and its analysis board, takes moves back and starts
 new games on either side.
 
@@ -41,6 +42,7 @@ from typing import Any
 from azjax.commands.errors import one_line_errors, run_script
 from azjax.play import check_source, load_agent
 from azjax.run.config import check_seed
+from azjax.run.shipped_agents import AGENT_HELP
 from azjax.run.web_games import GameError, GameTable
 
 MAX_BODY = 16 * 1024
@@ -238,7 +240,7 @@ class Server(http.server.ThreadingHTTPServer):
 
 @one_line_errors
 def main(argv: list[str] | None = None) -> int:
-    """`python -m azjax.serve (--run-dir DIR | --agent FILE) [--host H] [--port P]
+    """`python -m azjax.serve (--run-dir DIR | --agent FILE|NAME) [--host H] [--port P]
     [--simulations N] [--seed S]`; serves until Ctrl-C; exit status 2 with one `error:`
     line for a bad argument, run or file, or a port in use."""
     parser = argparse.ArgumentParser(
@@ -248,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-dir", help="a training run directory (newest checkpoint) "
                         "or an agent file")
-    source.add_argument("--agent", metavar="FILE", help="an agent exported with agent.export")
+    source.add_argument("--agent", metavar="FILE|NAME", help=AGENT_HELP)
     parser.add_argument("--host", default="127.0.0.1",
                         help="the address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8765, help="0: any free port (default 8765)")

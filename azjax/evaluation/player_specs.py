@@ -6,8 +6,10 @@ the registry and the grammar): the baselines from their own modules
 here the kinds of a trained run's agent (`network`, `alphazero`, `alphago`). The table
 below is built from the registry (`azjax.run.specs.players_help`); the arena prints it.
 
-DIR is a training run directory, or an agent file written by `python -m azjax.export`
-(`alphazero:agent.azjax`); S picks one of a run's checkpoints (newest by default).
+DIR is a training run directory, an agent file written by `python -m azjax.export`
+(`alphazero:agent.azjax`), or the name of an agent that ships with azjax
+(`alphazero:go7x7`; `azjax.run.shipped_agents`); S picks one of a run's checkpoints
+(newest by default).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from azjax.evaluation import baselines as _baselines  # noqa: F401 - registers i
 from azjax.go import gnugo_kind as _gnugo_kind  # noqa: F401 - registers `gnugo`
 from azjax.run import checkpoint as ckpt
 from azjax.run.agent import Agent
+from azjax.run.shipped_agents import resolve
 from azjax.run.specs import (
     RUN_KINDS,
     PlayerKind,
@@ -41,10 +44,11 @@ def run_dir_of(text: str) -> Path | None:
       text: the spec.
 
     Returns:
-      Its path for a run kind (`RUN_KINDS`), else None.
+      Its path for a run kind (`RUN_KINDS`), a shipped agent's name turned into its
+      file's (`azjax.run.shipped_agents.resolve`), else None.
     """
     spec = parse_spec(text)
-    return Path(spec.arg) if spec.kind in RUN_KINDS else None
+    return resolve(spec.arg) if spec.kind in RUN_KINDS else None
 
 
 def game_of(texts: list[str]) -> Env | None:
@@ -52,8 +56,9 @@ def game_of(texts: list[str]) -> Env | None:
     does)."""
     for text in texts:
         run_dir = run_dir_of(text)
-        if run_dir is not None and run_dir.is_file():
-            return Agent.load(run_dir).env  # an agent file: its config is inside it
+        if run_dir is not None and (run_dir.is_file() or not run_dir.exists()):
+            # an agent file (its config is inside it), or nothing: Agent.load's error
+            return Agent.load(run_dir).env
         if run_dir is not None:
             return ckpt.load_config(run_dir).make_env()
     return None

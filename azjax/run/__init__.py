@@ -23,6 +23,7 @@ Modules:
 * `progress`: status lines with rate and ETA for long commands.
 * `compile_cache`: the persistent XLA compilation cache of the scripts.
 * `agent_file`, `agent`: one-file agents and the `Agent` (network + search) of a run.
+* `shipped_agents`: the trained agents that ship with azjax, by name (`go7x7`).
 * `warm_start`: a run started from another run's network weights.
 * `analysis_board`: a position drawn with the agent's search on it (SVG).
 * `web_games`: the games the browser page plays against an agent (`azjax.serve`).

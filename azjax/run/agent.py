@@ -27,7 +27,9 @@ from azjax.core.search import (
 )
 from azjax.run import checkpoint as ckpt
 from azjax.run.agent_file import AgentFileError, read_agent_file, write_agent_file
-from azjax.run.run_dir import RunDir
+from azjax.run.run_dir import RunDir, RunDirError
+from azjax.run.shipped_agents import listed as shipped_agents
+from azjax.run.shipped_agents import resolve
 from envs import Env, State
 
 
@@ -67,16 +69,18 @@ class Agent:
     @classmethod
     def load(cls, path: str | Path | RunDir, step: int | None = None,
              search: SearchConfig | None = None, env: Env | None = None) -> "Agent":
-        """The agent of a run directory's newest (or `step`) checkpoint, or of a file
-        written by `export`.
+        """The agent of a run directory's newest (or `step`) checkpoint, of a file
+        written by `export`, or of a shipped agent named by its name (`"go7x7"`,
+        `azjax.run.shipped_agents`; a path that exists wins over a name).
 
         Only the network parameters are read, into shapes built from the network config
         alone. The game is the one the config names (`envs.make`), or `env` when given
         (a game that no import path reaches, e.g. one defined in a script's `__main__`).
-        Raises RunDirError when the directory is missing or holds no run or checkpoint,
-        and AgentFileError for a file that is not an exported agent.
+        Raises RunDirError when the directory is missing (and no shipped agent has that
+        name) or holds no run or checkpoint, and AgentFileError for a file that is not an
+        exported agent.
         """
-        path = Path(path)
+        path = resolve(path)
         games: dict[str, Env] = {}
 
         def params_shapes(program: ProgramConfig) -> chex.ArrayTree:
@@ -91,6 +95,9 @@ class Agent:
             # settings were applied then, and applying them again would undo `with_search`.
             return cls(games["env"], program, params, search or program.search)
         run = RunDir.open(path)
+        if not run.path.exists():
+            raise RunDirError(f"run directory {str(run.path)!r} does not exist, and no "
+                              f"shipped agent has that name ({shipped_agents()})")
         program = run.load_config().program
         restored = ckpt.restore_params(run, params_shapes(program), step)
         notice = restored.notice(run)
