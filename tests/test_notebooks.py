@@ -1,19 +1,29 @@
-"""The notebooks run end to end at a smoke budget and do what they say.
+"""The notebooks run end to end at a smoke budget, where a researcher opens them, and do
+what they say.
 
-Each notebook is executed once with nbclient in a fresh kernel of this interpreter, with
-a cell injected after its `parameters` cell (papermill-style) that sets `SMOKE = True`,
-the run directory and the moves typed into the play cell. The tests then read the
-executed notebook's outputs and the run directory it wrote.
+Outside the checkout: the fixture builds the wheel of this checkout, makes a fresh
+virtual environment (no system site-packages) with nothing but `ipykernel`, and runs
+every notebook with nbclient in a `python3` kernel of that environment, its working
+directory a scratch directory and `AZJAX_SOURCE` the wheel. The first notebook's install
+cell installs the wheel (and its dependencies, from the package index or pip's cache);
+the notebooks after it find azjax installed and install nothing. Each notebook gets a
+cell injected after its `parameters` cell (papermill-style) that sets `SMOKE = True`, the
+run directory and the moves typed into the play cell; its saved outputs are cleared
+first. The tests then read the executed notebook's outputs and the run directory it
+wrote.
 
-Slow (a kernel and a training run per notebook, about six minutes in all on 2 cores):
-`.ci/run` runs them in its second step (`pytest -m slow`). The Go notebook plays GNU Go
-(`gnugo`, as CI installs it).
+Slow (the wheel, the environment, one install, and a kernel and a training run per
+notebook, about seven minutes in all on 2 cores): `.ci/run` runs them in its second step
+(`pytest -m slow`). The Go notebook plays GNU Go (`gnugo`, as CI installs it).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -29,8 +39,12 @@ from azjax.run.checkpoint import read_metrics
 
 pytestmark = pytest.mark.slow
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-CELL_TIMEOUT = 300  # seconds per cell (a whole smoke run takes about a minute)
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+CELL_TIMEOUT = 600  # seconds per cell (a smoke run takes about a minute; an install more)
+# What the wheel is not built from: the checkout's environments, runs and caches.
+NOT_IN_WHEEL = (".git", ".venv", "venv", "runs", "build", "*.egg-info", "__pycache__",
+                "artifacts", ".pytest_cache", ".hypothesis", ".cache", "site")
 SMOKE_ITERATIONS = 4  # what SMOKE sets in the notebooks
 SMOKE_GAMES = 4
 BASELINES = {
@@ -113,51 +127,101 @@ def _tiles(grid: ET.Element) -> list[tuple[ET.Element, str]]:
     return list(zip(pictures, captions))
 
 
-@pytest.fixture(scope="module")
-def kernel_of_this_python(tmp_path_factory):
-    """A `python3` kernelspec for sys.executable, ahead of any other on JUPYTER_PATH."""
-    from ipykernel.kernelspec import write_kernel_spec
+def _run(*args, **kwargs) -> str:
+    out = subprocess.run([str(a) for a in args], check=False, capture_output=True, text=True,
+                         **kwargs)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out.stdout
 
-    root = tmp_path_factory.mktemp("jupyter")
-    write_kernel_spec(root / "kernels" / "python3")
+
+@pytest.fixture(scope="module")
+def fresh_kernel(tmp_path_factory):
+    """A fresh virtual environment outside the checkout with only `ipykernel` installed,
+    its `python3` kernelspec ahead of any other on JUPYTER_PATH, and AZJAX_SOURCE the
+    wheel of this checkout; the kernels get nothing of the checkout on their path.
+    Yields (the environment's python, the wheel)."""
+    root = tmp_path_factory.mktemp("fresh")
+    # The wheel, built from a copy of the checkout (building leaves build/ and egg-info).
+    source = root / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_IN_WHEEL))
+    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", root / "wheel",
+         source, cwd=root)
+    (wheel,) = (root / "wheel").glob("azjax-*.whl")
+    venv = root / "venv"
+    _run(sys.executable, "-m", "venv", venv)
+    python = venv / "bin" / "python"
+    _run(python, "-m", "pip", "install", "--quiet", "ipykernel")
+    spec = root / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (fresh venv)", "language": "python"}))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("JUPYTER_PATH", str(root))
-        yield
+        patch.setenv("JUPYTER_PATH", str(root / "jupyter"))
+        patch.setenv("AZJAX_SOURCE", str(wheel))
+        patch.delenv("PYTHONPATH", raising=False)
+        patch.delenv("VIRTUAL_ENV", raising=False)
+        patch.setenv("PATH", f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+        yield python, wheel
+
+
+def _azjax_installed(python: Path) -> bool:
+    found = "import importlib.util, sys; sys.exit(importlib.util.find_spec('azjax') is None)"
+    return subprocess.run([str(python), "-c", found], check=False,
+                          cwd=python.parent).returncode == 0
 
 
 @pytest.fixture(scope="module", params=sorted(BASELINES))
-def executed(request, kernel_of_this_python, tmp_path_factory):
-    """(game, executed notebook, run directory) of one notebook's smoke run."""
+def executed(request, fresh_kernel, tmp_path_factory):
+    """(game, executed notebook, run directory, working directory, whether azjax was
+    installed before it ran) of one notebook's smoke run."""
     game = request.param
+    python, _ = fresh_kernel
     work = tmp_path_factory.mktemp(game)
     run_dir = work / "run"
     nb = nbformat.read(NOTEBOOKS / f"{game}.ipynb", as_version=4)
     assert nb.metadata.kernelspec.name == "python3"
-    assert not any(cell.get("outputs") for cell in nb.cells), "commit notebooks without outputs"
+    for cell in nb.cells:  # the notebooks are committed with the outputs of a full run
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
     at = nb.cells.index(_cell(nb, "parameters")) + 1
     injected = (f"SMOKE = True\nRUN_DIR = {str(run_dir)!r}\n"
                 f"SCRIPTED_MOVES = {SCRIPTED_MOVES[game]!r}\n")
     nb.cells.insert(at, nbformat.v4.new_code_cell(
         injected, metadata={"tags": ["injected-parameters"]}))
     nb.cells.append(nbformat.v4.new_code_cell(
-        "import sys\nprint(sys.executable)", metadata={"tags": ["interpreter"]}))
+        "import sys\nimport azjax\nprint(sys.executable)\nprint(azjax.__file__)",
+        metadata={"tags": ["interpreter"]}))
+    installed_before = _azjax_installed(python)
     client = NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT,
                             resources={"metadata": {"path": str(work)}})
     client.execute()
-    return game, nb, run_dir
+    return game, nb, run_dir, work, installed_before
 
 
-def test_kernel_runs_this_interpreter_and_installs_nothing(executed):
-    _, nb, _ = executed
+def test_kernel_runs_the_fresh_venv_and_installs_azjax_once(executed, fresh_kernel):
+    _, nb, _, _, installed_before = executed
+    python, wheel = fresh_kernel
     setup = _cell(nb, "setup")
-    assert '"google.colab" in sys.modules' in setup.source and "AZJAX_REPO" in setup.source
-    assert _text(setup) == "", "outside Colab the install cell does nothing"
+    assert 'importlib.util.find_spec("azjax") is None' in setup.source
+    assert 'os.environ.get("AZJAX_SOURCE", "git+' in setup.source
+    if installed_before:  # an earlier notebook installed it: this one does nothing
+        assert _text(setup) == ""
+    else:  # the first notebook installs the wheel with its install cell
+        assert f"installed azjax 0.1.0 from {wheel}\n" in _text(setup), _text(setup)
+    location = re.search(r"^Location: (.+)$", _run(python, "-m", "pip", "show", "azjax"),
+                         re.MULTILINE)[1]
+    site_packages = Path(location).resolve()
+    assert site_packages.is_relative_to(python.parent.parent.resolve())
     assert "JAX devices: [" in _text(_cell(nb, "imports"))
-    assert _text(_cell(nb, "interpreter")).strip() == sys.executable
+    executable, module = _text(_cell(nb, "interpreter")).split()
+    assert executable == str(python)
+    assert Path(module).resolve().is_relative_to(site_packages)
+    assert not Path(module).resolve().is_relative_to(ROOT)
 
 
 def test_training_writes_metrics_and_checkpoints(executed):
-    game, nb, run_dir = executed
+    game, nb, run_dir, _, _ = executed
     out = _text(_cell(nb, "train"))
     count = re.search(r"(\d+) metrics records; last: iteration (\d+)", out)
     assert count, out
@@ -174,13 +238,13 @@ def test_training_writes_metrics_and_checkpoints(executed):
 
 
 def test_learning_curves_are_drawn(executed):
-    _, nb, _ = executed
+    _, nb, _, _, _ = executed
     assert _images(_cell(nb, "curves")) == 1
     assert _images(_cell(nb, "evaluate")) == 1
 
 
 def test_evaluation_reports_each_baseline_consistently(executed):
-    game, nb, _ = executed
+    game, nb, _, _, _ = executed
     out = _text(_cell(nb, "evaluate"))
     for spec in BASELINES[game]:
         block = out.split(f"agent vs {spec}: ", 1)[1].split("\n\n", 1)[0]
@@ -217,7 +281,7 @@ def _stones_after_each_ply(run_dir: Path, moves: list[str]
 
 
 def test_sample_game_is_drawn_to_the_end(executed):
-    game, nb, run_dir = executed
+    game, nb, run_dir, _, _ = executed
     cell = _cell(nb, "sample-game")
     out = _text(cell)
     first, second = MARKS[game]
@@ -259,7 +323,7 @@ def test_sample_game_is_drawn_to_the_end(executed):
 
 @pytest.mark.parametrize("executed", ["connect_four", "go", "tictactoe"], indirect=True)
 def test_analysis_board_shows_the_search(executed):
-    game, nb, _ = executed
+    game, nb, _, _, _ = executed
     cell = _cell(nb, "analysis")
     out = _text(cell)
     said = re.findall(r"^(\S+) to move: the agent plays (\S+) \(search value ([-+][\d.]+)\)"
@@ -294,7 +358,7 @@ def test_analysis_board_shows_the_search(executed):
 
 
 def test_play_cell_refuses_a_bad_move_and_finishes(executed):
-    game, nb, _ = executed
+    game, nb, _, _, _ = executed
     out = _text(_cell(nb, "play"))
     bad = SCRIPTED_MOVES[game][0]
     after_bad = out.split(f"Your move: {bad}\n", 1)[1]
@@ -310,11 +374,16 @@ def test_play_cell_refuses_a_bad_move_and_finishes(executed):
 
 @pytest.mark.parametrize("executed", ["your_own_game"], indirect=True)
 def test_hex_tutorial_shows_checks_and_names_the_game(executed):
-    _, nb, run_dir = executed
-    game_file = NOTEBOOKS.parent / "examples" / "hex_game.py"
-    # One copy of the game: the notebook shows the file and imports it, defines nothing.
-    assert not any("class Hex(" in cell.source for cell in nb.cells)
-    assert _text(_cell(nb, "game-source")).strip() == game_file.read_text().strip()
+    _, nb, run_dir, work, _ = executed
+    game_file = ROOT / "examples" / "hex_game.py"
+    # One game, in two places: the notebook writes examples/hex_game.py into its working
+    # directory (`%%writefile`) and imports it from there; no other cell defines it.
+    source = _cell(nb, "game-source").source
+    assert source == "%%writefile hex_game.py\n" + game_file.read_text().rstrip("\n")
+    assert _text(_cell(nb, "game-source")).strip() == "Writing hex_game.py"
+    assert (work / "hex_game.py").read_text().rstrip("\n") == game_file.read_text().rstrip("\n")
+    assert sum("class Hex(" in cell.source for cell in nb.cells) == 1
+    assert "from hex_game import Hex" in _cell(nb, "render").source
     out = _text(_cell(nb, "render"))
     board, _, rest = out.partition("\n\n")
     assert board.splitlines()[0] == "    a b c d e" and board.count("X") == board.count("O") == 2
