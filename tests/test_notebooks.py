@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
+import azjax
 import envs
 from azjax.run.checkpoint import read_metrics
 
@@ -208,7 +209,8 @@ def test_kernel_runs_the_fresh_venv_and_installs_azjax_once(executed, fresh_kern
     if installed_before:  # an earlier notebook installed it: this one does nothing
         assert _text(setup) == ""
     else:  # the first notebook installs the wheel with its install cell
-        assert f"installed azjax 0.1.0 from {wheel}\n" in _text(setup), _text(setup)
+        assert f"installed azjax {azjax.__version__} from {wheel}\n" in _text(setup), \
+            _text(setup)
     location = re.search(r"^Location: (.+)$", _run(python, "-m", "pip", "show", "azjax"),
                          re.MULTILINE)[1]
     site_packages = Path(location).resolve()
@@ -396,3 +398,15 @@ def test_hex_tutorial_shows_checks_and_names_the_game(executed):
     assert "a run records this game as ('hex_game:Hex', {'size': 5})" in out
     program = json.loads((run_dir / "config.json").read_text())["program"]
     assert (program["game"], program["game_options"]) == ("hex_game:Hex", {"size": 5})
+
+
+def test_the_installed_command_trains_tictactoe_to_perfect_play(fresh_kernel, tmp_path):
+    """The README's main job from the wheel, outside the checkout: `azjax train
+    tictactoe`, the console script of the fresh environment, stops at perfect play."""
+    python, wheel = fresh_kernel
+    if not _azjax_installed(python):  # run alone: no notebook has installed it yet
+        _run(python, "-m", "pip", "install", "--quiet", wheel)
+    out = _run(python.parent / "azjax", "train", "tictactoe", cwd=tmp_path)
+    assert re.search(r"^perfect play reached at iteration \d+; stopping$", out, re.MULTILINE), out
+    records = read_metrics(tmp_path / "runs" / "tictactoe")
+    assert records[-1]["perfect"] and records[-1]["net_optimal_share"] == 1.0
