@@ -479,13 +479,17 @@ def test_a_damaged_checkpoint_is_one_line(name, run_dir, tmp_path, capsys):
 # ----------------------------------------------------------------- experiments/sweep.py
 
 
-SWEEP = ["--param", "c_puct=1,2", "--iterations", "1"]
+# gumbel_scale: a setting the recipe's Gumbel search reads (a sweep of c_puct alone is
+# refused, tests/test_sweep_settings_read.py).
+SWEEP = ["--param", "gumbel_scale=0.5,1", "--iterations", "1"]
 
 
 @pytest.mark.parametrize("args, words", [
     (["--seed", "-1"], ["seed must be in [0, 4294967295], got -1"]),
     (["--seed", str(RUN_SEED_MAX), "--seeds", "2"], ["--seed + --seeds - 1", "at most"]),
     (["--out", "{file}/sweep"], ["--out", "lies under", "which is a file"]),
+    (["--param", "c_puct=1,2"], ["search.c_puct is never read by the gumbel search",
+                                 "--param policy=puct,gumbel", "--search.policy puct"]),
 ])
 def test_sweep_errors_before_training_are_one_line(args, words, a_file):
     args = [a.replace("{file}", str(a_file)) for a in args]

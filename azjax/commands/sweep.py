@@ -19,6 +19,27 @@ Rerunning the same command resumes: finished runs are left alone and the others 
 from their last checkpoint (`--checkpoint-every`). `--shard I/N` runs the I-th of N
 disjoint parts; every run (or `--merge` alone) builds seeds.csv, results.csv and
 sweep.png from all finished runs in the out dir.
+
+A swept search setting that no experiment's search reads is refused before anything
+trains: c_puct, pb_c_base, dirichlet_alpha and dirichlet_fraction only matter to the
+puct search, gumbel_scale, gumbel_value_scale and max_num_considered_actions only to
+the gumbel one (sweep `--param policy=puct,gumbel` beside them, or set `--search.policy`).
+
+The budget of each experiment is its own `--iterations`: each iteration plays the
+recipe's `--selfplay.num-games` games for `--selfplay.steps-per-iteration` moves (a
+fixed number of positions) and takes `--gradient-steps` gradient steps, so equal
+iterations are equal training in positions and gradient steps. `--max-minutes` is a
+wall clock, and the experiments of a compile group train as one vmapped program on one
+clock: what each gets in those minutes depends on how many experiments share its group
+and on the devices it runs on, so it is no fair budget for comparing configurations.
+Compare at equal `--iterations` (with the recipes that stop by minutes, Connect Four's,
+Gomoku's and Go's, add `--max-minutes 0`).
+
+results.csv and the printed table summarise each metric over seeds: a share (in [0, 1])
+as the mean with a 95% percentile-bootstrap interval [low, high]; another mean (a loss)
+with a 95% t-interval (+-); a time to perfect play as k/m, the k of m seeds that reached
+it, and the median of those k (a seed that never got there is censored at its budget,
+so there is no mean).
 """
 
 from __future__ import annotations
@@ -39,12 +60,16 @@ from azjax.run.devices import arrange
 from azjax.run.files import check_output_dir
 from azjax.run.stop_signals import EXIT_STOPPED, Stopped, signal_name
 from azjax.sweep import merge, parse_params, parse_shard, run_sweep, saved_base
-from azjax.sweep.sweep import SWEEP_FILE
+from azjax.sweep.sweep import SWEEP_FILE, prepare_sweep
 
 
 @dataclasses.dataclass(frozen=True)
 class Sweep:
-    """Ablation sweep: a grid of settings x seeds; seeds and traced settings vmapped."""
+    """Ablation sweep: a grid of settings x seeds; seeds and traced settings vmapped.
+
+    Each experiment trains for its own `--iterations` (equal iterations: equal self-play
+    positions and gradient steps); `--max-minutes` is a wall clock its compile group
+    shares, no fair budget between configurations."""
 
     config: Annotated[TrainConfig, tyro.conf.arg(name="")]
     preset: Literal["auto", "cpu", "gpu"] = "auto"
@@ -53,7 +78,8 @@ class Sweep:
     param: tyro.conf.UseAppendAction[tuple[str, ...]] = ()
     """NAME=V1,V2,... a swept setting and its values (repeat for a grid)."""
     seeds: int = 3
-    """Seeds per configuration: --seed, --seed + 1, ..."""
+    """Seeds per configuration: --seed, --seed + 1, ... (each trains for its own
+    `--iterations`, the budget to compare configurations at)."""
     out: str = ""
     """Out directory (default runs/sweep_<game>); rerun with the same one to resume."""
     shard: str = "1/1"
@@ -80,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             params = parse_params(args.param)
             shard = parse_shard(args.shard)
             seeds = sweep_seeds(args.config.seed, args.seeds)
+            prepare_sweep(args.config, params, seeds)  # a bad grid before any output
             out = check_output_dir(args.out, "--out")  # before any training
             print(opening_line(game, args.config.run.preset, why,
                                f"each run for {budget_text(args.config.run)}"), flush=True)

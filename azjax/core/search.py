@@ -47,6 +47,27 @@ from azjax.core.search_model import (  # noqa: F401 - LeafFn is re-exported
 from envs import Env, State
 
 POLICIES = ("puct", "gumbel")
+POLICY_SETTINGS: dict[str, tuple[str, ...]] = {
+    "puct": ("c_puct", "pb_c_base", "dirichlet_alpha", "dirichlet_fraction"),
+    "gumbel": ("gumbel_scale", "gumbel_value_scale", "max_num_considered_actions"),
+}
+"""The `SearchConfig` settings that only one policy's search reads (`make_search_fn`
+passes them to its mctx policy alone); the other policy's search never reads them.
+Any other setting is the same to both policies."""
+
+
+def policies_reading(name: str) -> tuple[str, ...]:
+    """The search policies whose search reads the setting `name`.
+
+    Args:
+      name: a `SearchConfig` field ('c_puct', 'num_simulations', ...).
+
+    Returns:
+      The one policy of `POLICY_SETTINGS` that lists `name`, else every policy
+      (`POLICIES`).
+    """
+    own = tuple(policy for policy, names in POLICY_SETTINGS.items() if name in names)
+    return own or POLICIES
 
 
 @checked("search.", pytree=True)
@@ -114,6 +135,12 @@ class SearchConfig:
         if self.score_utility > 0 and self.average_symmetries:
             raise ValueError("search.score_utility does not combine with "
                              "search.average_symmetries (set one of them off)")
+
+    def reads(self, name: str) -> bool:
+        """Whether this config's search reads the setting `name` (`POLICY_SETTINGS`:
+        under 'gumbel' the PUCT and Dirichlet settings are never read, under 'puct' the
+        Gumbel ones)."""
+        return self.policy in policies_reading(name)
 
     def as_arrays(self) -> "SearchConfig":
         """The same settings with the traced ones as float32 arrays (what a `TrainState`

@@ -1,5 +1,7 @@
-"""Confidence intervals used across azjax: Wilson intervals for match scores, Student-t
-intervals for means over seeds, normal quantiles (no scipy)."""
+"""Confidence intervals used across azjax: Wilson intervals for match scores and other
+proportions, Student-t intervals for unbounded means over seeds, percentile-bootstrap
+intervals for bounded means (they stay inside the values' range), normal quantiles (no
+scipy)."""
 
 from __future__ import annotations
 
@@ -65,13 +67,46 @@ def t_quantile(p: float, df: int) -> float:
     return (low + high) / 2
 
 
+def _observed(values: Sequence[float]) -> tuple[np.ndarray, float]:
+    """The values as float64 and their mean (nan where there are none)."""
+    x = np.asarray(values, np.float64)
+    return x, float(x.mean()) if x.size else math.nan
+
+
 def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
     """(mean, low, high): the t-interval for the mean (nan bounds with one value)."""
-    x = np.asarray(values, np.float64)
-    if x.size == 0:
-        return math.nan, math.nan, math.nan
-    mean = float(x.mean())
-    if x.size == 1:
+    x, mean = _observed(values)
+    if x.size < 2:
         return mean, math.nan, math.nan
     half = t_quantile(0.5 + level / 2, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
     return mean, mean - half, mean + half
+
+
+def bootstrap_ci(values: Sequence[float], level: float = 0.95, resamples: int = 10_000,
+                 seed: int = 0) -> tuple[float, float, float]:
+    """(mean, low, high): the percentile-bootstrap interval for the mean of `values`.
+
+    Every resampled mean lies between the smallest and the largest value, so the
+    interval of a bounded metric (a share in [0, 1]) never leaves its range, as a
+    t-interval over a few seeds can. The resamples are drawn from a fixed `seed`, so the
+    same values always give the same interval.
+
+    Args:
+      values: the observations, e.g. one share per seed (at least one).
+      level: the confidence level.
+      resamples: bootstrap resamples.
+      seed: the resampling seed.
+
+    Returns:
+      The mean and the interval's bounds (nan bounds with one value, nan throughout with
+      none).
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"confidence level must be in (0, 1), got {level}")
+    x, mean = _observed(values)
+    if x.size < 2:
+        return mean, math.nan, math.nan
+    picks = np.random.default_rng(seed).integers(0, x.size, size=(resamples, x.size))
+    means = x[picks].mean(axis=1)
+    low, high = np.quantile(means, [0.5 - level / 2, 0.5 + level / 2])
+    return mean, float(low), float(high)

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from azjax.core.fields import is_scalar, parse_setting
+from azjax.core.search import policies_reading, search_changes
 from azjax.run.config import TrainConfig, setting_paths
 from azjax.run.game_options import option_value
+from azjax.run.recipes import RECIPES
 
 NOT_SWEPT = {
     "seed": "seeds are set with --seeds",
@@ -168,6 +170,69 @@ def make_grid(base: TrainConfig, params: Sequence[Param], seeds: Sequence[int]
         for seed in seeds:
             experiments.append(Experiment(assignment, seed, config.replace(seed=seed)))
     return experiments
+
+
+def reads_setting(config: TrainConfig, name: str) -> bool:
+    """Whether a search of `config`'s training reads the search setting `name`: its
+    self-play (and gating) search, or the search its evaluation scores
+    (`run.eval_search_with`, unless that sets `name` itself). The search a trained
+    agent plays with afterwards (`search.play_policy`) counts for nothing here: no
+    figure of a sweep comes from it, and with the same seed the runs would train the
+    same network.
+
+    Args:
+      config: an experiment's config.
+      name: a `SearchConfig` field ('c_puct').
+
+    Returns:
+      Whether any of those searches reads it.
+    """
+    search = config.program.search
+    if search.reads(name):
+        return True
+    changes = search_changes(config.run.eval_search_with)
+    return (bool(changes) and name not in changes
+            and dataclasses.replace(search, **changes).reads(name))
+
+
+def _policy_source(config: TrainConfig) -> str:
+    """Where an unswept `search.policy` comes from, as an error message names it."""
+    game, policy = config.program.game, config.program.search.policy
+    if game in RECIPES and RECIPES[game].program.search.policy == policy:
+        return f"the {game} recipe's search.policy"
+    return "the base config's search.policy"
+
+
+def check_settings_read(params: Sequence[Param], experiments: Sequence[Experiment]
+                        ) -> None:
+    """Refuses a swept search setting that no experiment's search reads (a PUCT
+    setting where every experiment searches with Gumbel, or the reverse): its values
+    would train the same runs under different names.
+
+    Args:
+      params: the swept settings.
+      experiments: the grid (`make_grid`).
+
+    Raises:
+      ValueError: one line naming the setting, the policy that never reads it and the
+        options that would.
+    """
+    swept = {p.path: p for p in params}
+    for param in params:
+        head, _, name = param.path.partition(".")
+        if head != "search" or any(reads_setting(e.config, name) for e in experiments):
+            continue
+        used = sorted({e.config.program.search.policy for e in experiments})
+        readers = ",".join(policies_reading(name))
+        if "search.policy" in swept:
+            values = ",".join(str(v) for v in swept["search.policy"].values)
+            where, fix = f"--param policy={values}", f"add {readers} to --param policy"
+        else:
+            where = _policy_source(experiments[0].config)
+            fix = (f"sweep --param policy={readers},{','.join(used)} too, or set "
+                   f"--search.policy {readers}")
+        raise ValueError(f"{param.path} is never read by the {'/'.join(used)} search "
+                         f"every experiment of this sweep uses ({where}); {fix}")
 
 
 @dataclasses.dataclass(frozen=True)

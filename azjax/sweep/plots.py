@@ -1,4 +1,7 @@
-"""Plots of a sweep: each metric against each swept setting, mean and 95% t-interval."""
+"""Plots of a sweep: each metric against each swept setting, summarised over seeds as
+the table does (`azjax.sweep.table.interval_kind`): a share's mean with its bootstrap
+interval, another mean with its t-interval, a time to perfect play as the median of the
+seeds that reached it."""
 
 from __future__ import annotations
 
@@ -7,10 +10,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 # A Figure made without pyplot needs no backend (a notebook's stays as it is).
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from azjax.evaluation.stats import mean_ci
-from azjax.sweep.table import REACHED, TIME_METRICS
+from azjax.evaluation.stats import bootstrap_ci, mean_ci
+from azjax.sweep.table import (
+    BOOTSTRAP,
+    CENSORED,
+    INTERVAL_TEXT,
+    REACHED,
+    censored_summary,
+    interval_kind,
+    reached_values,
+)
 
 
 def _numeric(values: Sequence[str]) -> list[float] | None:
@@ -27,18 +39,79 @@ def _ordered(values) -> list[str]:
     return [v for _, v in sorted(zip(numbers, distinct))] if numbers else distinct
 
 
+def _point(metric: str, members: Sequence[dict[str, str]]
+           ) -> tuple[float, float, float, int] | None:
+    """One point of a line: (y, below, above, reached) for the seeds `members`.
+
+    Args:
+      metric: the metric column.
+      members: the per-seed rows at that point.
+
+    Returns:
+      The centre, the bar's extent below and above it (0 without an interval) and, for
+      a censored metric, how many seeds reached perfect play (else the seed count);
+      None for a censored metric no seed reached.
+    """
+    values = [float(r[metric]) for r in members]
+    kind = interval_kind(metric)
+    if kind == CENSORED:
+        reached = [int(r[REACHED]) > 0 for r in members]
+        got = reached_values(values, reached)
+        if not got:
+            return None
+        count, median = censored_summary(values, reached)
+        return median, median - min(got), max(got) - median, count
+    mean, low, high = bootstrap_ci(values) if kind == BOOTSTRAP else mean_ci(values)
+    if math.isnan(low):  # one seed: no interval
+        return mean, 0.0, 0.0, len(values)
+    return mean, mean - low, high - mean, len(values)
+
+
+def _draw_line(ax: Axes, metric: str, points: Sequence[tuple[float, list[dict[str, str]]]],
+               label: str | None) -> None:
+    """One line of a panel: its points with their bars; for a censored metric, hollow
+    markers labelled k/m where only k of the m seeds reached perfect play, and an 'x'
+    labelled 0/m at the budget (the largest censored value) where none did."""
+    xs, ys, below, above, partial, none = [], [], [], [], [], []
+    for x, members in points:
+        point = _point(metric, members)
+        if point is None:
+            none.append((x, max(float(r[metric]) for r in members), len(members)))
+            continue
+        y, low, high, reached = point
+        xs.append(x)
+        ys.append(y)
+        below.append(low)
+        above.append(high)
+        if reached < len(members):
+            partial.append((x, y, f"{reached}/{len(members)}"))
+    bars = ax.errorbar(xs, ys, yerr=[below, above], marker="o", capsize=3, label=label)
+    color = bars[0].get_color()
+    for x, y, text in partial:
+        ax.plot([x], [y], "o", color=color, markersize=9, markerfacecolor="white",
+                markeredgecolor=color)
+        ax.annotate(text, (x, y), textcoords="offset points", xytext=(6, 4), fontsize=7,
+                    color=color)
+    for x, budget, seeds in none:
+        ax.plot([x], [budget], "x", color=color, markersize=8)
+        ax.annotate(f"0/{seeds}", (x, budget), textcoords="offset points", xytext=(6, 4),
+                    fontsize=7, color=color)
+
+
 def plot_sweep(rows: Sequence[dict[str, str]], params: Sequence[str], metrics: Sequence[str],
                path: Path, title: str = "") -> None:
-    """One panel per (metric, swept setting): the metric's mean over seeds with a 95%
-    t-interval against the setting's values. With a second swept setting there is one
-    line per value of it (the first other setting with several values); seeds of any
-    further settings are pooled. Hollow markers: some runs there never reached perfect
-    play, so a time to it is a lower bound (censored at the budget)."""
+    """One panel per (metric, swept setting): the metric over seeds against the setting's
+    values, as `interval_kind` summarises it (the panel's title says how). With a second
+    swept setting there is one line per value of it (the first other setting with
+    several values); seeds of any further settings are pooled. A time to perfect play
+    is the median of the seeds that reached it with their min-max as the bar; a hollow
+    marker labelled k/m where only k of the m seeds did, an 'x' labelled 0/m at the
+    budget where none did (never a mean: the others are censored)."""
     swept = [p for p in params if len({r[p] for r in rows}) > 1] or list(params)[:1]
     metrics = list(metrics)
     if not swept or not metrics:
         return
-    fig = Figure(figsize=(4.6 * len(swept), 3.4 * len(metrics)))
+    fig = Figure(figsize=(4.6 * len(swept), 3.6 * len(metrics)))
     axes = fig.subplots(len(metrics), len(swept), squeeze=False)
     for col, param in enumerate(swept):
         x_values = _ordered(r[param] for r in rows)
@@ -50,38 +123,28 @@ def plot_sweep(rows: Sequence[dict[str, str]], params: Sequence[str], metrics: S
         for row_index, metric in enumerate(metrics):
             ax = axes[row_index][col]
             for line in lines:
-                xs, means, errors, censored = [], [], [], []
+                points = []
                 for x, pos in zip(x_values, positions):
                     members = [r for r in rows if r[param] == x and (
                         other is None or r[other] == line)]
-                    if not members:
-                        continue
-                    mean, _, high = mean_ci([float(r[metric]) for r in members])
-                    xs.append(pos)
-                    means.append(mean)
-                    errors.append(0.0 if math.isnan(high) else high - mean)
-                    censored.append(metric in TIME_METRICS and any(
-                        r.get(REACHED) == "0" for r in members))
+                    if members:
+                        points.append((pos, members))
                 label = f"{other.split('.')[-1]}={line}" if other else None
-                bars = ax.errorbar(xs, means, yerr=errors, marker="o", capsize=3, label=label)
-                color = bars[0].get_color()
-                hollow = [(x, m) for x, m, c in zip(xs, means, censored) if c]
-                if hollow:
-                    ax.plot(*zip(*hollow), "o", color=color, markersize=9,
-                            markerfacecolor="white", markeredgecolor=color)
+                _draw_line(ax, metric, points, label)
             if numbers and min(numbers) > 0 and max(numbers) / min(numbers) >= 8:
                 ax.set_xscale("log", base=2 if all(n == int(n) for n in numbers) else 10)
                 ax.set_xticks(numbers, x_values)
                 ax.minorticks_off()
             elif not numbers:
                 ax.set_xticks(positions, x_values)
+            ax.margins(x=0.12, y=0.1)  # room for the k/m labels at the edges
+            ax.set_title(INTERVAL_TEXT[interval_kind(metric)], fontsize=8)
             ax.set_xlabel(param.split(".")[-1])
             ax.set_ylabel(metric.replace("_", " "))
             ax.grid(alpha=0.3)
             if other is not None:
                 ax.legend(fontsize=8)
     if title:
-        fig.suptitle(title + "  (mean and 95% t-interval over seeds; hollow: some seeds "
-                     "censored at the budget)", fontsize=10)
+        fig.suptitle(title + "  (over seeds; each panel's title says how)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)

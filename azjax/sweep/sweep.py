@@ -13,8 +13,14 @@ of its own.
 A sweep resumes as its runs do: a finished run is left alone, a group with unfinished
 runs resumes each from its newest checkpoint. `--shard I/N` runs a fixed, disjoint part
 of the groups. `merge` reads every run directory present into `seeds.csv` (one row per
-finished run), `results.csv` (per configuration: mean and 95% t-interval over seeds) and
-`sweep.png`.
+finished run), `results.csv` (per configuration, each metric over seeds as
+`azjax.sweep.table` summarises it) and `sweep.png`.
+
+A sweep that sweeps a search setting that no experiment's search reads (c_puct where
+every experiment searches with Gumbel: `azjax.core.search.POLICY_SETTINGS`) is refused
+before anything trains. Each experiment's budget is its own `iterations` (equal
+iterations: equal self-play positions and gradient steps); its `max_minutes` is its
+compile group's wall clock, which the group's experiments share (`clock_warning`).
 """
 
 from __future__ import annotations
@@ -29,13 +35,14 @@ from azjax.driver.driver import train_group
 from azjax.driver.status import changed_settings, finished
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.run import metric_schema as ms
-from azjax.run.config import TrainConfig
+from azjax.run.config import RunConfig, TrainConfig
 from azjax.run.progress import format_duration
 from azjax.run.run_dir import RunDir, RunDirError
 from azjax.sweep.grid import (
     Experiment,
     Group,
     Param,
+    check_settings_read,
     config_label,
     format_value,
     group_experiments,
@@ -69,9 +76,11 @@ SWEEP_PLOT = "sweep.png"
 # ------------------------------------------------------------------------- runs on disk
 
 
-def _read_run(run_dir: RunDir | Path) -> tuple[TrainConfig, list[dict[str, Any]]] | None:
-    """The config and records of a finished run: over by its own config (`finished`)
-    with its final state checkpointed; None for a missing or cut-off run."""
+def _read_run(run_dir: RunDir | Path, budget: RunConfig | None = None
+              ) -> tuple[TrainConfig, list[dict[str, Any]]] | None:
+    """The config and records of a finished run: over by `budget` (default: its own
+    config's run options; `finished`) with its final state checkpointed; None for a
+    missing, cut-off or unfinished run."""
     try:
         run = RunDir.open(run_dir)
         config = run.load_config()
@@ -83,13 +92,22 @@ def _read_run(run_dir: RunDir | Path) -> tuple[TrainConfig, list[dict[str, Any]]
     last = records[-1]["iteration"]
     if not run.step_dir(last).is_dir():
         return None
-    return (config, records) if finished(config.run, records, last) else None
+    return (config, records) if finished(budget or config.run, records, last) else None
 
 
-def run_finished(run_dir: RunDir | Path) -> bool:
-    """Whether the run in `run_dir` is over by its own config (iterations, time, perfect
-    play) with its final state checkpointed; False for a missing or cut-off run."""
-    return _read_run(run_dir) is not None
+def run_finished(run_dir: RunDir | Path, budget: RunConfig | None = None) -> bool:
+    """Whether the run in `run_dir` is over (iterations, time, perfect play) with its
+    final state checkpointed; False for a missing or cut-off run.
+
+    Args:
+      run_dir: the run.
+      budget: the run options to judge it by (default: its own config's), e.g. a
+        sweep's experiment asked for more iterations than the run was trained for.
+
+    Returns:
+      Whether it is over.
+    """
+    return _read_run(run_dir, budget) is not None
 
 
 def find_runs(root: Path) -> list[Path]:
@@ -230,11 +248,13 @@ def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> S
 
 def prepare_sweep(base: TrainConfig, params: Sequence[Param], seeds: Sequence[int]
                   ) -> list[Experiment]:
-    """The grid, every config checked (ValueError naming the configuration otherwise)."""
+    """The grid, every config checked (ValueError naming the configuration otherwise), and
+    every swept search setting read by some experiment's search (`check_settings_read`)."""
     if not seeds:
         raise ValueError("need at least one seed")
     env = base.make_env()
     experiments = make_grid(base, params, seeds)
+    check_settings_read(params, experiments)
     checked = set()
     for e in experiments:
         if e.label not in checked:
@@ -255,6 +275,35 @@ def time_bound(groups: Sequence[Group]) -> str:
     if not budgets or not all(b > 0 for group in budgets for b in group):
         return ""
     return f"; at most {format_duration(60 * sum(max(b) for b in budgets))} of training"
+
+
+def clock_warning(groups: Sequence[Group], shards: int) -> str:
+    """A warning line where `--max-minutes` bounds experiments that do not all train in
+    one group (one vmapped program in one process), else ''.
+
+    An experiment's minutes are the wall clock of its compile group: every iteration
+    steps all of the group's experiments at once (finished ones too) and runs their
+    evaluations one after another, so an experiment of a larger group, or of a group on
+    slower devices, gets less training in the same minutes. Equal iterations are equal
+    positions and gradient steps wherever they run.
+
+    Args:
+      groups: the sweep's compile groups.
+      shards: N of `--shard I/N` (a group may be split between shards).
+
+    Returns:
+      The line, or ''.
+    """
+    timed = any(e.config.run.max_minutes > 0 for g in groups for e in g.experiments)
+    units = [unit for shard in split_shards(groups, shards) for unit in shard]
+    if not timed or len(units) < 2:
+        return ""
+    sizes = sorted({unit.size for unit in units})
+    shown = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}"
+    return (f"warning: --max-minutes is a wall clock each compile group shares, and this "
+            f"sweep trains in {len(units)} groups of {shown} experiments: how much "
+            "training an experiment gets in its minutes depends on its group and "
+            "devices, so compare configurations at equal --iterations (--max-minutes 0)")
 
 
 def run_sweep(
@@ -281,12 +330,14 @@ def run_sweep(
     runs = out_dir / RUNS_DIR
     run_dirs = {e.run_name: RunDir.open(runs / e.run_name)
                 for g in mine for e in g.experiments}
-    todo = [g for g in mine if not all(run_finished(run_dirs[e.run_name])
+    todo = [g for g in mine if not all(run_finished(run_dirs[e.run_name], e.config.run)
                                        for e in g.experiments)]
     skipped = sum(g.size for g in mine) - sum(g.size for g in todo)
     say(f"sweep: {len(experiments)} experiments in {len(groups)} compile groups; "
         f"shard {shard[0]}/{shard[1]}: {sum(g.size for g in mine)} experiments, "
         f"{skipped} already done, {len(todo)} groups to run{time_bound(todo)}")
+    if warning := clock_warning(groups, shard[1]):
+        say(warning)
     for number, group in enumerate(todo, 1):
         shown = "; ".join(dict.fromkeys(e.label for e in group.experiments))
         say(f"group {number}/{len(todo)} ({group.id}): {group.size} experiments as one "

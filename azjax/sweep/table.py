@@ -1,4 +1,11 @@
-"""The results of a sweep: per-run rows, a table of means with 95% t-intervals, CSVs."""
+"""The results of a sweep: per-run rows, a table per configuration, CSVs.
+
+Each metric gets the summary over seeds that fits it (`interval_kind`): a share or a 0/1
+flag (in [0, 1]) the mean with a 95% percentile-bootstrap interval, which stays inside
+[0, 1] and need not be symmetric; any other mean (a loss) a 95% Student-t interval; a
+time to perfect play, censored at the budget for a seed that never got there, no mean
+at all but how many seeds reached it and the median of those that did.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +16,69 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from azjax.evaluation.stats import mean_ci
+import numpy as np
+
+from azjax.evaluation.stats import bootstrap_ci, mean_ci
 from azjax.run import metric_schema as ms
 
 REACHED = "reached_perfect"
 TIME_METRICS = ("games_to_perfect", "iterations_to_perfect")
 """Censored metrics: a run that never gets there counts its budget and `reached_perfect=0`."""
+CENSORED, BOOTSTRAP, T_INTERVAL = "censored", "bootstrap", "t"
+"""How a metric is summarised over seeds (`interval_kind`)."""
+INTERVAL_TEXT = {
+    CENSORED: "median of the seeds that reached it, bar min-max\n"
+              "k/m: seeds that reached it; x: none did (at the budget)",
+    BOOTSTRAP: "mean, 95% percentile-bootstrap interval",
+    T_INTERVAL: "mean, 95% t-interval",
+}
+"""What each kind of summary shows, as the plots' panel titles say it."""
+
+
+def interval_kind(metric: str) -> str:
+    """How `metric` is summarised over seeds.
+
+    Args:
+      metric: a metric column ('games_to_perfect', 'net_optimal_share', 'loss', ...).
+
+    Returns:
+      CENSORED for a time to perfect play (`TIME_METRICS`), BOOTSTRAP for a metric whose
+      unit in `azjax.run.metric_schema` is a share or a 0/1 flag (bounded in [0, 1]),
+      T_INTERVAL for anything else.
+    """
+    if metric in TIME_METRICS:
+        return CENSORED
+    if ms.is_known(metric) and ms.metric(metric).unit in (ms.SHARE, ms.FLAG):
+        return BOOTSTRAP
+    return T_INTERVAL
+
+
+def reached_values(values: Sequence[float], reached: Sequence[bool]) -> list[float]:
+    """The values of the seeds that reached perfect play, in order.
+
+    Args:
+      values: a censored metric per seed (the budget where it was not reached).
+      reached: per seed, whether it reached perfect play.
+
+    Returns:
+      The values whose seed reached it.
+    """
+    return [v for v, r in zip(values, reached) if r]
+
+
+def censored_summary(values: Sequence[float], reached: Sequence[bool]
+                     ) -> tuple[int, float]:
+    """(k, median): how many seeds reached perfect play and the median of their values.
+
+    Args:
+      values: a censored metric per seed.
+      reached: per seed, whether it reached perfect play.
+
+    Returns:
+      The count and the median of the reached seeds' values (nan when none did).
+    """
+    got = reached_values(values, reached)
+    return len(got), float(np.median(got)) if got else math.nan
 
 
 def better(metric: str) -> str:
@@ -33,11 +97,11 @@ def better(metric: str) -> str:
 
 
 def best_config(table: Sequence[dict[str, Any]], metric: str) -> dict[str, Any] | None:
-    """The configuration of `table` (`results_table`) with the best mean of `metric`.
+    """The configuration of `table` (`results_table`) with the best value of `metric`.
 
-    A time to perfect play counts the budget for a seed that never got there, so there
-    the configuration where the most seeds got there wins, and the mean decides among
-    equals.
+    A time to perfect play is censored for a seed that never got there, so there the
+    configuration where the most seeds (as a share of its seeds) got there wins, and
+    the lower median of those seeds decides among equals; elsewhere the best mean.
 
     Args:
       table: rows of `results_table`.
@@ -45,15 +109,17 @@ def best_config(table: Sequence[dict[str, Any]], metric: str) -> dict[str, Any] 
 
     Returns:
       The best row (the first of equals), or None where the metric has no better
-      direction or no row has a mean of it.
+      direction, no row has a mean of it or, for a time, no seed of any row got there.
     """
-    rows = [r for r in table if not math.isnan(r.get(f"{metric}_mean", math.nan))]
-    if not rows or better(metric) == ms.NONE:
+    if better(metric) == ms.NONE:
         return None
-    if metric in TIME_METRICS:
-        return min(rows, key=lambda r: (-r.get(REACHED, r["seeds"]) / r["seeds"],
-                                        r[f"{metric}_mean"]))
-    return ms.best(rows, metric, lambda r: r[f"{metric}_mean"])
+    if interval_kind(metric) == CENSORED:
+        rows = [r for r in table if r.get(REACHED, 0) > 0
+                and not math.isnan(r.get(f"{metric}_median", math.nan))]
+        return min(rows, key=lambda r: (-r[REACHED] / r["seeds"], r[f"{metric}_median"]),
+                   default=None)
+    rows = [r for r in table if not math.isnan(r.get(f"{metric}_mean", math.nan))]
+    return ms.best(rows, metric, lambda r: r[f"{metric}_mean"]) if rows else None
 
 
 def param_columns(header: Sequence[str]) -> list[str]:
@@ -68,10 +134,41 @@ def _sort_key(text: str):
         return (1, 0.0, text)
 
 
+def summarise(metric: str, members: Sequence[dict[str, str]]) -> dict[str, float]:
+    """One metric of one configuration over its seeds, as `interval_kind` says.
+
+    Args:
+      metric: the metric column.
+      members: the configuration's per-seed rows (a censored metric needs their
+        `reached_perfect`).
+
+    Returns:
+      For a censored metric `<metric>_median` (of the seeds that reached perfect play;
+      nan when none did); else `<metric>_mean`, `<metric>_ci_low` and `<metric>_ci_high`
+      (bootstrap or t; nan bounds for one seed).
+    """
+    values = [float(m[metric]) for m in members]
+    kind = interval_kind(metric)
+    if kind == CENSORED:
+        _, median = censored_summary(values, [int(m[REACHED]) > 0 for m in members])
+        return {f"{metric}_median": median}
+    mean, low, high = bootstrap_ci(values) if kind == BOOTSTRAP else mean_ci(values)
+    return {f"{metric}_mean": mean, f"{metric}_ci_low": low, f"{metric}_ci_high": high}
+
+
 def results_table(rows: Sequence[dict[str, str]], params: Sequence[str],
                   metrics: Sequence[str]) -> list[dict[str, Any]]:
-    """One row per configuration: its settings, the seed count and, per metric, the mean
-    and the 95% t-interval over seeds (plus how many seeds reached perfect play)."""
+    """One row per configuration: its settings, the seed count, how many seeds reached
+    perfect play (where the rows say) and each metric summarised by `summarise`.
+
+    Args:
+      rows: per-seed rows (seeds.csv's, as text).
+      params: the swept settings' columns.
+      metrics: the metric columns to summarise.
+
+    Returns:
+      The rows, sorted by the settings' values.
+    """
     by_config: dict[str, list[dict[str, str]]] = {}
     for row in rows:
         by_config.setdefault(row["config"], []).append(row)
@@ -83,12 +180,8 @@ def results_table(rows: Sequence[dict[str, str]], params: Sequence[str],
         if REACHED in members[0]:
             out[REACHED] = sum(int(m[REACHED]) for m in members)
         for metric in metrics:
-            if metric not in members[0]:
-                continue
-            mean, low, high = mean_ci([float(m[metric]) for m in members])
-            out[f"{metric}_mean"], out[f"{metric}_ci_low"], out[f"{metric}_ci_high"] = (
-                mean, low, high
-            )
+            if metric in members[0]:
+                out.update(summarise(metric, members))
         table.append(out)
     table.sort(key=lambda r: [_sort_key(r[p]) for p in params])
     return table
@@ -112,11 +205,43 @@ def _number(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _cell(row: dict[str, Any], metric: str) -> str:
+    """One metric of one configuration as the Markdown table shows it."""
+    kind = interval_kind(metric)
+    if kind == CENSORED:
+        text = f"{row[REACHED]}/{row['seeds']}"
+        median = row[f"{metric}_median"]
+        return text if math.isnan(median) else f"{text}, median {_number(median)}"
+    mean, low, high = (row[f"{metric}_{part}"] for part in ("mean", "ci_low", "ci_high"))
+    if kind == BOOTSTRAP:  # in percent, two decimals; the interval need not be symmetric
+        text = f"{100 * mean:.2f}%"
+        return text if math.isnan(high) else f"{text} [{100 * low:.2f}, {100 * high:.2f}]"
+    text = _number(mean)
+    return text if math.isnan(high) else f"{text} ± {_number(high - mean)}"
+
+
 def markdown_table(table: Sequence[dict[str, Any]], params: Sequence[str],
                    metrics: Sequence[str]) -> str:
-    """The results table as Markdown: mean +- 95% CI half-width per metric; shares in %;
-    a time to perfect play is marked '>=' when some seed never got there (censored)."""
-    metrics = [m for m in metrics if table and f"{m}_mean" in table[0]]
+    """The results table as Markdown, each metric as `interval_kind` summarises it.
+
+    A share or flag is its mean in percent with its bootstrap interval, '99.45% [98.20,
+    100.00]'; another mean '0.52 ± 0.03' (the t-interval's half-width); a time to perfect
+    play 'k/m, median X' (k of the m seeds reached it, X the median of those k), or
+    'k/m' alone where none did.
+
+    Args:
+      table: rows of `results_table`.
+      params: the swept settings' columns.
+      metrics: the metric columns to show (those the table has).
+
+    Returns:
+      The Markdown text.
+    """
+    def has(metric: str) -> bool:
+        key = "median" if interval_kind(metric) == CENSORED else "mean"
+        return bool(table) and f"{metric}_{key}" in table[0]
+
+    metrics = [m for m in metrics if has(m)]
     head = [p.split(".")[-1] for p in params] + ["seeds"]
     if table and REACHED in table[0]:
         head.append("perfect")
@@ -126,19 +251,6 @@ def markdown_table(table: Sequence[dict[str, Any]], params: Sequence[str],
         cells = [row[p] for p in params] + [str(row["seeds"])]
         if REACHED in row:
             cells.append(f"{row[REACHED]}/{row['seeds']}")
-        for m in metrics:
-            mean, high = row[f"{m}_mean"], row[f"{m}_ci_high"]
-            if m not in TIME_METRICS and ms.is_known(m) and ms.metric(m).unit == ms.SHARE:
-                # in percent, two decimals
-                text = f"{100 * mean:.2f}%"
-                if not math.isnan(high):
-                    text += f" ± {100 * (high - mean):.2f}"
-            else:
-                text = _number(mean)
-                if not math.isnan(high):
-                    text += f" ± {_number(high - mean)}"
-            if m in TIME_METRICS and row.get(REACHED, row["seeds"]) < row["seeds"]:
-                text = "≥ " + text
-            cells.append(text)
+        cells += [_cell(row, m) for m in metrics]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -1,0 +1,211 @@
+"""The summaries of a sweep's table and plot, each fitting its metric: a share's mean with
+a percentile-bootstrap interval that stays in [0, 1], another mean with a t-interval, a
+time to perfect play (censored at the budget) as seeds reached and their median."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from azjax.evaluation.stats import bootstrap_ci, mean_ci, normal_quantile, wilson_interval
+from azjax.sweep import plots
+from azjax.sweep.table import (
+    BOOTSTRAP,
+    CENSORED,
+    INTERVAL_TEXT,
+    T_INTERVAL,
+    best_config,
+    censored_summary,
+    interval_kind,
+    markdown_table,
+    results_table,
+    write_csv,
+)
+
+# ------------------------------------------------------------------------ intervals
+
+
+def test_bootstrap_interval_of_all_successes_and_all_failures_is_a_point():
+    assert bootstrap_ci([1.0, 1.0, 1.0]) == (1.0, 1.0, 1.0)
+    assert bootstrap_ci([0.0, 0.0, 0.0, 0.0]) == (0.0, 0.0, 0.0)
+
+
+def test_bootstrap_interval_known_cases():
+    # Two values: the resampled means are a, (a + b) / 2, b with chances 1/4, 1/2, 1/4,
+    # so the 2.5% and 97.5% quantiles are a and b.
+    assert bootstrap_ci([0.2, 0.8]) == pytest.approx((0.5, 0.2, 0.8))
+    # 0, 0, 1, 1, 1: a resample of no 1 has chance 0.4^5 = 1.0% (< 2.5%), of at most one
+    # 8.7%, so the low end is a mean of 0.2; all 1s have chance 0.6^5 = 7.8% (> 2.5%).
+    assert bootstrap_ci([0.0, 0.0, 1.0, 1.0, 1.0]) == pytest.approx((0.6, 0.2, 1.0))
+    one = bootstrap_ci([0.7])
+    assert one[0] == 0.7 and math.isnan(one[1]) and math.isnan(one[2])
+    assert all(math.isnan(x) for x in bootstrap_ci([]))
+    values = [0.31, 0.97, 0.52, 0.64, 0.13, 0.88]
+    assert bootstrap_ci(values, resamples=40) == bootstrap_ci(values, resamples=40)
+    assert bootstrap_ci(values, resamples=40, seed=1) != bootstrap_ci(values, resamples=40,
+                                                                      seed=2)
+    with pytest.raises(ValueError, match="confidence level"):
+        bootstrap_ci(values, level=1.0)
+
+
+def test_bootstrap_interval_of_shares_never_leaves_the_unit_interval():
+    # Where a t-interval over three seeds passes 100% (and 0%), the bootstrap stays inside.
+    mean, low, high = mean_ci([0.0, 1.0, 1.0])
+    assert high > 1.0 and low < 0.0
+    assert bootstrap_ci([0.0, 1.0, 1.0]) == pytest.approx((2 / 3, 0.0, 1.0))
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        shares = rng.choice([0.0, 0.5, 0.9, 0.99, 1.0], size=int(rng.integers(2, 6)))
+        mean, low, high = bootstrap_ci(shares)
+        assert 0.0 <= low <= mean <= high <= 1.0
+        assert low >= min(shares) - 1e-12 and high <= max(shares) + 1e-12
+
+
+def test_wilson_interval_at_none_and_all_of_n():
+    z2 = normal_quantile(0.95) ** 2
+    low, high = wilson_interval(0.0, 10)
+    assert low == pytest.approx(0.0, abs=1e-12) and high == pytest.approx(0.2775, abs=5e-5)
+    assert high == pytest.approx(z2 / (10 + z2))  # the closed form at 0 of n
+    low, high = wilson_interval(1.0, 10)
+    assert low == pytest.approx(0.7225, abs=5e-5) and high == 1.0
+    assert low == pytest.approx(10 / (10 + z2))
+
+
+# ------------------------------------------------------------------------ the table
+
+
+def test_each_metric_gets_the_summary_its_unit_allows():
+    assert interval_kind("games_to_perfect") == CENSORED
+    assert interval_kind("iterations_to_perfect") == CENSORED
+    for share in ("net_optimal_share", "net_move_accuracy", "search_result_kept",
+                  "net_value_accuracy", "vs random", "net_vs_random", "gate_score"):
+        assert interval_kind(share) == BOOTSTRAP, share
+    assert interval_kind("net_unbeatable") == BOOTSTRAP  # a 0/1 flag: its mean is a share
+    for other in ("loss", "policy_loss", "margin vs gnugo:1", "not_a_metric"):
+        assert interval_kind(other) == T_INTERVAL, other
+
+
+def rows_of(values: dict[str, list[tuple[int, float]]], metric: str) -> list[dict[str, str]]:
+    """Per-seed rows: config -> [(reached, value), ...]."""
+    return [{"config": c, "x": c, "seed": str(s), "reached_perfect": str(r), metric: str(v)}
+            for c, seeds in values.items() for s, (r, v) in enumerate(seeds)]
+
+
+def test_shares_show_their_bootstrap_interval_in_brackets():
+    rows = rows_of({"1": [(1, 1.0)] * 3, "2": [(0, 0.0)] * 3,
+                    "3": [(1, 0.0), (1, 1.0), (1, 1.0)]}, "net_optimal_share")
+    table = results_table(rows, ["x"], ["net_optimal_share"])
+    got = [tuple(t[f"net_optimal_share_{k}"] for k in ("mean", "ci_low", "ci_high"))
+           for t in table]
+    assert got == pytest.approx([(1.0, 1.0, 1.0), (0.0, 0.0, 0.0), (2 / 3, 0.0, 1.0)])
+    text = markdown_table(table, ["x"], ["net_optimal_share"])
+    assert "| 1 | 3 | 3/3 | 100.00% [100.00, 100.00] |" in text
+    assert "| 2 | 3 | 0/3 | 0.00% [0.00, 0.00] |" in text
+    assert "| 3 | 3 | 3/3 | 66.67% [0.00, 100.00] |" in text
+    assert "±" not in text
+
+
+def test_an_unbounded_mean_keeps_its_t_interval():
+    rows = [{"config": "a", "x": "1", "seed": str(s), "loss": str(v)}
+            for s, v in enumerate([1.0, 2.0, 3.0])]
+    table = results_table(rows, ["x"], ["loss"])
+    half = 4.303 / math.sqrt(3)  # t(0.975, 2) x stdev 1 / sqrt(3)
+    assert table[0]["loss_mean"] == 2.0
+    assert table[0]["loss_ci_high"] - 2.0 == pytest.approx(half, abs=1e-3)
+    assert "| 1 | 3 | 2 ± 2.48 |" in markdown_table(table, ["x"], ["loss"])
+
+
+CENSORED_ROWS = {
+    "1": [(1, 10.0), (1, 30.0), (1, 20.0)],   # all reached: median 20
+    "2": [(1, 10.0), (1, 40.0), (0, 100.0)],  # 2 of 3: median of 10 and 40, not the 100
+    "3": [(0, 100.0), (0, 100.0), (0, 90.0)],  # none
+}
+
+
+def test_censored_times_are_seeds_reached_and_their_median():
+    assert censored_summary([10, 40, 100], [True, True, False]) == (2, 25.0)
+    count, median = censored_summary([100, 90], [False, False])
+    assert count == 0 and math.isnan(median)
+    table = results_table(rows_of(CENSORED_ROWS, "games_to_perfect"), ["x"],
+                          ["games_to_perfect"])
+    assert [t["reached_perfect"] for t in table] == [3, 2, 0]
+    assert [t["games_to_perfect_median"] for t in table][:2] == [20.0, 25.0]
+    assert math.isnan(table[2]["games_to_perfect_median"])
+    assert not any(k.startswith("games_to_perfect_") and k != "games_to_perfect_median"
+                   for t in table for k in t)  # no mean, no interval
+    text = markdown_table(table, ["x"], ["games_to_perfect"])
+    assert "| 1 | 3 | 3/3 | 3/3, median 20 |" in text
+    assert "| 2 | 3 | 2/3 | 2/3, median 25 |" in text
+    assert "| 3 | 3 | 0/3 | 0/3 |" in text
+    assert "±" not in text and "≥" not in text
+
+
+def test_results_csv_of_a_censored_metric_has_no_interval(tmp_path: Path):
+    table = results_table(rows_of(CENSORED_ROWS, "iterations_to_perfect"), ["x"],
+                          ["iterations_to_perfect"])
+    write_csv(tmp_path / "results.csv", table)
+    text = (tmp_path / "results.csv").read_text()
+    assert "±" not in text
+    rows = list(csv.DictReader(text.splitlines()))
+    assert list(rows[0]) == ["config", "x", "seeds", "reached_perfect",
+                             "iterations_to_perfect_median"]
+    assert [(r["reached_perfect"], r["iterations_to_perfect_median"]) for r in rows] == [
+        ("3", "20.0"), ("2", "25.0"), ("0", "nan")]
+
+
+def test_the_best_time_is_the_most_seeds_reaching_then_the_lower_median():
+    values = {"1": [(1, 50.0), (1, 70.0)],   # 2/2, median 60
+              "2": [(1, 20.0), (0, 30.0)],   # fastest seed, but 1/2
+              "3": [(1, 90.0), (1, 40.0)],   # 2/2, median 65
+              "4": [(0, 99.0), (0, 99.0)]}   # 0/2
+    table = results_table(rows_of(values, "games_to_perfect"), ["x"], ["games_to_perfect"])
+    assert best_config(table, "games_to_perfect")["config"] == "1"
+    none = results_table(rows_of({"4": values["4"]}, "games_to_perfect"), ["x"],
+                         ["games_to_perfect"])
+    assert best_config(none, "games_to_perfect") is None
+
+
+# ------------------------------------------------------------------------- the plot
+
+
+@pytest.fixture
+def drawn(monkeypatch, tmp_path):
+    """plot_sweep's figure, kept instead of drawn to a file."""
+    figures = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: figures.append(self))
+
+    def draw(rows, metrics):
+        plots.plot_sweep(rows, ["x"], metrics, tmp_path / "sweep.png", title="t")
+        return figures[-1].axes
+    return draw
+
+
+def test_plot_shows_the_median_of_reached_seeds_and_k_of_m(drawn):
+    rows = rows_of(CENSORED_ROWS, "games_to_perfect")
+    ax, = drawn(rows, ["games_to_perfect"])
+    assert ax.get_title() == INTERVAL_TEXT[CENSORED]
+    line = ax.lines[0]  # the errorbar's line: the reached configurations only
+    assert list(line.get_xdata()) == [1.0, 2.0] and list(line.get_ydata()) == [20.0, 25.0]
+    # Its bar: min-max of the reached seeds (10-30 and 10-40), not a symmetric interval.
+    segments = ax.collections[0].get_segments()
+    assert [tuple(s[:, 1]) for s in segments] == [(10.0, 30.0), (10.0, 40.0)]
+    labels = {t.get_text(): t.xy for t in ax.texts}
+    assert labels == {"2/3": (2.0, 25.0), "0/3": (3.0, 100.0)}  # 0/3 at the budget
+
+
+def test_plot_of_a_share_keeps_its_interval_in_the_unit_range(drawn):
+    rows = rows_of({"1": [(1, 0.0), (1, 1.0), (1, 1.0)], "2": [(1, 1.0)] * 3},
+                   "net_optimal_share")
+    ax, = drawn(rows, ["net_optimal_share"])
+    assert ax.get_title() == INTERVAL_TEXT[BOOTSTRAP]
+    ends = [y for s in ax.collections[0].get_segments() for y in s[:, 1]]
+    assert min(ends) == pytest.approx(0.0) and max(ends) == pytest.approx(1.0)
+    loss = [{**r, "loss": str(r["net_optimal_share"])} for r in rows]
+    ax, = drawn(loss, ["loss"])
+    assert ax.get_title() == INTERVAL_TEXT[T_INTERVAL]
+    assert max(y for s in ax.collections[0].get_segments() for y in s[:, 1]) > 1.0
