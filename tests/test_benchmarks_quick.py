@@ -6,7 +6,8 @@ checked: benchmarks measure speed, tests check behaviour.
 
 The scripts are found by globbing benchmarks/*.py (helpers start with '_'), so a new
 script fails here until it has a quick mode and a case in `CASES`. gpu_report.py's
-quick mode runs in tests/test_gpu_report.py, which checks its sections' figures.
+quick mode runs in tests/test_gpu_report.py, which checks its sections' figures, and
+gumbel_few_simulations.py's in tests/test_gumbel_experiment.py, which checks its files.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
-ELSEWHERE = {"gpu_report.py": "test_gpu_report.py"}
+ELSEWHERE = {"gpu_report.py": "test_gpu_report.py",
+             "gumbel_few_simulations.py": "test_gumbel_experiment.py"}
 """Scripts whose quick mode another test file runs."""
 
 # Slow: runs every benchmark script end to end, each compiling its own programs.
