@@ -13,14 +13,13 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from azjax.evaluation.stats import bootstrap_ci, mean_ci
 from azjax.sweep.table import (
-    BOOTSTRAP,
     CENSORED,
     INTERVAL_TEXT,
     REACHED,
     censored_summary,
     interval_kind,
+    mean_interval,
     reached_values,
 )
 
@@ -61,7 +60,7 @@ def _point(metric: str, members: Sequence[dict[str, str]]
             return None
         count, median = censored_summary(values, reached)
         return median, median - min(got), max(got) - median, count
-    mean, low, high = bootstrap_ci(values) if kind == BOOTSTRAP else mean_ci(values)
+    mean, low, high = mean_interval(metric, values)
     if math.isnan(low):  # one seed: no interval
         return mean, 0.0, 0.0, len(values)
     return mean, mean - low, high - mean, len(values)

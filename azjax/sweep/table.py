@@ -81,6 +81,20 @@ def censored_summary(values: Sequence[float], reached: Sequence[bool]
     return len(got), float(np.median(got)) if got else math.nan
 
 
+def mean_interval(metric: str, values: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, low, high) of a metric that is not censored, over seeds: the bootstrap
+    interval for a share or flag, the t-interval for another mean (`interval_kind`).
+
+    Args:
+      metric: the metric column.
+      values: its value per seed.
+
+    Returns:
+      The mean and the 95% interval's bounds (nan bounds for one seed).
+    """
+    return bootstrap_ci(values) if interval_kind(metric) == BOOTSTRAP else mean_ci(values)
+
+
 def better(metric: str) -> str:
     """Which way a column of the table is better: a time to perfect play lower, a
     metric of the runs' records as `azjax.run.metric_schema` says (NONE for others).
@@ -152,7 +166,7 @@ def summarise(metric: str, members: Sequence[dict[str, str]]) -> dict[str, float
     if kind == CENSORED:
         _, median = censored_summary(values, [int(m[REACHED]) > 0 for m in members])
         return {f"{metric}_median": median}
-    mean, low, high = bootstrap_ci(values) if kind == BOOTSTRAP else mean_ci(values)
+    mean, low, high = mean_interval(metric, values)
     return {f"{metric}_mean": mean, f"{metric}_ci_low": low, f"{metric}_ci_high": high}
 
 
