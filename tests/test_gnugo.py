@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -264,6 +266,81 @@ def test_a_move_cut_short_by_an_interrupt_restarts_its_engine(monkeypatch):
         move_of(player, states)
     assert move_of(player, states) == "G9"
     assert player.stats["restarts"] == 1
+
+
+def running(pid: int) -> bool:
+    """Whether the process `pid` exists (running, or ended but not yet waited for)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def recorded_pids(monkeypatch) -> list[int]:
+    """The pids of the processes started from now on (in the test: `monkeypatch`)."""
+    pids, popen = [], subprocess.Popen
+
+    def started(*args, **kwargs):
+        process = popen(*args, **kwargs)
+        pids.append(process.pid)
+        return process
+
+    monkeypatch.setattr(gtp_client.subprocess, "Popen", started)
+    return pids
+
+
+def interrupt(*args, **kwargs):
+    """Stands for a Ctrl-C arriving in the code it replaces."""
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("where, seed", [("readers", 7), ("boardsize", 8)])
+def test_an_interrupt_while_an_engine_starts_leaves_no_process(monkeypatch, where, seed):
+    """Ctrl-C once GNU Go's process exists: while its output's readers start, or while
+    it answers its first command. The process is gone (GNU Go runs in a session of its
+    own: the terminal's Ctrl-C never reaches it), and the pool starts a new one."""
+    states = position(RACE)
+    player = gnugo_player(GO9, 0, processes=1, seed=seed)  # a pool of its own
+    pids = recorded_pids(monkeypatch)
+    if where == "readers":
+        start = threading.Thread.start
+        monkeypatch.setattr(threading.Thread, "start", lambda thread: (
+            interrupt() if getattr(thread, "_target", None) is GtpProcess._read
+            else start(thread)))
+    else:
+        send = GtpProcess.send
+        monkeypatch.setattr(GtpProcess, "send", lambda self, command: (
+            interrupt() if command.startswith("boardsize") else send(self, command)))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            move_of(player, states)
+        assert len(pids) == 1
+        assert not running(pids[0])
+    finally:
+        for pid in pids:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+    key = next(k for k in gnugo._POOLS if k[1:4] == (0, seed, 9))
+    assert gnugo._POOLS[key] == [None]  # nothing half-started is kept
+    monkeypatch.undo()
+    assert move_of(player, states) == "G9"
+    assert gnugo._POOLS[key][0].alive
+
+
+def test_an_interrupt_while_an_engine_closes_kills_it(monkeypatch):
+    """Ctrl-C before the engine was asked to quit: it is killed, not left running."""
+    engine = GtpProcess(gnugo_command(0))
+    pid = engine._process.pid
+    try:
+        assert engine.send("boardsize 9") == ""
+        monkeypatch.setattr(GtpProcess, "_write", interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            engine.close()
+        assert not running(pid)
+    finally:
+        if running(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_an_interrupted_batch_ends_its_threads_after_their_moves(monkeypatch):

@@ -31,7 +31,8 @@ CPU core, and at most one per game to move), driven from one thread each over a 
 the batch, restarted when one has died, and closed at interpreter exit. Each runs in a
 session of its own: a terminal's Ctrl-C reaches only azjax, whose stop at it (a
 KeyboardInterrupt) ends each thread after the move it plays; a move cut short marks its
-process for a restart.
+process for a restart, and a start cut short kills its process (it would not see the
+Ctrl-C).
 
 GNU Go is found by `azjax.go.gtp_client.find_gnugo` (`$AZJAX_GNUGO`, else PATH, then
 /usr/games) when the player is made: a missing GNU Go raises `GnuGoMissing` (a
@@ -173,11 +174,15 @@ def _slot_lock(key: tuple, slot: int) -> threading.Lock:
         return _SLOT_LOCKS.setdefault((key, slot), threading.Lock())
 
 
-def _start(command: Sequence[str], size: int, timeout: float) -> GtpProcess:
+def _start(command: Sequence[str], size: int, timeout: float, pool: list,
+           slot: int) -> GtpProcess:
+    """A new GNU Go process, set to the board size and put in `pool[slot]`."""
     engine = GtpProcess(command, timeout, name="GNU Go")
     try:
         engine.send(f"boardsize {size}")
-    except Exception:
+        with _POOLS_LOCK:
+            pool[slot] = engine
+    except BaseException:  # Ctrl-C too: GNU Go's own session never gets it
         engine.broken = True  # killed, not asked to quit
         engine.close()
         raise
@@ -187,21 +192,22 @@ def _start(command: Sequence[str], size: int, timeout: float) -> GtpProcess:
 def _engine(key: tuple, slot: int, command: Sequence[str], size: int, timeout: float,
             restart: bool = False) -> tuple[GtpProcess, bool]:
     """The pool's process in `slot`, started if absent and restarted if it has died or
-    failed (or `restart`); and whether it was restarted."""
+    failed (or `restart`); and whether it was restarted. A process is in its slot from
+    its first answer until it is closed, so that `close_all` finds it should anything
+    (Ctrl-C) cut this short; the slot is empty in between."""
     with _POOLS_LOCK:
         pool = _POOLS.setdefault(key, [])
         pool.extend([None] * (slot + 1 - len(pool)))
         engine = pool[slot]
-        pool[slot] = None  # until it is known to work
     restarted = engine is not None and (restart or engine.broken or not engine.alive)
-    if engine is None or restarted:
-        if engine is not None:
-            engine.broken = engine.broken or restart
-            engine.close()
-        engine = _start(command, size, timeout)
-    with _POOLS_LOCK:
-        pool[slot] = engine
-    return engine, restarted
+    if engine is not None and not restarted:
+        return engine, False
+    if engine is not None:
+        engine.broken = engine.broken or restart
+        engine.close()
+        with _POOLS_LOCK:
+            pool[slot] = None
+    return _start(command, size, timeout, pool, slot), restarted
 
 
 def close_all() -> None:

@@ -8,9 +8,10 @@
 A reply `= text` returns `text`; a reply `? message` raises `GtpError(message)`; an engine
 that exits (its exit status or signal is named), closes its output, stays silent past
 `timeout` or answers what is not a GTP reply raises `EngineDied` with the tail of its
-stderr, and is killed rather than asked to quit when closed. GNU Go is found by
-`find_gnugo` (`$AZJAX_GNUGO` if set, else PATH, then Debian's `/usr/games`), which says
-how to install it when it is missing.
+stderr, and is killed rather than asked to quit when closed. An engine whose start or
+close is cut short (Ctrl-C) is killed: it runs in a session of its own, which the
+terminal's Ctrl-C does not reach. GNU Go is found by `find_gnugo` (`$AZJAX_GNUGO` if set,
+else PATH, then Debian's `/usr/games`), which says how to install it when it is missing.
 """
 
 from __future__ import annotations
@@ -133,12 +134,16 @@ class GtpProcess:
                 stderr=subprocess.PIPE, text=True, bufsize=1, start_new_session=True)
         except OSError as err:
             raise EngineDied(f"cannot start {self.command[0]!r}: {err.strerror or err}") from None
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        self._stderr: list[str] = []
-        threading.Thread(target=self._read, args=(self._process.stdout, self._lines.put),
-                         daemon=True).start()
-        threading.Thread(target=self._read, args=(self._process.stderr, self._keep_stderr),
-                         daemon=True).start()
+        try:
+            self._lines: queue.Queue[str | None] = queue.Queue()
+            self._stderr: list[str] = []
+            threading.Thread(target=self._read, args=(self._process.stdout, self._lines.put),
+                             daemon=True).start()
+            threading.Thread(target=self._read, args=(self._process.stderr,
+                                                      self._keep_stderr), daemon=True).start()
+        except BaseException:  # Ctrl-C too: the engine's own session never gets it
+            self._kill()
+            raise
 
     @staticmethod
     def _read(stream, put) -> None:
@@ -254,18 +259,9 @@ class GtpProcess:
         """Whether the process is still running."""
         return self._process.poll() is None
 
-    def close(self) -> None:
-        """Asks the engine to quit; kills it if it has not exited after a few seconds, or
-        at once if it is `broken`."""
-        if self.alive and not self.broken:
-            try:
-                self._write(["quit"])
-                self._reply("quit")
-            except (EngineDied, GtpError):
-                pass
-        try:
-            self._process.wait(timeout=0 if self.broken else 5)
-        except subprocess.TimeoutExpired:
+    def _kill(self) -> None:
+        """Kills the process (if it still runs), waits for it and closes its pipes."""
+        if self._process.poll() is None:
             self._process.kill()
             self._process.wait()
         for stream in (self._process.stdin, self._process.stdout, self._process.stderr):
@@ -273,6 +269,23 @@ class GtpProcess:
                 stream.close()
             except OSError:
                 pass
+
+    def close(self) -> None:
+        """Asks the engine to quit; kills it if it has not exited after a few seconds, at
+        once if it is `broken`, and whatever cuts the close short (Ctrl-C)."""
+        try:
+            if self.alive and not self.broken:
+                try:
+                    self._write(["quit"])
+                    self._reply("quit")
+                except (EngineDied, GtpError):
+                    pass
+            try:
+                self._process.wait(timeout=0 if self.broken else 5)
+            except subprocess.TimeoutExpired:
+                pass
+        finally:
+            self._kill()
 
     def __enter__(self) -> "GtpProcess":
         return self
