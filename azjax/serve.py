@@ -16,7 +16,8 @@ to a small JSON API on the standard library's HTTP server:
 Each answers with the game as `azjax.run.web_games.GameTable` describes it, or with
 status 4xx and `{"error": "..."}` for a request it refuses (unknown game, stale page,
 illegal move, malformed JSON, a body over 16 KiB). The server listens on 127.0.0.1
-unless `--host` says otherwise.
+unless `--host` says otherwise (an IPv6 address such as `::1` too: the page is then at
+http://[::1]:8765/).
 
 Only its own page may use it: a request whose Host is not the server's address, or
 whose Origin (when it has one) is not that address, gets status 403 and one line saying
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import http.server
 import ipaddress
 import json
@@ -217,8 +219,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             super().log_message(format, *args)
 
 
+def _is_ipv6(host: str) -> bool:
+    return _is_ip(host) and ipaddress.ip_address(host).version == 6
+
+
 class Server(http.server.ThreadingHTTPServer):
-    """The HTTP server of one `GameTable`; `url` is where the page is."""
+    """The HTTP server of one `GameTable`, on IPv6 for an IPv6 address (`::1`, `::`);
+    `url` is where the page is."""
 
     # server_close() waits for the requests in flight (each connection may idle 10 s at
     # most): a thread left inside JAX at interpreter exit can abort the process.
@@ -229,13 +236,22 @@ class Server(http.server.ThreadingHTTPServer):
         self.table = table
         self.page = page(table.env.name)
         self.quiet = quiet
-        super().__init__((host, port), Handler)
+        if _is_ipv6(host):
+            self.address_family = socket.AF_INET6
+        try:
+            super().__init__((host, port), Handler)
+        except OSError as err:
+            if err.errno in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL) and _is_ipv6(host):
+                raise OSError(err.errno, f"cannot listen on {host}: this machine has no "
+                              f"IPv6 there ({err.strerror}); use --host 127.0.0.1") from None
+            raise
         self.address = OwnAddress.of(host, self.server_address[1])
 
     @property
     def url(self) -> str:
+        """The page's address: `http://HOST:PORT/`, an IPv6 HOST in brackets."""
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}/"
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
 
 
 @one_line_errors

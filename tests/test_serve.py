@@ -6,15 +6,18 @@ requests, and the command line. Games are checked against plain-Python tic-tac-t
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import http.client
 import json
+import os
 import random
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import urllib.parse
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -378,6 +381,64 @@ def test_command_line_errors_are_one_line(tmp_path, monkeypatch):
             assert done.returncode == 2, done.stderr
             err = done.stderr
             assert err.count("\n") == 1 and err.startswith("error: ") and message in err
+
+
+def has_ipv6_loopback() -> bool:
+    """Whether this machine can listen on ::1."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+def assert_ipv6_refused_in_one_line(tmp_path: Path) -> None:
+    """`--host ::1` on a machine without IPv6 there: exit status 2 and one line saying so."""
+    agent().export(tmp_path / "ttt.azjax")
+    done = command(serve_main, ["--agent", str(tmp_path / "ttt.azjax"), "--host", "::1",
+                                "--port", "0"])
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(
+        "error: cannot listen on ::1: this machine has no IPv6 there"), done.stderr
+
+
+def test_the_server_serves_on_ipv6_loopback(tmp_path):
+    """`--host ::1`: the page and the API over IPv6, at the URL the server names (the
+    address in brackets); where this machine has no IPv6 loopback, one line refusing it."""
+    if not has_ipv6_loopback():
+        assert_ipv6_refused_in_one_line(tmp_path)
+        return
+    srv = Server(GameTable(agent(), seed=5), host="::1", port=0, quiet=True)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = srv.server_address[1]
+        assert srv.url == f"http://[::1]:{port}/"
+        url = urllib.parse.urlsplit(srv.url)  # a port after an unbracketed ::1 is lost
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=20)
+        connection.request("GET", url.path)
+        response = connection.getresponse()
+        assert response.status == 200
+        assert "Play tictactoe against the agent" in response.read().decode()
+        connection.close()
+        status, view = post(srv, "/api/new", '{"side": "second"}')
+        assert status == 200 and len(view["moves"]) == 1
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_ipv6_where_the_machine_has_none_is_one_line(tmp_path, monkeypatch):
+    real = socket.socket
+
+    def without_ipv6(family=socket.AF_INET, *args, **kwargs):
+        if family == socket.AF_INET6:
+            raise OSError(errno.EAFNOSUPPORT, os.strerror(errno.EAFNOSUPPORT))
+        return real(family, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "socket", without_ipv6)
+    assert_ipv6_refused_in_one_line(tmp_path)
 
 
 def test_the_command_on_a_taken_port_is_one_line(tmp_path):
