@@ -52,6 +52,8 @@ class Env(abc.ABC):
       (default: the identity alone);
     * `ground_truth`: positions with known right moves, which the training-time evaluator
       scores on (default: none, so training reports the score against random play);
+    * `metric_kinds`: the unit and direction of the figures of the game's own that its
+      evaluation reports (default: none, so they are shown as plain numbers);
     * `solver`: exact right moves, for the `solver` player (default: none);
     * `heuristic`, `line_length`: alpha-beta's evaluation of live positions (default:
       zero) and the k of a k-in-a-row game (for the `lines` evaluation).
@@ -325,6 +327,23 @@ class Env(abc.ABC):
           An `envs.ground_truth.GroundTruthSource`, or None.
         """
         return None
+
+    def metric_kinds(self) -> dict[str, tuple[str, str]]:
+        """What the figures of the game's own are (those of its ground truth's
+        `check_actions`, say, which azjax's metric schema does not know): name -> (unit,
+        better), for the keys `net_<name>` and `search_<name>` of a run's records.
+
+        unit: "share" (in [0, 1]: shown in percent, with a bootstrap interval over a
+        sweep's seeds), "0/1" (a verdict: the same) or another ("points", "" for none: a
+        t-interval); better: "higher", "lower" or "none". A figure declared neither here
+        nor by the schema is shown as a plain number: no interval, no best configuration.
+        The share of right moves a ground truth names (`GroundTruthSource.metric`, and its
+        subsets) needs no declaration. Default: none.
+
+        Returns:
+          A dict, e.g. `{"regret": ("", "lower")}`.
+        """
+        return {}
 
     def solver(self) -> "Callable[[State], chex.Array] | None":
         """Exact play: a function from one live state to its right moves (bool [A],

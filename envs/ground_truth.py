@@ -29,7 +29,7 @@ class GroundTruth:
       check_actions: optional `check(actions [N]) -> {name: float}`, further figures on
         a whole table of chosen moves: verdicts (1.0 or 0.0, e.g. unbeatable from either
         seat; a complete ground truth's perfect play needs each to be 1) or shares (e.g.
-        moves that keep the result).
+        moves that keep the result), which the game declares (`Env.metric_kinds`).
     """
 
     states: State

@@ -22,6 +22,7 @@ from azjax.evaluation.alphabeta import default_eval, line_count_eval, zero_eval
 from azjax.evaluation.baselines import solver_player
 from azjax.evaluation.evaluators import PositionEvaluator, RandomOpponentEvaluator, make_evaluator
 from azjax.play import play_game
+from azjax.run import metric_schema as ms
 from azjax.run.checkpoint import RunDirError
 from envs import Env, GroundTruth, GroundTruthSource
 from envs.tictactoe import TicTacToe, states_from_boards
@@ -126,6 +127,40 @@ def test_the_hooks_reach_the_evaluator_the_solver_player_and_alphabeta():
     assert float(default_eval(env)(obs.at[1, 1, 0].set(True))) == 0.25
     with pytest.raises(ValueError, match="not an envs.GroundTruthSource"):
         make_evaluator(BadTruth())
+
+
+class Declaring(HookedTicTacToe):
+    """Declares a figure of its own, and (to no effect) its share of right moves."""
+
+    def metric_kinds(self):
+        return {"regret": ("", "lower"), "corner_share": ("points", "lower")}
+
+
+def test_a_games_declared_figures_reach_its_evaluator():
+    evaluator = make_evaluator(Declaring())
+    declared = evaluator.declared_metrics
+    assert (declared["net_regret"].unit, declared["search_regret"].better) == ("", ms.LOWER)
+    corner = declared["net_corner_share"]  # a share of right moves, whatever is declared
+    assert (corner.unit, corner.better) == (ms.SHARE, ms.HIGHER)
+    assert evaluator.summary_metrics == ("net_corner_share", "search_corner_share",
+                                         "net_regret", "search_regret")
+    assert make_evaluator(PlainTicTacToe()).declared_metrics == {}
+
+    class WithoutTruth(Declaring):
+        ground_truth = Env.ground_truth
+
+    against_random = make_evaluator(WithoutTruth())  # no share of right moves: as declared
+    assert against_random.declared_metrics["net_corner_share"].unit == "points"
+    assert against_random.summary_metrics == (
+        *RandomOpponentEvaluator.summary_metrics, "net_regret", "search_regret",
+        "net_corner_share", "search_corner_share")
+
+    class BadKinds(PlainTicTacToe):
+        def metric_kinds(self):
+            return {"regret": ("", "down")}
+
+    with pytest.raises(ValueError, match=r"plain_ttt.metric_kinds\(\): 'regret' must be"):
+        make_evaluator(BadKinds())
 
 
 def _agent(env):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +14,13 @@ import pytest
 from matplotlib.figure import Figure
 
 from azjax.evaluation.stats import bootstrap_ci, mean_ci, normal_quantile, wilson_interval
+from azjax.run import metric_schema as ms
 from azjax.sweep import plots
 from azjax.sweep.table import (
     BOOTSTRAP,
     CENSORED,
     INTERVAL_TEXT,
+    PLAIN,
     T_INTERVAL,
     best_config,
     censored_summary,
@@ -86,8 +89,10 @@ def test_each_metric_gets_the_summary_its_unit_allows():
                   "net_value_accuracy", "vs random", "net_vs_random", "gate_score"):
         assert interval_kind(share) == BOOTSTRAP, share
     assert interval_kind("net_unbeatable") == BOOTSTRAP  # a 0/1 flag: its mean is a share
-    for other in ("loss", "policy_loss", "margin vs gnugo:1", "not_a_metric"):
+    for other in ("loss", "policy_loss", "margin vs gnugo:1"):
         assert interval_kind(other) == T_INTERVAL, other
+    for undeclared in ("not_a_metric", "net_my_figure"):
+        assert interval_kind(undeclared) == PLAIN, undeclared
 
 
 def rows_of(values: dict[str, list[tuple[int, float]]], metric: str) -> list[dict[str, str]]:
@@ -117,6 +122,53 @@ def test_an_unbounded_mean_keeps_its_t_interval():
     assert table[0]["loss_mean"] == 2.0
     assert table[0]["loss_ci_high"] - 2.0 == pytest.approx(half, abs=1e-3)
     assert "| 1 | 3 | 2 ± 2.48 |" in markdown_table(table, ["x"], ["loss"])
+
+
+ERRORS = {"a": [(1, 0.1), (1, 0.2)], "b": [(1, 0.5), (1, 0.6)]}
+"""A figure of a game's own, `net_error`, per seed: lower is better, not a share."""
+
+
+def test_a_figure_no_one_declares_is_a_plain_mean_without_a_best():
+    """Neither the schema nor the game says what `net_error` is: no share's interval or
+    percent, no t-interval, no best configuration."""
+    table = results_table(rows_of(ERRORS, "net_error"), ["x"], ["net_error"])
+    assert interval_kind("net_error") == PLAIN
+    assert [t["net_error_mean"] for t in table] == pytest.approx([0.15, 0.55])
+    assert not any(k.startswith("net_error_ci") for t in table for k in t)
+    text = markdown_table(table, ["x"], ["net_error"])
+    assert "| a | 2 | 2/2 | 0.15 |" in text and "| b | 2 | 2/2 | 0.55 |" in text
+    assert best_config(table, "net_error") is None
+    with pytest.raises(ValueError, match="no better direction"):
+        ms.best([0.1, 0.5], "net_error")
+
+
+def test_a_figure_its_game_declares_gets_its_unit_and_direction():
+    declared = ms.declare({"error": ("", ms.LOWER), "miss": (ms.SHARE, ms.LOWER)}, "g")
+    assert declared["search_error"].better == ms.LOWER
+    table = results_table(rows_of(ERRORS, "net_error"), ["x"], ["net_error"],
+                          declared=declared)
+    assert interval_kind("net_error", declared) == T_INTERVAL
+    assert best_config(table, "net_error", declared)["config"] == "a"
+    assert "| a | 2 | 2/2 | 0.15 ± 0.635 |" in markdown_table(table, ["x"], ["net_error"],
+                                                              declared=declared)
+    misses = results_table(rows_of(ERRORS, "net_miss"), ["x"], ["net_miss"],
+                           declared=declared)
+    assert interval_kind("net_miss", declared) == BOOTSTRAP
+    assert best_config(misses, "net_miss", declared)["config"] == "a"
+    assert "| a | 2 | 2/2 | 15.00% [10.00, 20.00] |" in markdown_table(
+        misses, ["x"], ["net_miss"], declared=declared)
+
+
+@pytest.mark.parametrize("kinds, message", [
+    ([("error", "lower")], "must return a dict"),
+    ({"error": ("", "down")}, "'error'"),
+    ({"error": "lower"}, "(unit, better)"),
+    ({"": ("", "lower")}, "a name"),
+])
+def test_a_bad_declaration_is_one_line(kinds, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as caught:
+        ms.declare(kinds, "g")
+    assert "\n" not in str(caught.value) and "g.metric_kinds()" in str(caught.value)
 
 
 CENSORED_ROWS = {
@@ -195,6 +247,13 @@ def test_plot_shows_the_median_of_reached_seeds_and_k_of_m(drawn):
     assert [tuple(s[:, 1]) for s in segments] == [(10.0, 30.0), (10.0, 40.0)]
     labels = {t.get_text(): t.xy for t in ax.texts}
     assert labels == {"2/3": (2.0, 25.0), "0/3": (3.0, 100.0)}  # 0/3 at the budget
+
+
+def test_plot_of_an_undeclared_figure_has_no_interval(drawn):
+    ax, = drawn(rows_of(ERRORS, "net_error"), ["net_error"])
+    assert ax.get_title() == INTERVAL_TEXT[PLAIN]
+    assert list(ax.lines[0].get_ydata()) == pytest.approx([0.15, 0.55])
+    assert all(s[0, 1] == s[1, 1] for s in ax.collections[0].get_segments())  # no bars
 
 
 def test_plot_of_a_share_keeps_its_interval_in_the_unit_range(drawn):

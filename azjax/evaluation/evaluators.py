@@ -12,6 +12,10 @@ search (noise off; costlier, run less often). `make_evaluator(env)` picks the ga
   for a game without ground truth.
 
 `versus` plays a player against chosen baselines (a run's `eval_opponents`).
+
+Each evaluator's `declared_metrics` describes the figures of the game's own that it
+reports (`azjax.run.metric_schema.declare`): its shares of right moves, and what the game
+declares (`Env.metric_kinds`); a sweep's table shows the declared ones (`summary_metrics`).
 """
 
 from __future__ import annotations
@@ -29,13 +33,17 @@ from azjax.evaluation.match import play_match
 from azjax.run.deprecation import moved_names
 from azjax.run.metric_schema import (
     EVALUATION_SHOWN,
+    HIGHER,
     MARGIN,
     NET,
     NET_VALUE_ACCURACY,
     PERFECT,
     SEARCH,
+    SHARE,
     VERSUS,
     VS_RANDOM,
+    Metric,
+    declare,
     ground_truth_key,
     margin_key,
     versus_key,
@@ -48,6 +56,14 @@ __getattr__ = moved_names(__name__, {
     "MARGIN_PREFIX": (MARGIN.prefix, "azjax.run.metric_schema's margin_key"),
     "METRIC_LABELS": ({m.name: m.label for m in EVALUATION_SHOWN},
                       "azjax.run.metric_schema's EVALUATION_SHOWN")})
+
+
+def _game_declared(env: Env, reported: Sequence[str]
+                   ) -> tuple[dict[str, Metric], tuple[str, ...]]:
+    """What the game declares of its own figures (`Env.metric_kinds`), and those of its
+    keys that a sweep's table shows beside `reported` (the evaluator's own)."""
+    declared = declare(env.metric_kinds(), env.name)
+    return declared, tuple(k for k in declared if k not in reported)
 
 
 class PositionEvaluator:
@@ -72,6 +88,12 @@ class PositionEvaluator:
                 *(ground_truth_key(NET, metric, name) for name in source.subsets),
                 *((NET_VALUE_ACCURACY.name,) if source.values else ()),
                 ground_truth_key(SEARCH, metric))
+        shares = [metric, *(f"{metric}_{name}" for name in source.subsets)]
+        declared, shown = _game_declared(env, self.summary_metrics)
+        self.summary_metrics += shown
+        # Its shares of right moves are shares, whatever the game declares.
+        self.declared_metrics = {**declared,
+                                 **declare(dict.fromkeys(shares, (SHARE, HIGHER)), env.name)}
 
     @functools.cached_property
     def truth(self) -> GroundTruth:
@@ -141,6 +163,8 @@ class RandomOpponentEvaluator:
     def __init__(self, env: Env, net_games: int = 128, search_games: int = 32):
         self.env, self.net_games, self.search_games = env, net_games, search_games
         self.opponent = random_player()
+        self.declared_metrics, shown = _game_declared(env, self.summary_metrics)
+        self.summary_metrics = type(self).summary_metrics + shown
 
     def network_metrics(self, player: Player, key: chex.PRNGKey | None = None
                         ) -> dict[str, float]:

@@ -9,13 +9,18 @@ points margin against it `margin vs <spec>` (`margin_key`), and a game's own gro
 truth reports `net_<name>` and `search_<name>` (`ground_truth_key`). `metric(key)` finds
 the description of any key, fixed or built.
 
+A figure of a game's own (`net_<name>` of its ground truth's checks, say) has the unit
+and direction its game declares (`Env.metric_kinds`, turned into descriptions by
+`declare`); one that no one declares has a label but no unit and no better direction, so
+that it is shown as a plain number (`declared_metric` is None for it).
+
 The keys are what existing runs, notebooks and docs read: they never change here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -209,9 +214,13 @@ VERSUS = Family("vs ", "vs ", SHARE, HIGHER,
                 "(`run.eval_opponents`)")
 MARGIN = Family("margin vs ", "margin vs ", "points", HIGHER,
                 "mean points margin against that baseline, in a game decided by points")
-FAMILIES = (MARGIN, VERSUS,
-            *(Family(f"{p}_", f"{p} ", SHARE, HIGHER,
-                     f"a game's own ground-truth figure: {who}") for p, who in PLAYERS.items()))
+FIGURES = tuple(Family(f"{p}_", f"{p} ", "", NONE,
+                       f"a game's own figure: {who}; unit and direction as the game "
+                       "declares them (`Env.metric_kinds`; a share for its ground truth's "
+                       "share of right moves), else none")
+                for p, who in PLAYERS.items())
+"""A game's own figures: the keys its evaluation reports that `SCHEMA` does not fix."""
+FAMILIES = (MARGIN, VERSUS, *FIGURES)
 """The patterned keys, a longer prefix before any it begins with."""
 
 
@@ -243,24 +252,89 @@ EVALUATION_SHOWN = tuple(SCHEMA[name] for name in (
 """The evaluation figures the status line and the plots show, in their order."""
 
 
-def metric(key: str) -> Metric:
-    """The description of a record's key, fixed (`SCHEMA`) or built (`FAMILIES`).
+def _family_of(key: str, families: Iterable[Family]) -> Family | None:
+    return next((f for f in families
+                 if key.startswith(f.prefix) and len(key) > len(f.prefix)), None)
+
+
+def declared_metric(key: str, declared: Mapping[str, Metric] | None = None
+                    ) -> Metric | None:
+    """The description of a record's key where its unit and direction are known: a fixed
+    key (`SCHEMA`), a baseline's score or margin, or a figure its game declares.
 
     Args:
       key: a key of a metrics record.
+      declared: the game's own figures' descriptions by key (`declare`); None: none.
 
     Returns:
-      Its `Metric` (for a built key, one made from its family).
+      Its `Metric`, or None where neither the schema nor the game declares it.
+    """
+    if key in SCHEMA:
+        return SCHEMA[key]
+    if declared and key in declared:
+        return declared[key]
+    family = _family_of(key, (MARGIN, VERSUS))
+    return None if family is None else family.metric(key)
+
+
+def metric(key: str, declared: Mapping[str, Metric] | None = None) -> Metric:
+    """The description of a record's key, fixed (`SCHEMA`), built (`FAMILIES`) or
+    declared by its game.
+
+    Args:
+      key: a key of a metrics record.
+      declared: the game's own figures' descriptions by key (`declare`); None: none.
+
+    Returns:
+      Its `Metric` (for a built key, one made from its family: a game's own figure that
+      the game does not declare has no unit and no better direction).
 
     Raises:
       KeyError: for a key the schema does not know.
     """
-    if key in SCHEMA:
-        return SCHEMA[key]
-    for family in FAMILIES:
-        if key.startswith(family.prefix) and len(key) > len(family.prefix):
-            return family.metric(key)
-    raise KeyError(f"{key!r} is not a metric of azjax.run.metric_schema")
+    found = declared_metric(key, declared)
+    if found is not None:
+        return found
+    family = _family_of(key, FIGURES)
+    if family is None:
+        raise KeyError(f"{key!r} is not a metric of azjax.run.metric_schema")
+    return family.metric(key)
+
+
+def declare(kinds: Mapping[str, tuple[str, str]], game: str) -> dict[str, Metric]:
+    """The descriptions of a game's own figures, from what it declares of them
+    (`Env.metric_kinds`).
+
+    Args:
+      kinds: figure name -> (unit, better): unit SHARE ('share', in [0, 1]), FLAG
+        ('0/1') or any other ('points', '' for none); better HIGHER, LOWER or NONE
+        ('higher', 'lower', 'none').
+      game: the game's name, for errors.
+
+    Returns:
+      The `Metric` of `net_<name>` and of `search_<name>`, by key, for every name (a key
+      of `SCHEMA` keeps the schema's description: `declared_metric` looks there first).
+
+    Raises:
+      ValueError: one line, for what is not such a dict.
+    """
+    where = f"{game}.metric_kinds()"
+    if not isinstance(kinds, Mapping):
+        raise ValueError(f"{where} must return a dict of name -> (unit, better), not "
+                         f"{type(kinds).__name__}")
+    out = {}
+    for name, kind in kinds.items():
+        if not (isinstance(name, str) and name and name == name.strip()):
+            raise ValueError(f"{where}: each key must be a name, got {name!r}")
+        if not (isinstance(kind, (tuple, list)) and len(kind) == 2
+                and isinstance(kind[0], str) and kind[1] in (HIGHER, LOWER, NONE)):
+            raise ValueError(f"{where}: {name!r} must be (unit, better) with better "
+                             f"{HIGHER!r}, {LOWER!r} or {NONE!r}, got {kind!r}")
+        for family in FIGURES:
+            key = family.key(name)
+            out[key] = dataclasses.replace(family.metric(key), unit=kind[0], better=kind[1],
+                                           doc=f"{game}'s own figure, as it declares")
+    return out
 
 
 def is_known(key: str) -> bool:
@@ -289,13 +363,15 @@ def keys_of(records: Iterable[dict[str, Any]], family: Family) -> list[str]:
                    if k.startswith(family.prefix) and not k.startswith(tuple(longer))})
 
 
-def best(items: Iterable[T], name: str, value: Callable[[T], float] = float) -> T:
+def best(items: Iterable[T], name: str, value: Callable[[T], float] = float,
+         declared: Mapping[str, Metric] | None = None) -> T:
     """The best of `items` by the direction of the metric `name`.
 
     Args:
       items: numbers, or anything `value` reads a number from (records, table rows).
       name: a metric (a record's key) whose `better` is HIGHER or LOWER.
       value: an item's value of that metric.
+      declared: the game's own figures' descriptions by key (`declare`); None: none.
 
     Returns:
       The item of the largest value for HIGHER, of the smallest for LOWER (the first of
@@ -304,7 +380,7 @@ def best(items: Iterable[T], name: str, value: Callable[[T], float] = float) -> 
     Raises:
       ValueError: for a metric with no better direction, or no items.
     """
-    direction = metric(name).better
+    direction = metric(name, declared).better
     if direction == NONE:
         raise ValueError(f"{name!r} has no better direction")
     return (max if direction == HIGHER else min)(items, key=value)

@@ -233,17 +233,19 @@ def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> S
     metrics = [m for m in (*(TIME_METRICS if evaluator.can_be_perfect else ()),
                            *evaluator.summary_metrics) if m in header]
     text_rows = [{k: str(v) for k, v in r.items()} for r in rows]
-    table = results_table(text_rows, params, metrics)
+    declared = evaluator.declared_metrics
+    table = results_table(text_rows, params, metrics, declared)
     write_csv(out_dir / RESULTS_FILE, table)
     plot_sweep(text_rows, params, metrics, out_dir / SWEEP_PLOT,
-               title=f"{base.program.game}: {len(rows)} runs")
+               title=f"{base.program.game}: {len(rows)} runs", declared=declared)
     if write is not None:
         # The headline: the first metric (time to perfect play where the game has one).
-        top = best_config(table, metrics[0]) if metrics and len(table) > 1 else None
+        top = (best_config(table, metrics[0], declared) if metrics and len(table) > 1
+               else None)
         headline = f"; best {metrics[0]}: {top['config']}" if top else ""
         write(f"wrote {out_dir / RESULTS_FILE} ({len(table)} configurations, {len(rows)} "
               f"runs) and {out_dir / SWEEP_PLOT}{headline}")
-    return SweepResult([], 0, 0, table, markdown_table(table, params, metrics))
+    return SweepResult([], 0, 0, table, markdown_table(table, params, metrics, declared))
 
 
 def prepare_sweep(base: TrainConfig, params: Sequence[Param], seeds: Sequence[int]

@@ -4,7 +4,12 @@ Each metric gets the summary over seeds that fits it (`interval_kind`): a share 
 flag (in [0, 1]) the mean with a 95% percentile-bootstrap interval, which stays inside
 [0, 1] and need not be symmetric; any other mean (a loss) a 95% Student-t interval; a
 time to perfect play, censored at the budget for a seed that never got there, no mean
-at all but how many seeds reached it and the median of those that did.
+at all but how many seeds reached it and the median of those that did; a figure of the
+game's own that neither the schema nor the game declares (`Env.metric_kinds`) the plain
+mean, with no interval and no best configuration.
+
+The functions take the game's declared figures (`declared`: `metric_schema.declare`,
+an evaluator's `declared_metrics`); without them, every game's own figure is undeclared.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +29,38 @@ from azjax.run import metric_schema as ms
 REACHED = "reached_perfect"
 TIME_METRICS = ("games_to_perfect", "iterations_to_perfect")
 """Censored metrics: a run that never gets there counts its budget and `reached_perfect=0`."""
-CENSORED, BOOTSTRAP, T_INTERVAL = "censored", "bootstrap", "t"
+CENSORED, BOOTSTRAP, T_INTERVAL, PLAIN = "censored", "bootstrap", "t", "plain"
 """How a metric is summarised over seeds (`interval_kind`)."""
+Declared = Mapping[str, ms.Metric] | None
+"""The game's own figures' descriptions by key (`metric_schema.declare`), or None."""
 INTERVAL_TEXT = {
     CENSORED: "median of the seeds that reached it, bar min-max\n"
               "k/m: seeds that reached it; x: none did (at the budget)",
     BOOTSTRAP: "mean, 95% percentile-bootstrap interval",
     T_INTERVAL: "mean, 95% t-interval",
+    PLAIN: "mean (no interval: the game does not declare what it is)",
 }
 """What each kind of summary shows, as the plots' panel titles say it."""
 
 
-def interval_kind(metric: str) -> str:
+def interval_kind(metric: str, declared: Declared = None) -> str:
     """How `metric` is summarised over seeds.
 
     Args:
       metric: a metric column ('games_to_perfect', 'net_optimal_share', 'loss', ...).
+      declared: the game's own figures' descriptions (`Declared`).
 
     Returns:
-      CENSORED for a time to perfect play (`TIME_METRICS`), BOOTSTRAP for a metric whose
-      unit in `azjax.run.metric_schema` is a share or a 0/1 flag (bounded in [0, 1]),
-      T_INTERVAL for anything else.
+      CENSORED for a time to perfect play (`TIME_METRICS`); for a metric whose unit
+      `azjax.run.metric_schema` or the game declares, BOOTSTRAP for a share or a 0/1 flag
+      (bounded in [0, 1]) and T_INTERVAL for another unit; PLAIN for anything else.
     """
     if metric in TIME_METRICS:
         return CENSORED
-    if ms.is_known(metric) and ms.metric(metric).unit in (ms.SHARE, ms.FLAG):
-        return BOOTSTRAP
-    return T_INTERVAL
+    known = ms.declared_metric(metric, declared)
+    if known is None:
+        return PLAIN
+    return BOOTSTRAP if known.unit in (ms.SHARE, ms.FLAG) else T_INTERVAL
 
 
 def reached_values(values: Sequence[float], reached: Sequence[bool]) -> list[float]:
@@ -81,36 +91,46 @@ def censored_summary(values: Sequence[float], reached: Sequence[bool]
     return len(got), float(np.median(got)) if got else math.nan
 
 
-def mean_interval(metric: str, values: Sequence[float]) -> tuple[float, float, float]:
+def mean_interval(metric: str, values: Sequence[float], declared: Declared = None
+                  ) -> tuple[float, float, float]:
     """(mean, low, high) of a metric that is not censored, over seeds: the bootstrap
-    interval for a share or flag, the t-interval for another mean (`interval_kind`).
+    interval for a share or flag, the t-interval for another mean, none for an
+    undeclared figure (`interval_kind`).
 
     Args:
       metric: the metric column.
       values: its value per seed.
+      declared: the game's own figures' descriptions (`Declared`).
 
     Returns:
-      The mean and the 95% interval's bounds (nan bounds for one seed).
+      The mean and the 95% interval's bounds (nan bounds for one seed or no interval).
     """
-    return bootstrap_ci(values) if interval_kind(metric) == BOOTSTRAP else mean_ci(values)
+    kind = interval_kind(metric, declared)
+    if kind == PLAIN:
+        return float(np.mean(values)), math.nan, math.nan
+    return bootstrap_ci(values) if kind == BOOTSTRAP else mean_ci(values)
 
 
-def better(metric: str) -> str:
+def better(metric: str, declared: Declared = None) -> str:
     """Which way a column of the table is better: a time to perfect play lower, a
-    metric of the runs' records as `azjax.run.metric_schema` says (NONE for others).
+    metric of the runs' records as `azjax.run.metric_schema` or the game declares it
+    (NONE for others).
 
     Args:
       metric: a metric column ('games_to_perfect', 'net_optimal_share', ...).
+      declared: the game's own figures' descriptions (`Declared`).
 
     Returns:
       `ms.HIGHER`, `ms.LOWER` or `ms.NONE`.
     """
     if metric in TIME_METRICS:
         return ms.LOWER
-    return ms.metric(metric).better if ms.is_known(metric) else ms.NONE
+    known = ms.declared_metric(metric, declared)
+    return ms.NONE if known is None else known.better
 
 
-def best_config(table: Sequence[dict[str, Any]], metric: str) -> dict[str, Any] | None:
+def best_config(table: Sequence[dict[str, Any]], metric: str, declared: Declared = None
+                ) -> dict[str, Any] | None:
     """The configuration of `table` (`results_table`) with the best value of `metric`.
 
     A time to perfect play is censored for a seed that never got there, so there the
@@ -120,12 +140,14 @@ def best_config(table: Sequence[dict[str, Any]], metric: str) -> dict[str, Any] 
     Args:
       table: rows of `results_table`.
       metric: one of its metric columns.
+      declared: the game's own figures' descriptions (`Declared`).
 
     Returns:
       The best row (the first of equals), or None where the metric has no better
-      direction, no row has a mean of it or, for a time, no seed of any row got there.
+      direction (an undeclared figure has none), no row has a mean of it or, for a time,
+      no seed of any row got there.
     """
-    if better(metric) == ms.NONE:
+    if better(metric, declared) == ms.NONE:
         return None
     if interval_kind(metric) == CENSORED:
         rows = [r for r in table if r.get(REACHED, 0) > 0
@@ -133,7 +155,7 @@ def best_config(table: Sequence[dict[str, Any]], metric: str) -> dict[str, Any] 
         return min(rows, key=lambda r: (-r[REACHED] / r["seeds"], r[f"{metric}_median"]),
                    default=None)
     rows = [r for r in table if not math.isnan(r.get(f"{metric}_mean", math.nan))]
-    return ms.best(rows, metric, lambda r: r[f"{metric}_mean"]) if rows else None
+    return ms.best(rows, metric, lambda r: r[f"{metric}_mean"], declared) if rows else None
 
 
 def param_columns(header: Sequence[str]) -> list[str]:
@@ -148,30 +170,35 @@ def _sort_key(text: str):
         return (1, 0.0, text)
 
 
-def summarise(metric: str, members: Sequence[dict[str, str]]) -> dict[str, float]:
+def summarise(metric: str, members: Sequence[dict[str, str]], declared: Declared = None
+              ) -> dict[str, float]:
     """One metric of one configuration over its seeds, as `interval_kind` says.
 
     Args:
       metric: the metric column.
       members: the configuration's per-seed rows (a censored metric needs their
         `reached_perfect`).
+      declared: the game's own figures' descriptions (`Declared`).
 
     Returns:
       For a censored metric `<metric>_median` (of the seeds that reached perfect play;
-      nan when none did); else `<metric>_mean`, `<metric>_ci_low` and `<metric>_ci_high`
-      (bootstrap or t; nan bounds for one seed).
+      nan when none did); for an undeclared figure `<metric>_mean` alone; else
+      `<metric>_mean`, `<metric>_ci_low` and `<metric>_ci_high` (bootstrap or t; nan
+      bounds for one seed).
     """
     values = [float(m[metric]) for m in members]
-    kind = interval_kind(metric)
+    kind = interval_kind(metric, declared)
     if kind == CENSORED:
         _, median = censored_summary(values, [int(m[REACHED]) > 0 for m in members])
         return {f"{metric}_median": median}
-    mean, low, high = mean_interval(metric, values)
+    mean, low, high = mean_interval(metric, values, declared)
+    if kind == PLAIN:
+        return {f"{metric}_mean": mean}
     return {f"{metric}_mean": mean, f"{metric}_ci_low": low, f"{metric}_ci_high": high}
 
 
 def results_table(rows: Sequence[dict[str, str]], params: Sequence[str],
-                  metrics: Sequence[str]) -> list[dict[str, Any]]:
+                  metrics: Sequence[str], declared: Declared = None) -> list[dict[str, Any]]:
     """One row per configuration: its settings, the seed count, how many seeds reached
     perfect play (where the rows say) and each metric summarised by `summarise`.
 
@@ -179,6 +206,7 @@ def results_table(rows: Sequence[dict[str, str]], params: Sequence[str],
       rows: per-seed rows (seeds.csv's, as text).
       params: the swept settings' columns.
       metrics: the metric columns to summarise.
+      declared: the game's own figures' descriptions (`Declared`).
 
     Returns:
       The rows, sorted by the settings' values.
@@ -195,7 +223,7 @@ def results_table(rows: Sequence[dict[str, str]], params: Sequence[str],
             out[REACHED] = sum(int(m[REACHED]) for m in members)
         for metric in metrics:
             if metric in members[0]:
-                out.update(summarise(metric, members))
+                out.update(summarise(metric, members, declared))
         table.append(out)
     table.sort(key=lambda r: [_sort_key(r[p]) for p in params])
     return table
@@ -219,13 +247,15 @@ def _number(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _cell(row: dict[str, Any], metric: str) -> str:
+def _cell(row: dict[str, Any], metric: str, declared: Declared) -> str:
     """One metric of one configuration as the Markdown table shows it."""
-    kind = interval_kind(metric)
+    kind = interval_kind(metric, declared)
     if kind == CENSORED:
         text = f"{row[REACHED]}/{row['seeds']}"
         median = row[f"{metric}_median"]
         return text if math.isnan(median) else f"{text}, median {_number(median)}"
+    if kind == PLAIN:
+        return _number(row[f"{metric}_mean"])
     mean, low, high = (row[f"{metric}_{part}"] for part in ("mean", "ci_low", "ci_high"))
     if kind == BOOTSTRAP:  # in percent, two decimals; the interval need not be symmetric
         text = f"{100 * mean:.2f}%"
@@ -235,24 +265,25 @@ def _cell(row: dict[str, Any], metric: str) -> str:
 
 
 def markdown_table(table: Sequence[dict[str, Any]], params: Sequence[str],
-                   metrics: Sequence[str]) -> str:
+                   metrics: Sequence[str], declared: Declared = None) -> str:
     """The results table as Markdown, each metric as `interval_kind` summarises it.
 
     A share or flag is its mean in percent with its bootstrap interval, '99.45% [98.20,
     100.00]'; another mean '0.52 ± 0.03' (the t-interval's half-width); a time to perfect
     play 'k/m, median X' (k of the m seeds reached it, X the median of those k), or
-    'k/m' alone where none did.
+    'k/m' alone where none did; an undeclared figure its mean alone, '0.52'.
 
     Args:
       table: rows of `results_table`.
       params: the swept settings' columns.
       metrics: the metric columns to show (those the table has).
+      declared: the game's own figures' descriptions (`Declared`).
 
     Returns:
       The Markdown text.
     """
     def has(metric: str) -> bool:
-        key = "median" if interval_kind(metric) == CENSORED else "mean"
+        key = "median" if interval_kind(metric, declared) == CENSORED else "mean"
         return bool(table) and f"{metric}_{key}" in table[0]
 
     metrics = [m for m in metrics if has(m)]
@@ -265,6 +296,6 @@ def markdown_table(table: Sequence[dict[str, Any]], params: Sequence[str],
         cells = [row[p] for p in params] + [str(row["seeds"])]
         if REACHED in row:
             cells.append(f"{row[REACHED]}/{row['seeds']}")
-        cells += [_cell(row, m) for m in metrics]
+        cells += [_cell(row, m, declared) for m in metrics]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
