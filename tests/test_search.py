@@ -22,6 +22,7 @@ from azjax.core.search import (
     masked_logits,
     root_value,
     symmetric_apply,
+    most_visited,
     visit_counts,
 )
 from envs.tictactoe import states_from_boards
@@ -126,14 +127,28 @@ def zero_apply(params, obs):
     return jnp.zeros((obs.shape[0], 9), jnp.float32), jnp.zeros(obs.shape[0], jnp.float32)
 
 
+def best_by_visits_prior_q(out, node: int) -> np.ndarray:
+    """bool [B, A]: the moves at `node` of each search tree with the most visits, of those
+    the highest prior logit, then the highest Q (plain NumPy: the tie rule, read off the
+    tree)."""
+    tree = out.search_tree
+    q = tree.children_rewards + tree.children_discounts * tree.children_values
+    tied = np.ones(np.shape(tree.children_visits[:, node]), bool)
+    for rank in (tree.children_visits, tree.children_prior_logits, q):
+        rank = np.where(tied, np.asarray(rank[:, node], np.float64), -np.inf)
+        tied &= rank == rank.max(axis=-1, keepdims=True)
+    return tied
+
+
 def make_greedy(env, apply_fn, config):
     search_fn = make_search_fn(env, apply_fn, config)
     params = deterministic(config)
 
     @jax.jit
     def run(net_params, key, states):
-        out = search_fn(net_params, params, key, states)
-        return greedy_action(config, out), out
+        search_key, tie_key = jax.random.split(key)
+        out = search_fn(net_params, params, search_key, states)
+        return greedy_action(config, out, tie_key), out
 
     return run
 
@@ -205,8 +220,8 @@ def test_puct_wins_and_blocks_with_untrained_nets(env, net, random_net_trials):
     assert allowed == {"win": 2, "block": 3}
     missed_wins, missed_blocks = misses(answers, action)
     assert missed_wins <= allowed["win"] and missed_blocks <= allowed["block"]
-    # greedy_action for PUCT is the most visited root action.
-    np.testing.assert_array_equal(action, np.argmax(np.asarray(visit_counts(out)), axis=-1))
+    # greedy_action for PUCT is the most visited root action (ties: prior, then Q).
+    assert best_by_visits_prior_q(out, 0)[np.arange(len(answers)), np.asarray(action)].all()
 
 
 def test_gumbel_wins_and_mostly_blocks_with_untrained_nets(env, net, random_net_trials):
@@ -310,6 +325,52 @@ def test_gumbel_value_scale_weighs_the_search_values_against_the_prior(env):
         win_weight[scale] = float(np.asarray(out.action_weights)[0, 2])
     assert chosen == {0.1: [8, 8], 1.0: [2, 2]}
     assert win_weight[1.0] > 0.99 and win_weight[0.1] < 0.5
+
+
+# --------------------------------------------------------------------------------------
+# The greedy move: ties on visits
+# --------------------------------------------------------------------------------------
+
+
+def within_binomial_bounds(count: int, n: int, p: float, checks: int) -> bool:
+    """`count` of `n` draws at rate `p` inside both binomial tails, each at
+    FALSE_FAILURE / (2 * checks) (`checks` such tests together fail falsely < 1e-3)."""
+    alpha = binomial.FALSE_FAILURE / (2 * checks)
+    return binomial.min_successes(n, p, alpha) <= count <= binomial.max_failures(n, p, alpha)
+
+
+def test_most_visited_breaks_ties_by_prior_then_q_then_uniformly_at_random():
+    """Row 0: two moves most visited, the higher prior wins (not the higher Q, nor a move
+    of fewer visits with a higher prior). Row 1: equal priors, the higher Q wins. Row 2:
+    three moves equal in all three, each drawn a third of the time over 3,000 keys."""
+    visits = jnp.array([[3, 3, 1, 0], [2, 2, 2, 0], [1, 0, 1, 1]], jnp.float32)
+    prior = jnp.array([[0.0, 1.0, 5.0, 9.0], [0.0, 0.0, 0.0, 9.0], [0.0, 0.0, 0.0, 0.0]])
+    q = jnp.array([[0.9, -0.5, 0.9, 0.9], [0.1, 0.5, 0.3, 0.9], [0.2, 0.9, 0.2, 0.2]])
+    n = 3000
+    keys = jax.random.split(jax.random.key(0), n)
+    picks = np.asarray(jax.jit(jax.vmap(most_visited, in_axes=(0, None, None, None)))(
+        keys, visits, prior, q))
+    assert (picks[:, 0] == 1).all() and (picks[:, 1] == 1).all()
+    counts = np.bincount(picks[:, 2], minlength=4)
+    assert counts[1] == 0
+    assert all(within_binomial_bounds(counts[a], n, 1 / 3, checks=3) for a in (0, 2, 3))
+
+
+def test_puct_greedy_move_is_either_of_two_moves_tied_on_visits(env):
+    """Two simulations of PUCT with a uniform prior and zero values visit two moves of the
+    empty board once each, equal in prior and Q: the greedy move is one of them, the
+    lower-numbered half the time (binomial bounds over 512 roots), not always, which is
+    what an argmax over the counts would play."""
+    n = 512
+    states = jax.vmap(env.init)(jax.random.split(jax.random.key(0), n))
+    config = SearchConfig(policy="puct", num_simulations=2)
+    action, out = make_greedy(env, zero_apply, config)({}, jax.random.key(1), states)
+    visits, action = np.asarray(visit_counts(out)), np.asarray(action)
+    tied = best_by_visits_prior_q(out, 0)
+    assert (tied.sum(axis=1) == 2).all() and (visits.max(axis=1) == 1).all()
+    assert tied[np.arange(n), action].all()
+    lower = int((action == tied.argmax(axis=1)).sum())
+    assert within_binomial_bounds(lower, n, 1 / 2, checks=1)
 
 
 # --------------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ def search_player(env: Env, apply_fn: ApplyFn, params: Any, search: SearchConfig
         search_key, sample_key = jax.random.split(key)
         output = search_fn(params.network, settings, search_key, states)
         if greedy:
-            return greedy_action(search, output)
+            return greedy_action(search, output, sample_key)
         pi = output.action_weights
         return jax.random.categorical(sample_key, masked_logits(jnp.log(pi), pi > 0)).astype(
             jnp.int32

@@ -309,47 +309,84 @@ def root_q(output: mctx.PolicyOutput) -> chex.Array:
     return jnp.where(summary.visit_counts > 0, summary.qvalues, 0.0)
 
 
-def principal_variation(output: mctx.PolicyOutput, first: chex.Array,
-                        length: int) -> chex.Array:
-    """The search's expected line of play: `first`, then the most visited child of each node.
+def most_visited(key: chex.PRNGKey, visits: chex.Array, prior_logits: chex.Array,
+                 q: chex.Array) -> chex.Array:
+    """The most visited move; among equally visited moves the one of highest prior, then
+    of highest Q, then one drawn uniformly at random.
+
+    The lowest index must not win a tie: with few simulations many roots are tied (two
+    simulations often visit two moves once each), and a fixed side would bias play.
+
+    Args:
+      key: consumed by the last tie-break.
+      visits: (..., A) visit counts.
+      prior_logits: (..., A) the prior's logits (illegal moves very low).
+      q: (..., A) each move's value from the mover's point of view.
+
+    Returns:
+      (...) int32 actions.
+    """
+    chex.assert_equal_shape([visits, prior_logits, q])
+    tied = jnp.ones(visits.shape, jnp.bool_)
+    for rank in (visits, prior_logits, q):  # each narrows what the one before left tied
+        best = jnp.max(jnp.where(tied, rank, -jnp.inf), axis=-1, keepdims=True)
+        tied = tied & (rank == best)
+    return jax.random.categorical(key, jnp.where(tied, 0.0, -jnp.inf)).astype(jnp.int32)
+
+
+def principal_variation(output: mctx.PolicyOutput, first: chex.Array, length: int,
+                        key: chex.PRNGKey) -> chex.Array:
+    """The search's expected line of play: `first`, then the most visited child of each
+    node (ties broken as `most_visited` does).
 
     Args:
       output: the search's output for B roots.
       first: (B,) int32: the first move of each line (e.g. the move played).
       length: how many plies the line holds.
+      key: consumed by the tie-breaks.
 
     Returns:
       (B, length) int32 actions; -1 past the end of what the search explored.
     """
-    tree = output.search_tree
 
-    def line(children_index, children_visits, first):
-        def follow(node, ply):
+    def line(tree, first, key):
+        def follow(node, step):
+            ply, ply_key = step
             here = jnp.maximum(node, 0)
-            visits = children_visits[here]
-            move = jnp.where(ply == 0, first, jnp.argmax(visits)).astype(jnp.int32)
+            visits = tree.children_visits[here]
+            best = most_visited(ply_key, visits, tree.children_prior_logits[here],
+                                tree.qvalues(here))
+            move = jnp.where(ply == 0, first, best).astype(jnp.int32)
             explored = (node >= 0) & (visits[move] > 0)
-            return (jnp.where(explored, children_index[here, move], -1),
+            return (jnp.where(explored, tree.children_index[here, move], -1),
                     jnp.where(explored, move, -1))
 
-        _, moves = jax.lax.scan(follow, jnp.int32(tree.ROOT_INDEX), jnp.arange(length))
+        steps = (jnp.arange(length), jax.random.split(key, length))
+        _, moves = jax.lax.scan(follow, jnp.int32(mctx.Tree.ROOT_INDEX), steps)
         return moves
 
-    return jax.vmap(line)(tree.children_index, tree.children_visits, first)
+    return jax.vmap(line)(output.search_tree, first, jax.random.split(key, first.shape[0]))
 
 
-def greedy_action(config: SearchConfig, output: mctx.PolicyOutput) -> chex.Array:
-    """The search's deterministic choice: most visits (PUCT) or the Gumbel winner.
+def greedy_action(config: SearchConfig, output: mctx.PolicyOutput,
+                  key: chex.PRNGKey) -> chex.Array:
+    """The search's deterministic choice: the most visited move (PUCT; ties broken by
+    prior, then Q, then at random: `most_visited`) or the Gumbel winner.
 
     With `gumbel_scale=0` the Gumbel winner is deterministic too.
 
     Args:
       config: the search's settings (its `policy` decides which choice).
       output: the search's output for B roots.
+      key: consumed by PUCT's last tie-break (Gumbel does not use it).
 
     Returns:
       (B,) int32 actions.
     """
     if config.policy == "puct":
-        return jnp.argmax(visit_counts(output), axis=-1).astype(jnp.int32)
+        tree = output.search_tree
+        summary = tree.summary()
+        return most_visited(key, summary.visit_counts,
+                            tree.children_prior_logits[:, tree.ROOT_INDEX], summary.qvalues)
+    del key
     return output.action.astype(jnp.int32)

@@ -246,8 +246,10 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
         jax.random.key(0))
 
     def searched(fn, settings, params, search, key, states):
-        output = fn(params, search, key, states)
-        return output.action_weights, greedy_action(settings, output), root_value(output)
+        search_key, tie_key = jax.random.split(key)
+        output = fn(params, search, search_key, states)
+        return (output.action_weights, greedy_action(settings, output, tie_key),
+                root_value(output))
 
     def capped_search(params, search, key, states):
         split_key, full_key, cheap_key = jax.random.split(key, 3)

@@ -159,13 +159,14 @@ class Agent:
             length = min(8, config.num_simulations)
 
             def analysis(params, search, states, key):
-                output = search_fn(params, deterministic(search), key, states)
+                search_key, tie_key, line_key = jax.random.split(key, 3)
+                output = search_fn(params, deterministic(search), search_key, states)
                 logits, network_value = apply_fn(params, states.observation)
                 prior = jax.nn.softmax(masked_logits(logits, states.legal_action_mask))
-                action = greedy_action(config, output)
+                action = greedy_action(config, output, tie_key)
                 return Analysis(action, visit_counts(output), root_value(output),
                                 network_value, root_q(output), prior,
-                                principal_variation(output, action, length))
+                                principal_variation(output, action, length, line_key))
 
             self._analysis = jax.jit(analysis)
         return self._analysis(self.params, self.search_config.as_arrays(), states, key)
