@@ -13,7 +13,6 @@ evaluation and search visits), `board`, `quit`. `play_game` plays one game with 
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 import envs
 from azjax.commands.errors import one_line_errors, run_script
 from azjax.core import memory
+from azjax.core.identity import cache_by_identity
 from azjax.run.agent import Agent
 from azjax.run.config import check_seed
 from azjax.run.game_options import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
@@ -51,7 +51,7 @@ class RootSearch(NamedTuple):
     network_value: float  # the network's value of the position, in [-1, 1]
 
 
-@functools.lru_cache(maxsize=8)
+@cache_by_identity(maxsize=8)
 def _compiled_rules(env: Env):
     return jax.jit(env.init), jax.jit(env.step)
 

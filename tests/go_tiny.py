@@ -21,6 +21,7 @@ with NumPy, for the tests that need weights but no training.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -34,6 +35,7 @@ from azjax.core.networks import NetworkConfig, abstract_params
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig
 from azjax.core.selfplay import SelfPlayConfig
+from azjax.core.stacked import group_step
 from azjax.driver.driver import TrainResult
 from azjax.run.config import RunConfig, TrainConfig
 from envs import Env
@@ -69,12 +71,15 @@ def random_params(env: Env, network: NetworkConfig, seed: int = 0) -> dict:
 
 
 class Trained(NamedTuple):
-    """The shared run: its directory, its game, and what `train` returned (the final
-    train state, on the host, and one record an iteration)."""
+    """The shared run: its directory, its game, what `train` returned (the final train
+    state, on the host, and one record an iteration), and the compiled step it trained
+    with (`azjax.core.stacked.group_step` of one experiment), held here so that a test
+    can run one more iteration without compiling it again."""
 
     path: Path
     env: Env
     result: TrainResult
+    step: Callable
 
 
 _TRAINED: list[Trained] = []
@@ -85,7 +90,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
     every later call returns the same run. Read-only."""
     if not _TRAINED:
         path = tmp_path_factory.mktemp("go_tiny") / "run"
-        result = train(CONFIG, path, progress=None)
+        env = CONFIG.make_env()
+        result = train(CONFIG, path, progress=None, env=env)
         result = dataclasses.replace(result, train_state=jax.device_get(result.train_state))
-        _TRAINED.append(Trained(path, CONFIG.make_env(), result))
+        _TRAINED.append(Trained(path, env, result, group_step(env, CONFIG.program, 1)))
     return _TRAINED[0]

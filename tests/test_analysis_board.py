@@ -14,6 +14,7 @@ import jax
 import numpy as np
 import pytest
 import ttt_reference as ref
+from test_search import best_by_visits_prior_q
 from test_serve import CONFIG
 
 import envs
@@ -72,7 +73,9 @@ def test_the_search_view_adds_up_and_its_line_is_playable():
         assert found.visits.sum() == 64 and np.allclose(found.share.sum(), 1.0)
         assert np.all(found.visits[~legal] == 0) and np.all(found.q[found.visits == 0] == 0)
         assert np.allclose(found.prior.sum(), 1.0, atol=1e-5) and np.all(found.prior[~legal] == 0)
-        assert found.action == np.argmax(found.visits)  # PUCT plays the most visited move
+        # PUCT plays the most visited move; of several, the one of highest prior
+        top = found.visits == found.visits.max()
+        assert top[found.action] and found.prior[found.action] == found.prior[top].max()
         line = found.principal_variation
         assert line[0] == found.action and 1 <= len(line) <= 8
         for move in line:  # each move of the line is legal where it is played
@@ -202,12 +205,20 @@ def test_connect_four_right_moves_come_from_its_solved_positions():
     assert known_right_moves(env, state) == (None, "")
 
 
-def walk_line(visits: np.ndarray, index: np.ndarray, first: int, length: int) -> list[int]:
-    """A search tree's line from its root, walked in plain Python: `first`, then the most
-    visited child of each node, while the move was explored."""
+def walk_line(output, b: int, first: int, length: int, taken=()) -> list[int]:
+    """Search tree b's line from its root, walked in plain Python: `first`, then the most
+    visited child of each node, of those the highest prior, then the highest Q
+    (`best_by_visits_prior_q`), while the move was explored. Where a tie is left, the move
+    of `taken` (the line under test) if it is one of the tied moves."""
+    visits = np.asarray(output.search_tree.children_visits[b])
+    index = np.asarray(output.search_tree.children_index[b])
     node, line = 0, []
     for ply in range(length):
-        move = first if ply == 0 else int(np.argmax(visits[node]))
+        if ply == 0:
+            move = first
+        else:
+            tied = np.flatnonzero(best_by_visits_prior_q(output, node)[b])
+            move = int(taken[ply]) if ply < len(taken) and taken[ply] in tied else int(tied[0])
         if node < 0 or visits[node, move] == 0:
             break
         line.append(move)
@@ -231,14 +242,16 @@ def test_the_board_draws_the_search_on_the_moves_spots(searcher):
     state, board = ttt_position([4])
     picture = analysis_board(ttt, state, last_move=4)  # with jax.random.key(0)
     # What the picture must show, found apart from the call that draws it: the search
-    # run directly with the same key, its greedy move (Gumbel's choice, PUCT's most
-    # visited), its line walked in plain Python, the right moves from plain negamax.
-    output = plain_search(ttt, jax.tree.map(lambda x: x[None], state), jax.random.key(0))
+    # run directly with the key the analysis searches with, its greedy move (Gumbel's
+    # choice, PUCT's most visited: here no tie), its line walked in plain Python, the
+    # right moves from plain negamax.
+    search_key = jax.random.split(jax.random.key(0), 3)[0]
+    output = plain_search(ttt, jax.tree.map(lambda x: x[None], state), search_key)
     visits = np.asarray(visit_counts(output))[0]
-    action = int(output.action[0]) if searcher == "gumbel" else int(np.argmax(visits))
-    line = walk_line(np.asarray(output.search_tree.children_visits[0]),
-                     np.asarray(output.search_tree.children_index[0]), action,
-                     min(8, ttt.search_config.num_simulations))
+    best = np.flatnonzero(best_by_visits_prior_q(output, 0)[0])
+    assert searcher == "gumbel" or len(best) == 1
+    action = int(output.action[0]) if searcher == "gumbel" else int(best[0])
+    line = walk_line(output, 0, action, min(8, ttt.search_config.num_simulations))
     right = [m for m in ref.legal_moves(board)
              if -ref.negamax(ref.play(board, m)) == ref.negamax(board)]
     assert visits.sum() == ttt.search_config.num_simulations
@@ -278,14 +291,14 @@ def test_the_principal_variation_walks_the_most_visited_children():
     states = jax.jit(lambda keys, moves: jax.vmap(env.step)(jax.vmap(env.init)(keys), moves))(
         jax.random.split(jax.random.key(0), 3), jax.numpy.array([4, 0, 8]))
     output = plain_search(ttt, states, jax.random.key(1))
-    index = np.asarray(output.search_tree.children_index)
     visits = np.asarray(output.search_tree.children_visits)
     # The first move is the caller's (Gumbel's choice need not be the most visited): here
     # the most visited root child, and the second most visited one for the last position.
     order = np.argsort(-visits[:, 0], axis=1, kind="stable")
     first = np.array([order[0, 0], order[1, 0], order[2, 1]])
-    lines = np.asarray(principal_variation(output, jax.numpy.asarray(first), 6))
+    lines = np.asarray(principal_variation(output, jax.numpy.asarray(first), 6,
+                                           jax.random.key(2)))
     for b in range(3):
-        expected = walk_line(visits[b], index[b], int(first[b]), 6)
+        expected = walk_line(output, b, int(first[b]), 6, taken=lines[b])
         assert list(lines[b]) == expected + [-1] * (6 - len(expected))
         assert len(expected) >= 2  # 48 simulations reach beyond the root's children

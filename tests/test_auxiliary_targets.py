@@ -29,6 +29,7 @@ from azjax.core.selfplay import (
     init_games,
     make_play_fn,
 )
+from azjax.core.stacked import stack
 
 S, B, CELLS = 10, 4, 6
 
@@ -286,6 +287,35 @@ def test_playout_cap_randomisation_gives_every_game_and_colour_its_share(go_trai
     assert 0.35 < odd / pairs < 0.65
     cheap = cheap_search_config(program.search, program.selfplay)
     assert cheap.num_simulations == 2 and cheap.max_num_considered_actions == 2
+
+
+def test_cheap_searches_never_train_the_policy_inside_the_compiled_iteration(
+        tmp_path_factory):
+    """One more iteration of the shared run's own compiled step, from its final state with
+    every position of the ring given an outcome: scrambling the policy targets of those
+    positions changes nothing of the parameters after it while they are marked as cheap
+    searches, and changes them once they are marked as full ones. (The iteration's own
+    new positions, full searches among them, are the same in every call.)"""
+    run = go_tiny.trained(tmp_path_factory)
+    state = run.result.train_state
+    data = state.replay.data
+    assert data.has_z.sum() >= go_tiny.LEARN_AFTER  # it learns in the next iteration
+    scrambled = np.zeros_like(data.policy)
+    scrambled[:, -1] = 1.0  # every target on the pass, a legal move everywhere
+
+    def params_after(full_search, policy):
+        ring = data.replace(has_z=np.ones_like(data.has_z), z=np.where(data.has_z, data.z, 0.0),
+                            full_search=np.full_like(data.full_search, full_search),
+                            policy=policy)
+        start = state.replace(replay=state.replay.replace(data=ring))
+        stepped, _ = run.step(stack([start]), np.ones(1, bool))
+        return jax.device_get(stepped.params)
+
+    cheap = params_after(False, data.policy)
+    same = jax.tree.map(np.array_equal, cheap, params_after(False, scrambled))
+    assert jax.tree.all(same)
+    moved = jax.tree.map(np.array_equal, cheap, params_after(True, scrambled))
+    assert not jax.tree.all(moved)
 
 
 def test_training_vmapped_over_runs_runs_each_search_on_its_games_only():

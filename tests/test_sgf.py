@@ -217,7 +217,7 @@ def test_recorded_device_match_replays_in_sgfmill(go5):
     half = N_GAMES // 2
     np.testing.assert_array_equal(moves[:half, :OPENING], moves[half:, :OPENING])
     openings = match._compiled_rules(go5)[0]
-    _, _, opening = openings(go5, jax.random.split(key)[0], N_GAMES, OPENING, True)
+    _, _, opening = openings(jax.random.split(key)[0], N_GAMES, OPENING, True)
     np.testing.assert_array_equal(opening, moves[:, :OPENING])
     texts = sgf.match_sgfs(go5, recorded, date="2026-11-24")
     check_match_files(go5, recorded, texts)

@@ -2,6 +2,7 @@
 
 Modules, in the order they build on each other:
 
+* `identity`: caches keyed by a game object itself, never by its hash or equality.
 * `fields`: marks on config fields (which settings are traced values) and their checks.
 * `conv`, `networks`: the policy-value network (`NetworkConfig`, `PolicyValueNet`).
 * `game_hooks`: what a game's own hooks add to the search (score utility, futile moves).
@@ -14,6 +15,8 @@ Modules, in the order they build on each other:
 * `memory`: bytes a game, a search or a match needs, estimated from shapes alone.
 * `program`: `ProgramConfig`, everything the iteration is built from.
 * `counters`: iterations, games and positions in two 32-bit words (`Count`): no ceiling.
+* `device_split`: a program split over N devices: each device's share, and what keeps
+  a program from splitting.
 * `iteration`: one training iteration as one pure function (`TrainState`).
 * `stacked`: E experiments of one program as one vmapped, sharded step.
 * `players`: the `Player` type and the trained agent's players (network, network + search).

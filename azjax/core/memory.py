@@ -11,12 +11,12 @@ refuses only what exceeds the memory outright.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 
 import jax
 
+from azjax.core.identity import cache_by_identity
 from azjax.core.networks import NetworkConfig, abstract_params
 from envs import Env
 from envs.limits import available_bytes, check_fits, format_bytes
@@ -51,7 +51,7 @@ def tree_bytes(tree) -> int:
     return sum(math.prod(leaf.shape) * leaf.dtype.itemsize for leaf in jax.tree.leaves(tree))
 
 
-@functools.lru_cache(maxsize=64)
+@cache_by_identity(maxsize=64)
 def _abstract_state(env: Env):
     return jax.eval_shape(env.init, jax.random.key(0))
 
@@ -75,7 +75,7 @@ def replay_entry_bytes(env: Env) -> int:
             + env.num_actions * 4 + REPLAY_SCALAR_BYTES)
 
 
-@functools.lru_cache(maxsize=64)
+@cache_by_identity(maxsize=64)
 def network_bytes(env: Env, network: NetworkConfig) -> int:
     """Bytes of the parameters of `env`'s network (`azjax.core.networks.abstract_params`)."""
     return tree_bytes(abstract_params(env, network))

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec
 
+from azjax.core.identity import Identity
 from azjax.core.iteration import DATA_AXIS, TrainState, init_train_state, make_iteration_fn
 from azjax.core.program import ProgramConfig
 from azjax.core.selfplay import tree_select
@@ -61,7 +62,16 @@ _MAX_CACHED = 8
 
 
 def cached(key: Any, make: Callable[[], Any]) -> Any:
-    """The value cached under `key`, made by `make()` the first time (a few are kept)."""
+    """The value cached under `key`, made by `make()` the first time (a few are kept).
+
+    Args:
+      key: hashable; a game in it goes in as `Identity(env)`, so that a game of the
+        user's need not be hashable and two equal games never share an entry.
+      make: builds the value.
+
+    Returns:
+      The cached value.
+    """
     if key not in _CACHE:
         if len(_CACHE) >= _MAX_CACHED:
             _CACHE.pop(next(iter(_CACHE)))
@@ -184,6 +194,4 @@ def group_step(env: Env, program: ProgramConfig, num: int, mesh: Mesh | None = N
         return jax.jit(step, donate_argnums=0)
 
     devices_key = None if mesh is None else tuple(d.id for d in mesh.devices.flat)
-    # Keyed by the env itself (held while cached), not its id, which a freed env's
-    # successor may share.
-    return cached(("step", env, program.compile_key(), num, devices_key), make)
+    return cached(("step", Identity(env), program.compile_key(), num, devices_key), make)

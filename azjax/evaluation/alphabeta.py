@@ -23,7 +23,6 @@ mover's stones, channel 1 the opponent's) returning a float scalar for the mover
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -32,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from azjax.core.identity import cache_by_identity
 from azjax.core.players import Player
 from azjax.run.specs import PlayerKind, PlayerSpec, choice, number, register_player
 from envs import Env, State, lines
@@ -91,7 +91,7 @@ def default_eval(env: Env) -> EvalFn:
 # --------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=64)
+@cache_by_identity(maxsize=64)
 def _expander(env: Env, eval_fn: EvalFn) -> Callable:
     """Jitted `state -> (children [A], reward for the mover [A], heuristic [A])`."""
     actions = jnp.arange(env.num_actions, dtype=jnp.int32)

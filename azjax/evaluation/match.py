@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from azjax.core.identity import cache_by_identity
 from azjax.core.players import Player, Policy, compiled
 from azjax.evaluation.ratings import score_to_elo
 from azjax.evaluation.stats import wilson_interval
@@ -268,16 +269,18 @@ def _device_results(env: Env, policy_a: Policy, policy_b: Policy, num_games: int
     return result, jnp.concatenate([opening[2], moves.T], axis=1), plies, states
 
 
-@functools.lru_cache(maxsize=64)
+@cache_by_identity(maxsize=64)
 def _compiled_match(env: Env, policy_a: Policy, policy_b: Policy, num_games: int,
                     opening_plies: int, max_plies: int, record: bool = False):
     return jax.jit(functools.partial(_device_results, env, policy_a, policy_b, num_games,
                                      opening_plies, max_plies, record))
 
 
-@functools.lru_cache(maxsize=16)
+@cache_by_identity(maxsize=16)
 def _compiled_rules(env: Env):
-    return (jax.jit(opening_states, static_argnums=(0, 2, 3, 4)), jax.jit(jax.vmap(env.step)))
+    # The game is bound, not a static argument: jit would hash it.
+    return (jax.jit(functools.partial(opening_states, env), static_argnums=(1, 2, 3)),
+            jax.jit(jax.vmap(env.step)))
 
 
 def _host_results(env: Env, players: tuple[Player, Player], key: chex.PRNGKey,
@@ -291,7 +294,7 @@ def _host_results(env: Env, players: tuple[Player, Player], key: chex.PRNGKey,
     openings, step = _compiled_rules(env)
     open_key, key = jax.random.split(key)
     # The opening's moves come with it either way (one compilation for both).
-    opening = openings(env, open_key, num_games, opening_plies, True)
+    opening = openings(open_key, num_games, opening_plies, True)
     states, opening_rewards = opening[:2]
     a_seat = seats(num_games)
     result = np.asarray(_for_a(opening_rewards, jnp.asarray(a_seat)))
@@ -398,6 +401,6 @@ def play_match(env: Env, player_a: Player, player_b: Player, key: chex.PRNGKey,
     return result
 
 
-@functools.lru_cache(maxsize=16)
+@cache_by_identity(maxsize=16)
 def _compiled_margin(env: Env):
     return jax.jit(jax.vmap(env.score_margin()))

@@ -19,7 +19,6 @@ final board (Tromp-Taylor area with komi), a forfeit (an illegal move, `W+F` / `
 
 from __future__ import annotations
 
-import functools
 import importlib.metadata
 import math
 import re
@@ -29,6 +28,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from azjax.core.identity import cache_by_identity
 from azjax.run.files import check_output_dir, write_atomic
 from envs import Env
 from envs.go import Go
@@ -171,7 +171,7 @@ def write_sgf(path: str | Path, text: str) -> Path:
 # --------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=16)
+@cache_by_identity(maxsize=16)
 def _compiled_areas(env: Go):
     return jax.jit(jax.vmap(env.area_scores))
 

@@ -11,13 +11,13 @@ with a table beside it; `analysis_board` does both in one call.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from html import escape
 
 import chex
 import jax
 import numpy as np
 
+from azjax.core.identity import cache_by_identity
 from azjax.run.agent import Agent
 from envs import Env, State
 from envs.picture import INK, Picture, disc, place, rect, ring, text
@@ -60,13 +60,13 @@ class PositionAnalysis:
     right_moves_from: str = ""
 
 
-@functools.lru_cache(maxsize=8)
+@cache_by_identity(maxsize=8)
 def _solver(env: Env):
     solver = env.solver()
     return None if solver is None else jax.jit(solver)
 
 
-@functools.lru_cache(maxsize=4)
+@cache_by_identity(maxsize=4)
 def _ground_truth(env: Env) -> tuple[dict[bytes, int], np.ndarray] | None:
     source = env.ground_truth()
     if source is None:
