@@ -9,6 +9,7 @@ scripts started here with `--devices 2`, sharing the session's compilation cache
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -23,10 +24,11 @@ from binomial import FALSE_FAILURE, interval
 from test_training import ROOT
 
 from azjax import Agent, TrainConfig, train
+from azjax.core.device_split import nearest_multiple, per_device
 from azjax.core.iteration import init_train_state
 from azjax.run import checkpoint as ckpt
-from azjax.run.devices import arrange, device_count, misfits, nearest_multiple
-from azjax.run.recipes import recipe
+from azjax.run.devices import arrange, device_count, misfits
+from azjax.run.recipes import RECIPES, recipe
 
 SCRIPT = ROOT / "experiments" / "tictactoe.py"
 # A small tic-tac-toe run: 4 iterations, evaluated (network alone) and checkpointed at 2
@@ -205,7 +207,7 @@ jax.config.update("jax_num_cpu_devices", 2)
 from azjax.run import checkpoint as ckpt
 from azjax.run.devices import data_mesh
 from azjax.core.iteration import init_train_state
-from azjax.run.recipes import recipe
+from azjax.run.recipes import RECIPES, recipe
 from azjax.core.stacked import init_placed, placed
 program = recipe("tictactoe", "cpu").program
 env, mesh, key = program.make_env(), data_mesh(2), jax.random.key(5)
@@ -256,6 +258,104 @@ def test_sizes_that_do_not_split_name_the_nearest_that_do():
     with pytest.raises(ValueError, match="only 1 device here"):
         device_count(2, recipe("tictactoe", "cpu").program)
     assert device_count(0, program) == (1, None)
+
+
+EVERY_SPLIT = """
+import json, sys, tempfile
+from pathlib import Path
+import jax
+from azjax.core.device_split import per_device
+from azjax.driver.driver import _devices
+from azjax.driver.warm_up import warm_up_config
+from azjax.run.devices import device_count
+from azjax.run.recipes import PRESETS, RECIPES, recipe
+from azjax.run.run_dir import RunDir
+assert jax.device_count() == 16
+out = []
+for name in RECIPES:
+    for preset in PRESETS:
+        config = recipe(name, preset)
+        for count in range(1, 17):
+            run_dir = RunDir(Path(tempfile.mkdtemp()) / "run")
+            asked = config.replace(devices=count)
+            warm = warm_up_config(asked, run_dir) if config.run.warm_up else None
+            row = {"recipe": name, "preset": preset, "count": count}
+            try:
+                configs, warms, mesh = _devices([asked], [run_dir], [warm], print)
+            except ValueError as error:
+                row["refused"] = str(error)
+            else:
+                # What each device runs, for the run and its warm-up: the shares, each
+                # device's fully searched games, and the whole run's rules kept whole.
+                for program in [configs[0].program] + [w.program for w in warms if w]:
+                    share = per_device(program, count)
+                    assert share.selfplay.num_games * count == program.selfplay.num_games
+                    assert share.selfplay.full_search_games >= 1
+                    assert (share.selfplay.full_search_games * count
+                            == program.selfplay.full_search_games)
+                    assert share.replay_capacity * count == program.replay_capacity
+                row["mesh"] = 1 if mesh is None else mesh.size
+            # Automatic: `count` devices there, every one of them asked for.
+            chosen, _ = device_count(0, config.program, [warm.program] if warm else [],
+                                     available=count)
+            per_device(config.program, chosen)
+            if warm:
+                per_device(warm.program, chosen)
+            row["automatic"] = chosen
+            out.append(row)
+print(json.dumps(out))
+"""
+
+
+def test_every_recipe_fits_or_is_refused_in_one_line_on_1_to_16_devices():
+    """Every shipped recipe, in each preset, on 1 to 16 host devices, config level: the
+    run and its warm-up split over the devices (each device's share is a program of its
+    own, with a whole number of fully searched games), or the count is refused in one
+    line that names the devices, before anything would train; with every device
+    offered, the automatic count is one that splits. go9x9 splits over 8, its whole-run
+    rule (learn_after against the whole replay) not checked again on a device's share."""
+    done = subprocess.run(
+        [sys.executable, "-c", EVERY_SPLIT], capture_output=True, check=False, text=True,
+        timeout=300, cwd=ROOT,
+        env={**os.environ, "JAX_NUM_CPU_DEVICES": "16",
+             "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "")
+                           + " --xla_force_host_platform_device_count=16")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(done.stdout.splitlines()[-1])
+    assert len(rows) == len(RECIPES) * 2 * 16
+    for row in rows:
+        if "refused" in row:
+            message = row["refused"]
+            assert "\n" not in message and message.startswith(
+                f"cannot split the run over {row['count']} devices: "), row
+        else:
+            assert row["mesh"] == row["count"], row
+        assert 1 <= row["automatic"] <= row["count"]
+    fits = {(r["recipe"], r["preset"], r["count"]) for r in rows if "refused" not in r}
+    for preset in ("cpu", "gpu"):
+        assert {("go9x9", preset, n) for n in (1, 2, 4, 8, 16)} <= fits
+        assert {(name, preset, 8) for name in RECIPES} <= fits
+    assert ("go9x9", "gpu", 3) not in fits  # 1,024 games do not split over 3
+
+
+def test_a_playout_cap_share_is_a_whole_number_of_games_on_every_device():
+    """A quarter of 12 games is 3 a move, but a quarter of each device's 6 is not whole:
+    refused with the nearest game count that is, and skipped by the automatic count."""
+    program = recipe("go7x7", "gpu").with_values({
+        "selfplay.num_games": 12, "learner.batch_size": 12, "replay_capacity": 12 * 8 * 64,
+        "learn_after": 0}).program
+    assert program.selfplay.full_search_games == 3
+    assert misfits(program, 1) == []
+    assert misfits(program, 2) == [
+        "selfplay.full_search_prob x selfplay.num_games per device must be a whole number "
+        "of fully searched games, at least 1, on each of the 2 devices: 0.25 x 12 / 2 = 1.5 "
+        "(nearest selfplay.num_games that is: 16)"]
+    with pytest.raises(ValueError, match="cannot split the run over 2 devices: selfplay"):
+        per_device(program, 2)
+    assert device_count(0, program, available=2)[0] == 1
+    assert device_count(0, program, available=3)[0] == 3  # 0.25 x 4 = 1 on each
+    assert device_count(0, program.replace(selfplay=program.selfplay.replace(
+        num_games=16)), available=4)[0] == 4
 
 
 @pytest.mark.parametrize("kwargs, message", [

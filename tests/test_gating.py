@@ -149,6 +149,36 @@ def test_keep_every_keeps_older_checkpoints_for_a_league(gated_run):
     assert kept == [2, 4, 5, 6, 7]
 
 
+def test_a_gate_due_when_a_signal_stops_the_run_still_runs(gated_run, tmp_path):
+    """SIGTERM while iteration 4 trains: its evaluation is skipped but its gate, which
+    decides what self-play plays with, is not; resumed, the run ends as the one that was
+    never stopped, with the same gates."""
+    import os
+    import signal
+
+    from azjax.run import Stopped
+
+    run_dir = tmp_path / "run"
+
+    def signal_at_three(iterations):
+        if iterations == [3]:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with pytest.raises(Stopped):
+        train_group([GATED], [run_dir], progress=None, on_iteration=signal_at_three,
+                    env=ENV)
+    stop = read_metrics(run_dir)[-1]
+    assert stop["iteration"] == 4 and (stop["gate_score"], stop["promoted"]) == (0.5, 1.0)
+    resumed = train(GATED, run_dir, progress=None, env=ENV)
+    _, whole = gated_run
+    assert trees_equal(resumed.train_state.params, whole.train_state.params)
+    assert trees_equal(resumed.train_state.best_params, whole.train_state.best_params)
+    gates = [(r["iteration"], r["gate_score"], r["best_iteration"])
+             for r in read_metrics(run_dir) if "gate_score" in r]
+    assert gates == [(r["iteration"], r["gate_score"], r["best_iteration"])
+                     for r in whole.records if "gate_score" in r]
+
+
 def test_gating_state_survives_a_resume(gated_run):
     run_dir, result = gated_run
     first = result.train_state

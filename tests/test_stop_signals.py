@@ -35,8 +35,13 @@ STOPPABLE = SMALL.replace(iterations=7, checkpoint_every=5, eval_every=2)
 
 @pytest.fixture(scope="module")
 def straight():
-    """The run trained without a stop."""
-    return train(STOPPABLE, run_dir=None, progress=None).train_state
+    """The run trained without a stop (its `TrainResult`)."""
+    return train(STOPPABLE, run_dir=None, progress=None)
+
+
+def evaluated_at(records) -> list[int]:
+    """The iterations whose evaluation ran, or was due and skipped by a stop."""
+    return [r["iteration"] for r in records if "perfect" in r or "evaluation_skipped" in r]
 
 
 # SIGTERM comes while iteration 4 trains (its evaluation is due), SIGINT during that
@@ -81,7 +86,79 @@ def test_a_signal_stops_after_the_iteration_with_a_checkpoint_that_resumes_exact
     resumed = train(STOPPABLE, run_dir, progress=messages.append)
     assert any("resumed" in m and "iteration 4" in m for m in messages)
     assert int(resumed.train_state.iteration) == 7
-    assert same_leaves(resumed.train_state, straight)
+    assert same_leaves(resumed.train_state, straight.train_state)
+    # The resumed run keeps the uninterrupted run's evaluation cadence: 2, 4 (skipped), 6
+    # and the last, 7, evaluated alike.
+    assert evaluated_at(read_metrics(run_dir)) == evaluated_at(straight.records) == [2, 4, 6, 7]
+    after = [r for r in read_metrics(run_dir) if r["iteration"] > 4 and "perfect" in r]
+    assert after == [{**r, "wall_time": a["wall_time"], "positions_per_s": a["positions_per_s"]}
+                     for r, a in zip([r for r in straight.records if r["iteration"] > 4
+                                      and "perfect" in r], after, strict=True)]
+
+
+def test_a_stop_during_the_last_iteration_evaluates_it_when_resumed(tmp_path, straight):
+    """The final evaluation, skipped by a stop during the last iteration, runs when the
+    run is resumed: the record of the last iteration, in metrics.jsonl and in the
+    checkpoint's copy, then holds it (as an uninterrupted run's does), and a run that
+    is resumed again evaluates nothing more."""
+    run_dir = tmp_path / "run"
+
+    def signal_at_six(iterations):
+        if iterations == [6]:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with pytest.raises(Stopped):
+        train_group([STOPPABLE], [run_dir], progress=None, on_iteration=signal_at_six)
+    stopped = read_metrics(run_dir)[-1]
+    assert stopped["iteration"] == 7 and "evaluation_skipped" in stopped
+    assert "perfect" not in stopped
+
+    messages = []
+    resumed = train(STOPPABLE, run_dir, progress=messages.append)
+    assert any("final evaluation of iteration 7" in m for m in messages)
+    last, expected = resumed.records[-1], straight.records[-1]
+    assert "evaluation_skipped" not in last
+    evaluation = {k: v for k, v in expected.items() if k.startswith(("net_", "perfect"))}
+    assert evaluation and {k: last[k] for k in evaluation} == evaluation
+    assert read_metrics(run_dir) == resumed.records
+    assert verify(run_dir, 7) is None  # the amended checkpoint is intact
+    again = train(STOPPABLE, run_dir, progress=messages.append)
+    assert again.records == resumed.records
+    assert sum("final evaluation" in m for m in messages) == 1
+
+
+def test_a_second_signal_in_training_raises_at_once_and_the_next_call_resumes(
+        tmp_path, straight, monkeypatch):
+    """A second signal (Ctrl-C after SIGTERM) as the stop's checkpoint begins: the run
+    raises `Interrupted` without writing it, the signal handlers are the caller's again,
+    and training again resumes from the newest checkpoint to the same end."""
+    import azjax.run.checkpoint as ckpt
+    from azjax.run.stop_signals import Interrupted
+
+    run_dir = tmp_path / "run"
+    before = [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)]
+    save = ckpt.save
+
+    def interrupted_save(manager, step, *args, **kwargs):
+        if step == 6:
+            os.kill(os.getpid(), signal.SIGINT)
+        return save(manager, step, *args, **kwargs)
+
+    def signal_at_five(iterations):
+        if iterations == [5]:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(ckpt, "save", interrupted_save)
+    with pytest.raises(Interrupted) as interrupted:
+        train_group([STOPPABLE], [run_dir], progress=None, on_iteration=signal_at_five)
+    assert interrupted.value.signum == signal.SIGINT
+    assert [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)] == before
+    assert checkpoint_steps(run_dir) == [5]  # nothing of iteration 6, whole or in part
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["5"]
+    assert read_metrics(run_dir)[-1]["iteration"] == 5
+    monkeypatch.setattr(ckpt, "save", save)
+    resumed = train(STOPPABLE, run_dir, progress=None)
+    assert same_leaves(resumed.train_state, straight.train_state)
 
 
 # The handler's verdicts go by the clock StopSignals is given: the echo comes half the

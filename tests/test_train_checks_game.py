@@ -165,3 +165,24 @@ def test_no_loss_is_shown_before_a_game_has_ended():
     assert "no game has ended yet" in line and "(v 0.000" not in line
     line = format_progress({**record, "replay_sampleable": 5, "loss": 1.5, "value_loss": 0.5})
     assert "loss 1.500 (v 0.500" in line
+
+
+def test_a_run_waiting_for_learn_after_says_so_and_says_when_it_stalls():
+    """While the replay holds fewer than learn_after positions with a known outcome the
+    network does not change: no loss is shown, but how far the wait has come; a run
+    that has played several iterations of positions past learn_after and still waits
+    says that its network is unchanged, and what to change."""
+    record = {"iteration": 3, "games": 40, "positions_per_s": 10.0, "loss": 1.9,
+              "value_loss": 0.9, "policy_loss": 1.0, "policy_entropy": 1.5,
+              "replay_sampleable": 700, "positions": 3000, "wall_time": 1.0}
+    waiting = format_progress(record, learn_after=1000, positions_per_iteration=1000)
+    assert "learns after 1,000 positions with a known outcome: 700 so far" in waiting
+    assert "1.900" not in waiting
+    stalled = format_progress({**record, "positions": 4000}, learn_after=1000,
+                              positions_per_iteration=1000)
+    assert ("network unchanged: 4,000 positions played but the replay holds only 700 "
+            "with a known outcome, fewer than learn_after 1,000") in stalled
+    assert "--learn-after" in stalled and "--replay-capacity" in stalled
+    learning = format_progress({**record, "replay_sampleable": 1000}, learn_after=1000,
+                               positions_per_iteration=1000)
+    assert "loss 1.900 (v 0.900" in learning

@@ -238,10 +238,27 @@ def test_learning_after_more_positions_than_the_replay_holds_is_refused(tmp_path
     out = experiment("go9x9", "--replay-capacity", "8192", "--run-dir", run_dir)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        ("error: learn_after (10000) must be at most replay_capacity (8192): the replay "
-         "never holds more, so it would never learn")]
+        ("error: learn_after (10000) must be at most 7168: the positions the replay holds "
+         "(replay_capacity 8192) less one iteration of self-play (1024 = "
+         "selfplay.num_games x selfplay.steps_per_iteration), whose games in flight have "
+         "no outcome yet; the replay would never hold learn_after positions to learn from")]
     assert not run_dir.exists()
-    TrainConfig().replace(replay_capacity=4096, learn_after=4096)  # as many is fine
+
+
+def test_learn_after_is_bounded_by_the_positions_a_replay_can_resolve():
+    """A replay never holds as many positions with an outcome as it holds positions: the
+    games in flight keep theirs pending. Under 'write' augmentation the ring holds each
+    position once per symmetry, and learn_after counts positions."""
+    base = TrainConfig().replace(replay_capacity=4096)  # 256 games x 9 steps = 2,304
+    base.replace(learn_after=4096 - 2304)  # the most it can wait for
+    refused(lambda: base.replace(learn_after=4096), "learn_after")
+    refused(lambda: base.replace(learn_after=4096 - 2304 + 1), "learn_after")
+    written = base.replace(augment="write", replay_capacity=8 * 4096,
+                           learn_after=4096 - 2304)
+    written.check(written.program.make_env())  # tic-tac-toe: 8 copies a position
+    too_many = written.replace(learn_after=4096 - 2304 + 1)  # fine without the game
+    message = refused(lambda: too_many.check(too_many.program.make_env()), "learn_after")
+    assert "32768 / 8 symmetric copies = 4096" in message
 
 
 def test_training_on_a_score_utility_with_a_mixed_value_target_is_refused():

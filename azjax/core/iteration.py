@@ -26,6 +26,7 @@ from jax.flatten_util import ravel_pytree
 
 from azjax.core import counters
 from azjax.core import replay as replay_lib
+from azjax.core.device_split import per_device
 from azjax.core.game_hooks import board_cells
 from azjax.core.learner import alphazero_loss, auxiliary_losses, score_value_target
 from azjax.core.networks import init_params, make_network, observation_dtype
@@ -129,31 +130,6 @@ def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainSta
     )
 
 
-def per_device(config: ProgramConfig, devices: int) -> ProgramConfig:
-    """The program one of `devices` devices runs: its share of the games, the replay ring
-    and the learner's batch.
-
-    Args:
-      config: the whole program; its sizes must divide by `devices`
-        (`azjax.run.devices.misfits` says which do not).
-      devices: the number of devices the iteration is split over.
-
-    Returns:
-      `config` with `num_games`, `batch_size` and `replay_capacity` divided; `config`
-      itself for one device.
-    """
-    if devices == 1:
-        return config
-    return dataclasses.replace(
-        config,
-        selfplay=dataclasses.replace(config.selfplay,
-                                     num_games=config.selfplay.num_games // devices),
-        learner=dataclasses.replace(config.learner,
-                                    batch_size=config.learner.batch_size // devices),
-        replay_capacity=config.replay_capacity // devices,
-    )
-
-
 def device_key(key: chex.PRNGKey, devices: int) -> chex.PRNGKey:
     """This device's own key from a key every device holds.
 
@@ -214,6 +190,7 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
     optimizer = config.learner.optimizer()
     symmetries = env.symmetries
     sample_symmetries = symmetries if config.augment == "sample" else None
+    copies = symmetries.size if config.augment == "write" else 1
     mix = config.value_target_mix
     score_mix = config.learner.score_value_mix
     weight_decay = config.learner.weight_decay
@@ -272,7 +249,9 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
             positions = replay_lib.augment_all(positions, symmetries)
         replay = replay_lib.add(replay, positions)
 
-        learns = total(replay_lib.num_sampleable(replay)) >= config.learn_after
+        # Positions, not replay entries: 'write' augmentation stores each one `copies` times.
+        sampleable = total(replay_lib.num_sampleable(replay)) // copies
+        learns = sampleable >= config.learn_after
         (params, opt_state), infos = jax.lax.scan(
             lambda carry, key: grad_step(carry, key, replay, learns),
             (state.params, state.opt_state),
@@ -291,7 +270,7 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
             "draw": total(jnp.sum(ended & (outcome == 0))) / per_game,
             "second_player_win": total(jnp.sum(ended & (outcome < 0))) / per_game,
             "search_value": mean(jnp.mean(trajectory.positions.search_value)),
-            "replay_sampleable": total(replay_lib.num_sampleable(replay)),
+            "replay_sampleable": sampleable,
         }
         if config.selfplay.resigns:  # false-resignation rate: false_resign / resign_checked
             metrics.update(

@@ -49,10 +49,13 @@ class ProgramConfig:
     gradient_steps: int = bounded(64, low=0)
     """Gradient steps per iteration (K)."""
     learn_after: int = bounded(0, low=0)
-    """Positions with a known outcome the replay must hold before the gradient steps
-    change the network (DQN's `learning_starts`): a run started from trained weights
-    (`run.warm_start`) does not fit them to its first few, short games. 0: from the
-    first iteration."""
+    """Positions with a known outcome the replay must hold (every device's ring
+    together; a position, not each of its symmetric copies under 'write' augmentation)
+    before the gradient steps change the network (DQN's `learning_starts`): a run
+    started from trained weights (`run.warm_start`) does not fit them to its first few,
+    short games. At most the positions the replay holds less one iteration of self-play,
+    since the games in flight hold positions whose outcome is not known yet. 0: from
+    the first iteration."""
     value_target_mix: float = bounded(0.0, low=0, high=1)
     """Value target = (1 - mix) * z + mix * search root value (0 = the paper's z)."""
     regime: Literal["alphazero", "gating"] = "alphazero"
@@ -64,11 +67,7 @@ class ProgramConfig:
         if not self.game:
             raise ValueError(f"game must be a non-empty string, got {self.game!r}")
         _check_game_options(self.game_options)
-        if self.learn_after > self.replay_capacity:
-            raise ValueError(
-                f"learn_after ({self.learn_after}) must be at most replay_capacity "
-                f"({self.replay_capacity}): the replay never holds more, so it would "
-                f"never learn")
+        self.check_learn_after(1)
         if self.value_target_mix > 0 and self.search.score_utility > 0:
             # The root value it mixes into the value target already holds the utility,
             # which the search then adds again on top of the value head.
@@ -94,6 +93,26 @@ class ProgramConfig:
         """Positions self-play produces per iteration (B * S)."""
         return self.selfplay.num_games * self.selfplay.steps_per_iteration
 
+    def check_learn_after(self, copies: int) -> None:
+        """ValueError when the replay can never hold `learn_after` positions with a known
+        outcome: it holds replay_capacity / `copies` positions (`copies` entries each
+        under 'write' augmentation), and the games in flight keep at least about one
+        iteration of them unresolved."""
+        if self.learn_after == 0:
+            return
+        held = self.replay_capacity // copies
+        most = held - self.positions_per_iteration
+        if self.learn_after > most:
+            held_text = (f"replay_capacity {self.replay_capacity}" if copies == 1 else
+                         f"replay_capacity {self.replay_capacity} / {copies} symmetric "
+                         f"copies = {held}")
+            raise ValueError(
+                f"learn_after ({self.learn_after}) must be at most {max(most, 0)}: the "
+                f"positions the replay holds ({held_text}) less one iteration of "
+                f"self-play ({self.positions_per_iteration} = selfplay.num_games x "
+                f"selfplay.steps_per_iteration), whose games in flight have no outcome "
+                f"yet; the replay would never hold learn_after positions to learn from")
+
     def replay_entries_per_iteration(self, env: envs.Env) -> int:
         """Entries self-play writes to replay each iteration."""
         copies = env.symmetries.size if self.augment == "write" else 1
@@ -115,6 +134,8 @@ class ProgramConfig:
             )
         check_int32("replay ring indices: replay_capacity + one iteration's entries",
                      self.replay_capacity + needed)
+        if self.augment == "write":
+            self.check_learn_after(env.symmetries.size)
         self.check_auxiliary(env)
         self.check_pooled_heads(env)
         check_program_fits(self, env)

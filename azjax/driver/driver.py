@@ -28,6 +28,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
+from azjax.core.identity import Identity
 from azjax.core.iteration import TrainState
 from azjax.core.stacked import (
     cached,
@@ -120,18 +121,24 @@ def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[RunDir | Non
 
 
 def _devices(configs: Sequence[TrainConfig], run_dirs: Sequence[RunDir | None],
-             say: Say) -> tuple[list[TrainConfig], Mesh | None]:
-    """The group's configs recording the device count they train on, and its data mesh
-    (None for one device); ValueError for a count that cannot be used."""
+             warm_ups: Sequence[TrainConfig | None], say: Say
+             ) -> tuple[list[TrainConfig], list[TrainConfig | None], Mesh | None]:
+    """The group's configs and their warm-ups' recording the device count they train on,
+    and its data mesh (None for one device); ValueError, before anything trains, for a
+    count that the runs or the warm-ups still to train cannot be split over."""
     requested = {c.run.devices for c in configs}
     if len(requested) > 1:
         raise ValueError(f"a group trains on one set of devices, not on {sorted(requested)}")
-    count, notice = device_count(requested.pop(), configs[0].program)
+    pending = [warm.program for warm, run_dir in zip(warm_ups, run_dirs)
+               if warm is not None and not run_dir.checkpoint_steps()]
+    count, notice = device_count(requested.pop(), configs[0].program, pending)
     if notice:
         say(notice)
     for run_dir in filter(None, run_dirs):
         run_dir.check_device_count(count)
-    return [c.replace(devices=count) for c in configs], data_mesh(count) if count > 1 else None
+    return ([c.replace(devices=count) for c in configs],
+            [None if w is None else w.replace(devices=count) for w in warm_ups],
+            data_mesh(count) if count > 1 else None)
 
 
 def _writing(run_dir: RunDir | None, write: Callable, *args: Any) -> Any:
@@ -234,18 +241,17 @@ def train_group(
     check_game(env, configs[0].program.game)  # a game of the user's, before any write
     _check_group(configs, run_dirs, env)
     say = progress or (lambda _: None)
-    configs, mesh = _devices(configs, run_dirs, say)
+    # A warm-up that cannot start its run fails here, before any write or training.
+    warm_ups = [warm_up_config(config, run_dir) if config.run.warm_up else None
+                for config, run_dir in zip(configs, run_dirs)]
+    configs, warm_ups, mesh = _devices(configs, run_dirs, warm_ups, say)
     program = configs[0].program
-    # Keyed by the env itself, not its id: a freed env's id can be another env's later.
-    players = cached(("players", env, program.compile_key()),
+    players = cached(("players", Identity(env), program.compile_key()),
                       lambda: ProgramPlayers(env, program))
     env = players.env
     players.forget_loaded()
     for config in configs:
         players.opponents(config.run.eval_opponents)  # bad baselines fail before any write
-    # So does a warm-up that cannot start its run.
-    warm_ups = [warm_up_config(config, run_dir) if config.run.warm_up else None
-                for config, run_dir in zip(configs, run_dirs)]
     for config, warm, run_dir in zip(configs, warm_ups, run_dirs):
         if warm is not None:
             warm_up(config, warm, run_dir, train, say)
@@ -272,6 +278,13 @@ def train_group(
             evaluator.prepare()  # while the step compiles
         preload()  # matplotlib's import too
         with signals:  # until the last checkpoint is written
+            for i, run in enumerate(runs):
+                if run.final_evaluation_due:
+                    _writing(run.run_dir, run.run_final_evaluation, i, state, evaluator,
+                             players, signals)
+            if signals.agree():  # stopped again during one: every run stops where it is
+                for run in runs:
+                    run.done = True
             ahead.join()
             state = _loop(runs, state, step, evaluator, players, on_iteration, signals, say)
             for i, run in enumerate(runs):

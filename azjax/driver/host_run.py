@@ -29,6 +29,7 @@ from azjax.driver.status import (
     divergence,
     finished,
     format_progress,
+    learning_stalled,
 )
 from azjax.driver.warm_up import warm_start_source
 from azjax.evaluation.evaluators import Evaluator, versus
@@ -63,6 +64,7 @@ class HostRun:
         run_dir = None if run_dir is None else RunDir.open(run_dir)
         self.run_dir, self.name, self.say, self.alone = run_dir, name, say, alone
         self.diverged = False
+        self.said_stalled = False
         self.records: list[dict[str, Any]] = []
         self.manager = self.log = None
         self.eval_key = jax.random.key(config.seed + 1)
@@ -134,6 +136,11 @@ class HostRun:
         self.eta = Progress(self.run.iterations, initial=self.iteration, write=None)
         reason = finished(self.run, self.records, self.iteration)
         self.done = reason is not None
+        # A stop during the last iteration skipped the final evaluation: it runs now.
+        self.final_evaluation_due = (
+            reason in ("iterations", "time") and self.run.evaluates and bool(self.records)
+            and self.records[-1]["iteration"] == self.iteration
+            and EVALUATION_SKIPPED in self.records[-1])
         if reason == "perfect":
             self.say(f"this run already reached perfect play at iteration "
                      f"{self.perfect_at['iteration']}")
@@ -205,11 +212,18 @@ class HostRun:
             self.stop_diverged(divergence(record))
             return state
         self.records.append(record)
+        program = self.config.program
+        stalled = learning_stalled(record, program.learn_after,
+                                   program.positions_per_iteration)
         if lines:
             left = self.eta.eta(iteration)
             if run.max_minutes > 0:
                 left = min(left or float("inf"), 60 * run.max_minutes - record["wall_time"])
-            self.say(format_progress(record, left))
+            self.say(format_progress(record, left, program.learn_after,
+                                     program.positions_per_iteration))
+        elif stalled and not self.said_stalled:  # a group's summary line does not show it
+            self.say(f"iteration {iteration}: {stalled}")
+        self.said_stalled = self.said_stalled or bool(stalled)
         self.last_log_time, self.last_log_positions = time.perf_counter(), positions
 
         perfect = bool(record.get("perfect"))
@@ -228,6 +242,35 @@ class HostRun:
             self.say(f"time limit of {run.max_minutes:g} minutes reached at iteration "
                      f"{iteration}")
         return state
+
+    def run_final_evaluation(self, index: int, state: TrainState, evaluator: Evaluator,
+                             players: ProgramPlayers, signals: StopSignals) -> None:
+        """Runs the final evaluation that a stop during the run's last iteration skipped
+        (`final_evaluation_due`), and puts it in that iteration's record: in the
+        checkpoint's copy of the records and in metrics.jsonl. A signal during it
+        abandons it, and it stays due."""
+        record = {k: v for k, v in self.records[-1].items() if k != EVALUATION_SKIPPED}
+        self.say(f"running the final evaluation of iteration {self.iteration}, which a "
+                 "stop skipped")
+        bound = AgentParams(local(unstack(state.params, index)),
+                            local(unstack(state.search_params, index)))
+        self.evals_done -= 1  # the skipped one was counted as done
+        out = signals.unless_stopped(lambda: self._evaluate(
+            self.iteration, True, bound, evaluator, players))
+        if out is None:
+            self.evals_done += 1
+            return
+        record.update(out)
+        self.records[-1] = record
+        self.final_evaluation_due = False
+        if record.get("perfect") and self.perfect_at is None:
+            self.perfect_at = record
+        if self.run_dir is not None and is_primary():
+            ckpt.amend_records(self.run_dir.path, self.iteration, self.records)
+            self.log.amend_last(self.records)
+            plot_run(self.records, self.run_dir.training_plot)
+        if self.alone:
+            self.say(format_progress(record))
 
     def _evaluate(self, iteration: int, last: bool, bound: AgentParams,
                   evaluator: Evaluator, players: ProgramPlayers) -> dict[str, float]:

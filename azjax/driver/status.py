@@ -21,12 +21,51 @@ def _shown(metric: ms.Metric, value: float) -> str:
     return f"{100 * value:.1f}%" if metric.unit == ms.SHARE else f"{value:+.1f}"
 
 
-def format_progress(record: dict[str, Any], eta: float | None = None) -> str:
+STALLED_ITERATIONS = 3
+"""Iterations of positions past `learn_after` after which a run whose replay still holds
+fewer than `learn_after` positions with a known outcome is said to be stalled."""
+
+
+def learning_stalled(record: dict[str, Any], learn_after: int,
+                     positions_per_iteration: int) -> str | None:
+    """Why a run's network has not changed in a while, or None when it learns (or may
+    yet start to, in the iterations a replay needs to fill).
+
+    The gradient steps change the network only once the replay holds `learn_after`
+    positions with a known outcome. A run that has played `STALLED_ITERATIONS`
+    iterations of positions past that number and still holds fewer has its games in
+    flight holding too many of the replay's positions: it may never learn.
+
+    Args:
+      record: a metrics record (`replay_sampleable`, `positions`).
+      learn_after: the program's `learn_after`.
+      positions_per_iteration: positions self-play plays per iteration.
+
+    Returns:
+      A phrase for the status line, or None.
+    """
+    held = record.get(ms.REPLAY_SAMPLEABLE.name)
+    if not learn_after or held is None or held >= learn_after:
+        return None
+    played = record.get(ms.POSITIONS.name, 0)
+    if played < learn_after + STALLED_ITERATIONS * positions_per_iteration:
+        return None
+    return (f"network unchanged: {played:,} positions played but the replay holds only "
+            f"{held:,.0f} with a known outcome, fewer than learn_after {learn_after:,} "
+            "(lower --learn-after or raise --replay-capacity)")
+
+
+def format_progress(record: dict[str, Any], eta: float | None = None,
+                    learn_after: int = 0, positions_per_iteration: int = 0) -> str:
     """One status line for a metrics record (and the time left, when known).
 
     Args:
       record: a metrics record (keys and labels: `azjax.run.metric_schema`).
       eta: seconds left, or None.
+      learn_after: the program's `learn_after`: while the replay holds fewer positions
+        with a known outcome, the network does not change and no loss is shown.
+      positions_per_iteration: positions self-play plays per iteration
+        (`learning_stalled`).
 
     Returns:
       'it 45 | games 13,545 | 4,513 pos/s | loss ... | <evaluation> | 40.6s | ETA 3m12s'.
@@ -37,9 +76,16 @@ def format_progress(record: dict[str, Any], eta: float | None = None) -> str:
         f"{ms.GAMES.status_label} {record[ms.GAMES.name]:>8,}",
         f"{record[ms.POSITIONS_PER_S.name]:>8,.0f} {ms.POSITIONS_PER_S.status_label}",
     ]
-    if loss.name in record and record.get(ms.REPLAY_SAMPLEABLE.name, 1) == 0:
-        # The gradient steps had no labelled position to learn from: nothing to show.
+    held = record.get(ms.REPLAY_SAMPLEABLE.name, 1)
+    stalled = learning_stalled(record, learn_after, positions_per_iteration)
+    # Gradient steps with nothing to learn from are undone: no loss to show.
+    if loss.name in record and held == 0:
         parts.append(f"{loss.status_label} - (no game has ended yet)")
+    elif loss.name in record and stalled:
+        parts.append(f"{loss.status_label} - ({stalled})")
+    elif loss.name in record and held < learn_after:
+        parts.append(f"{loss.status_label} - (learns after {learn_after:,} positions with "
+                     f"a known outcome: {held:,.0f} so far)")
     elif loss.name in record:
         parts.append(f"{loss.status_label} {record[loss.name]:.3f} "
                      f"({value.status_label} {record[value.name]:.3f} "

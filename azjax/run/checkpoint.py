@@ -27,6 +27,7 @@ import orbax.checkpoint as ocp
 
 from azjax.core import counters
 from azjax.run.checkpoint_files import (  # noqa: F401 - re-exported: the run directory's API
+    AMENDED_METRICS_COPY,
     CHECKPOINT_DIR,
     DAMAGED_DIR,
     ITEM_DIR,
@@ -400,7 +401,31 @@ def checkpoint_records(run_dir: Path, restored: Restored) -> list[dict[str, Any]
     """The metrics records a checkpoint holds (None for one without a copy)."""
     if restored.manifest is None or restored.manifest.get("metrics_records") is None:
         return None
-    data = gzip.decompress((step_dir(run_dir, restored.step) / METRICS_COPY).read_bytes())
+    name = restored.manifest.get("metrics_file", METRICS_COPY)
+    data = gzip.decompress((step_dir(run_dir, restored.step) / name).read_bytes())
     return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def amend_records(run_dir: Path, step: int, records: Sequence[dict[str, Any]]) -> None:
+    """Replaces the metrics records that intact checkpoint `step` holds (its last record
+    amended after the save: the final evaluation a stop skipped, run on resuming).
+
+    The new copy is written beside the old one under its own name, then the manifest,
+    rewritten atomically, names it: killed at any point, the checkpoint stays intact and
+    holds either the old records or the new ones. Process 0 only.
+
+    Args:
+      run_dir: the run directory.
+      step: the checkpoint's step.
+      records: every record up to `step`.
+    """
+    directory = step_dir(run_dir, step)
+    manifest = read_manifest(directory)
+    if manifest is None:
+        raise RunDirError(f"checkpoint {step} of {run_dir} has no manifest to amend")
+    write_atomic(directory / AMENDED_METRICS_COPY,
+                 gzip.compress(metrics_text(records).encode(), mtime=0))
+    write_manifest(directory, step, manifest.get("config"), len(records),
+                   AMENDED_METRICS_COPY)
 
 

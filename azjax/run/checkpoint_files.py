@@ -21,6 +21,9 @@ CHECKPOINT_DIR = "checkpoints"
 DAMAGED_DIR = "damaged-checkpoints"
 MANIFEST_FILE = "azjax_manifest.json"
 METRICS_COPY = "azjax_metrics.jsonl.gz"
+AMENDED_METRICS_COPY = "azjax_metrics_amended.jsonl.gz"
+"""The records of a checkpoint whose last record was amended after it was saved (the
+final evaluation a stop skipped, run on resuming); its manifest names it."""
 MANIFEST_FORMAT = 1
 ITEM_DIR = "default"  # orbax's directory of the one item of a step
 UNFINISHED = "it is incomplete (no manifest: the save did not finish)"
@@ -50,14 +53,17 @@ def _digest(path: Path) -> str:
 
 
 def write_manifest(directory: Path, step: int, config: dict[str, Any] | None,
-                   records: int | None) -> None:
+                   records: int | None, records_file: str = METRICS_COPY) -> None:
     """Writes a step directory's manifest (last: it marks the checkpoint complete): the
-    config, the number of metrics records the step holds, and every file's SHA-256."""
+    config, the number of metrics records the step holds and the file that holds them,
+    and every file's SHA-256."""
     files = {path.relative_to(directory).as_posix(): _digest(path)
              for path in sorted(directory.rglob("*"))
              if path.is_file() and path.name != MANIFEST_FILE}
     manifest = {"format": MANIFEST_FORMAT, "step": step, "config": config,
                 "metrics_records": records, "files": files}
+    if records_file != METRICS_COPY:
+        manifest["metrics_file"] = records_file
     write_atomic(directory / MANIFEST_FILE, json.dumps(manifest, indent=1) + "\n")
 
 

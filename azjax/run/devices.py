@@ -10,6 +10,7 @@ JAX sees one device unless asked for more before it starts: `arrange(...)` does 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -17,6 +18,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
+from azjax.core.device_split import misfits
 from azjax.core.iteration import DATA_AXIS
 from azjax.run import peers
 
@@ -83,54 +85,52 @@ def is_primary() -> bool:
     return jax.process_index() == 0
 
 
-def nearest_multiple(value: int, factor: int) -> int:
-    """The multiple of `factor` nearest `value` (the larger one on a tie, never 0)."""
-    low = value // factor * factor
-    high = low + factor
-    return high if low == 0 or high - value <= value - low else low
+def device_count(requested: int, program: Any, warm_ups: Sequence[Any] = (),
+                 available: int | None = None) -> tuple[int, str | None]:
+    """The number of devices to train `program` (and its warm-up's) on, and a notice.
 
+    Args:
+      requested: a number of devices (`--devices`), or 0 for every device there is,
+        fewer if a program does not split over all (the largest count every program
+        splits over, said in the notice).
+      program: the run's program (`ProgramConfig`).
+      warm_ups: the programs of the run's warm-ups (`RunConfig.warm_up`), trained first
+        on the same devices.
+      available: the devices there are (default: `jax.device_count()`).
 
-def split_sizes(program: Any) -> dict[str, int]:
-    """The sizes of a program that are split over the devices, by option name."""
-    return {
-        "selfplay.num_games": program.selfplay.num_games,
-        "learner.batch_size": program.learner.batch_size,
-        "replay_capacity": program.replay_capacity,
-    }
+    Returns:
+      The count and a notice (or None).
 
-
-def misfits(program: Any, count: int) -> list[str]:
-    """What keeps `program` from splitting over `count` devices, one phrase each with
-    the nearest value that would split."""
-    return [f"{name} {size} is not a multiple of {count} (nearest that is: "
-            f"{nearest_multiple(size, count)})"
-            for name, size in split_sizes(program).items() if size % count]
-
-
-def device_count(requested: int, program: Any) -> tuple[int, str | None]:
-    """The number of devices to train `program` on and a notice (or None): `requested`
-    ones, or with 0 every device there is, fewer if the program's sizes do not split over
-    all (the largest count they split over, said in the notice). ValueError, naming the
-    nearest valid values, when `requested` devices are not there or do not fit."""
-    available = jax.device_count()
+    Raises:
+      ValueError: one line naming the devices and the nearest valid values, when
+        `requested` devices are not there or a program does not split over them.
+    """
+    available = jax.device_count() if available is None else available
     if requested > available:
         raise ValueError(f"--devices {requested}: only {available} device"
                          f"{'s' if available > 1 else ''} here"
                          + ("" if jax.default_backend() != "cpu" else
                             " (a CPU is split into host devices before JAX starts: "
                             "azjax.run.devices.arrange, which the scripts call)"))
+
+    def wrong(count: int) -> list[str]:
+        found = misfits(program, count)
+        for warm_up in warm_ups:
+            found += [f"its warm-up's {phrase}" for phrase in misfits(warm_up, count)]
+        return found
+
     count = requested or available
     if requested or jax.process_count() > 1:
-        wrong = misfits(program, count)
-        if wrong:
-            raise ValueError(f"cannot split the run over {count} devices: " + "; ".join(wrong))
+        if wrong(count):
+            raise ValueError(f"cannot split the run over {count} devices: "
+                             + "; ".join(wrong(count)))
         return count, None
-    while misfits(program, count):
+    while wrong(count):
         count -= 1
     if count == available:
         return count, None
     return count, (f"training on {count} of the {available} devices: "
-                   + "; ".join(misfits(program, available)))
+                   + "; ".join(wrong(available)))
 
 
 def data_mesh(count: int) -> Mesh:

@@ -105,6 +105,15 @@ class MetricsLog:
     def append(self, record: dict[str, Any]) -> None:
         """Takes one record (written to metrics.jsonl by `flush`; to TensorBoard now)."""
         self._pending.append(record)
+        self._to_tensorboard(record)
+
+    def amend_last(self, records: list[dict[str, Any]]) -> None:
+        """Rewrites metrics.jsonl to `records`, all checkpointed, whose last record the
+        checkpoint now holds amended (`azjax.run.checkpoint.amend_records`)."""
+        write_atomic(self.run_dir.metrics_file, ckpt.metrics_text(records))
+        self._to_tensorboard(records[-1])
+
+    def _to_tensorboard(self, record: dict[str, Any]) -> None:
         if self._writer is not None:
             step = int(record[ITERATION.name])
             for key, value in record.items():
