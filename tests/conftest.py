@@ -17,7 +17,11 @@ The tests' programs are small and run briefly, so compiling is most of their cos
 skips LLVM's optimisation of the generated code (`--xla_backend_optimization_level=0`;
 docs/trust.md says what it saves). Floats may differ from the optimised program's in
 their last bits; every process of a session (subprocesses included) compiles alike, so
-the tests that compare runs compare like with like.
+the tests that compare runs compare like with like. The exceptions are the child
+processes that stand for what a user runs and prove a result users rely on (the
+README's headline reaching perfect play, the wheel's `azjax train tictactoe`): they get
+the environment of `tests/users_build.py`, which takes the setting out, and compile as
+users compile (the compilation cache still shared).
 
 Tests run on one CPU device, experiment scripts in subprocesses included (their default
 is one host device per core); the tests of several devices ask for them by `--devices`.
@@ -26,6 +30,9 @@ The files go to the xdist workers longest first, by the seconds that
 `tests/file_costs.json` records for them (`tests/cost_table.py` writes it from a run with
 `AZJAX_TEST_COSTS`, the cost plugin `tests/cost_plugin.py`); a file it does not know goes
 first.
+
+A session that leaves something new in the checkout (a `runs/` folder, say) fails at its
+end (`tests/checkout_guard.py`): tests write only into temporary folders.
 """
 
 from __future__ import annotations
@@ -38,10 +45,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from users_build import FAST_COMPILE
 
 _CACHE_ENV = "AZJAX_TEST_CACHE"
 _MAX_CACHE_BYTES = 2 * 10**9
-_FAST_COMPILE = "--xla_backend_optimization_level=0"
 
 
 def _cache_directory() -> tuple[str, bool]:
@@ -68,16 +75,18 @@ os.environ.setdefault("AZJAX_COMPILE_CACHE", _CACHE_DIR)
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FAST_COMPILE}".strip()
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE}".strip()
 os.environ["JAX_NUM_CPU_DEVICES"] = "1"
 
 _FILE_COSTS = Path(__file__).resolve().parent / "file_costs.json"
 
 
 def pytest_configure(config):
+    import checkout_guard
     import cost_plugin  # the plugin is on when AZJAX_TEST_COSTS is set
 
     cost_plugin.register(config)
+    checkout_guard.register(config)
     if not _OWN_CACHE and not hasattr(config, "workerinput"):
         _prune(Path(_CACHE_DIR), _MAX_CACHE_BYTES)
 

@@ -6,8 +6,9 @@ cache hit also reports) and their seconds, the hits on the persistent compilatio
 the seconds spent tracing and lowering, and the child processes the test started. Each
 xdist worker measures its own tests and sends the figures to the controller with the
 test's reports; the controller writes one JSON object per test to the file, in the order
-the tests finished, and a line of totals at the end of the run. Child processes' own
-compilations are not seen: their cost is in the test's wall time.
+the tests finished, and a line of totals at the end of the run (with the date and the
+checkout's commit, which the table in docs/trust.md is stamped with). Child processes'
+own compilations are not seen: their cost is in the test's wall time.
 
 `python tests/cost_table.py FILE` turns the file into the table in docs/trust.md and the
 per-file seconds (`tests/file_costs.json`) that order the files longest first.
@@ -142,7 +143,8 @@ class CostPlugin:
                 sums[key] += total[key]
         sums = {key: round(value, 1) for key, value in sums.items()}
         sums.update(total=True, tests=len(self.totals),
-                    wall_seconds=round(time.perf_counter() - self.started, 1))
+                    wall_seconds=round(time.perf_counter() - self.started, 1),
+                    date=time.strftime("%Y-%m-%d"), commit=checkout_commit())
         with open(self.path, "a") as out:
             out.write(json.dumps(sums) + "\n")
 
@@ -160,6 +162,22 @@ class CostPlugin:
             f"{sums['cache_hits']:.0f} from the persistent cache), "
             f"{sums['trace_seconds']:.0f} s tracing and lowering, "
             f"{sums['children']:.0f} child processes; per test in {self.path}")
+
+
+def checkout_commit() -> str:
+    """The checkout's commit, as the cost table names it.
+
+    Returns:
+        Its short hash, with `-dirty` when files differ from it (`git describe --always
+        --dirty`), or `unknown` outside a git checkout.
+    """
+    try:
+        done = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
+                              cwd=os.path.dirname(os.path.abspath(__file__)),
+                              capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
 def order_longest_first(items: list, costs: dict[str, dict[str, float]]) -> None:

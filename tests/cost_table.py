@@ -5,7 +5,10 @@
     python tests/cost_table.py costs-default.jsonl costs-slow.jsonl --write
 
 prints the tables of docs/trust.md's "What the tests cost" (per file, and every test
-over `--over` seconds); `--write` puts them into the page between its markers and
+over `--over` seconds), under a line that says when and at which commit the runs were
+measured (what each file's totals line records; for a file that records neither,
+`--date` and `--commit`, else the file's date and the checkout's commit); `--write`
+puts them into the page between its markers and
 writes `tests/file_costs.json`, the seconds of each file's default and slow tests, by
 which `tests/conftest.py` hands the files to the workers longest first.
 """
@@ -14,8 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from collections import defaultdict
 from pathlib import Path
+
+from cost_plugin import checkout_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "trust.md"
@@ -104,15 +111,40 @@ def markdown(tests: list[dict], totals: list[dict], over: float) -> str:
     return "\n".join(lines)
 
 
-def write(tests: list[dict], table: str) -> None:
-    """Puts `table` into docs/trust.md between its markers and writes file_costs.json."""
-    page = PAGE.read_text()
-    start, end = page.index(BEGIN) + len(BEGIN), page.index(END)
-    PAGE.write_text(page[:start] + "\n" + table + "\n" + page[end:])
+def stamp(totals: list[dict]) -> str:
+    """The line above the tables: when and at which commit each run was measured.
+
+    Args:
+        totals: the runs' totals lines, each with its `name`, `date` and `commit`.
+
+    Returns:
+        e.g. "Measured on 2026-11-28 at commit `c764b1c`." (one clause per run where
+        they differ).
+    """
+    when = [(total["date"], total["commit"]) for total in totals]
+    if len(set(when)) == 1:
+        return f"Measured on {when[0][0]} at commit `{when[0][1]}`."
+    return "Measured: " + "; ".join(f"{total['name']} on {date} at commit `{commit}`"
+                                    for total, (date, commit) in zip(totals, when)) + "."
+
+
+def write(tests: list[dict], table: str, page: Path = PAGE,
+          file_costs: Path = FILE_COSTS) -> None:
+    """Puts `table` into `page` between its markers and writes `file_costs`.
+
+    Args:
+        tests: per-test records.
+        table: the stamp and tables (`stamp`, `markdown`).
+        page: the page with the markers (docs/trust.md).
+        file_costs: the seconds of each file (tests/file_costs.json).
+    """
+    text = page.read_text()
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    page.write_text(text[:start] + "\n" + table + "\n" + text[end:])
     costs = {name: {"default": round(entry.get("seconds", 0.0), 1),
                     "slow": round(entry.get("slow_seconds", 0.0), 1)}
              for name, entry in sorted(per_file(tests).items())}
-    FILE_COSTS.write_text(json.dumps(costs, indent=1) + "\n")
+    file_costs.write_text(json.dumps(costs, indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -122,14 +154,35 @@ def main(argv: list[str] | None = None) -> None:
                         help="list every test that took at least this many seconds")
     parser.add_argument("--write", action="store_true",
                         help="update docs/trust.md and tests/file_costs.json")
+    parser.add_argument("--date", help="the date of the runs, for files that record none "
+                        "(default: each file's modification date)")
+    parser.add_argument("--commit", help="the commit the runs measured, for files that "
+                        "record none (default: the checkout's)")
+    parser.add_argument("--page", type=Path, default=PAGE,
+                        help="the page --write puts the tables into (default: docs/trust.md)")
+    parser.add_argument("--file-costs", type=Path, default=FILE_COSTS,
+                        help="the file of each test file's seconds --write writes "
+                        "(default: tests/file_costs.json)")
     args = parser.parse_args(argv)
     tests, totals = read_records(args.files)
+    if len(totals) != len(args.files):
+        parser.error("each cost file must end in its totals line (a run that finished)")
     for path, total in zip(args.files, totals):
         total.setdefault("name", path.stem)
-    table = markdown(tests, totals, args.over)
+        if "date" not in total:
+            total["date"] = args.date or _modified(path)
+            print(f"{path} records no date: stamped {total['date']}", file=sys.stderr)
+        if "commit" not in total:
+            total["commit"] = args.commit or checkout_commit()
+            print(f"{path} records no commit: stamped {total['commit']}", file=sys.stderr)
+    table = stamp(totals) + "\n\n" + markdown(tests, totals, args.over)
     print(table)
     if args.write:
-        write(tests, table)
+        write(tests, table, args.page, args.file_costs)
+
+
+def _modified(path: Path) -> str:
+    return time.strftime("%Y-%m-%d", time.localtime(path.stat().st_mtime))
 
 
 if __name__ == "__main__":

@@ -1,27 +1,84 @@
 """`azjax COMMAND` (the console script and `python -m azjax`): every command behind one
-word, the training command line read once, and experiment scripts that are wrappers."""
+word, the installed `azjax` script passing `azjax train`'s exit statuses through (a bad
+value, a finished run, a stop by SIGTERM), the training command line read once, and
+experiment scripts that are wrappers."""
 
 from __future__ import annotations
 
 import ast
+import signal
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
+from child_io import finish, read_line
 from cli_in_process import command, experiment
+from tiny import FLAGS
 
 from azjax import __main__ as azjax_main
 from azjax.commands import command_line
 from azjax.commands.command_line import given_settings, overlay, read_command_line
 from azjax.commands.train import main as train_main
+from azjax.run.checkpoint import checkpoint_steps, read_metrics
 from azjax.run.config import TrainConfig
 from azjax.run.recipes import recipe
+from azjax.run.stop_signals import EXIT_STOPPED
 
 ROOT = Path(__file__).resolve().parents[1]
+# The console script pip installed into this environment (pyproject's [project.scripts]).
+AZJAX = Path(sys.executable).with_name("azjax")
 
 
 def test_the_console_script_is_the_dispatcher():
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"azjax": "azjax.__main__:entry_point"}
+
+
+def test_the_installed_script_passes_a_bad_value_s_status_through(tmp_path):
+    """`azjax train` with a value out of range, as a shell runs it: exit status 2, the
+    one error line alone on stderr, nothing written."""
+    assert AZJAX.is_file(), f"no console script at {AZJAX}: pip install -e ."
+    done = subprocess.run([str(AZJAX), "train", "tictactoe", "--run-dir", str(tmp_path / "run"),
+                           "--selfplay.num-games", "0"], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "error: selfplay.num_games must be >= 1, got 0\n"
+    assert done.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+def tiny_training(run_dir: Path, iterations: int) -> list[str]:
+    """The console script's command line that trains the tiny program (`tests/tiny.py`)."""
+    return [str(AZJAX), "train", "tictactoe", *FLAGS, "--run-dir", str(run_dir),
+            "--iterations", str(iterations)]
+
+
+def test_the_installed_script_trains_a_run_and_exits_0(tmp_path):
+    run_dir = tmp_path / "run"
+    done = subprocess.run(tiny_training(run_dir, 1), capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-2:] == ["finished 1 iterations", f"run directory: {run_dir}"]
+    assert checkpoint_steps(run_dir) == [1]
+    assert [record["iteration"] for record in read_metrics(run_dir)] == [1]
+
+
+def test_the_installed_script_passes_a_stop_by_sigterm_through(tmp_path):
+    """SIGTERM once the run trains: the iteration under way is saved and the script ends
+    with the stop's status (75), which a scheduler's requeue reads."""
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen(tiny_training(run_dir, 1000), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    while not (line := read_line(process)).startswith("it "):  # a status line: it trains
+        assert line, finish(process)[1]
+    process.send_signal(signal.SIGTERM)
+    _, err = finish(process)
+    assert process.returncode == EXIT_STOPPED, err
+    stopped_at = checkpoint_steps(run_dir)[0]
+    assert read_metrics(run_dir)[-1]["iteration"] == stopped_at < 1000
+    assert err.splitlines()[-1] == (
+        f"stopped by SIGTERM after iteration {stopped_at}, with a checkpoint in {run_dir}; "
+        "rerun the same command to resume")
 
 
 def test_help_lists_every_command_and_an_unknown_one_is_one_error_line(capsys):

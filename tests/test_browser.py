@@ -1,8 +1,8 @@
 """The play page in a real browser: Debian's chromium, driven by Playwright, plays whole
 tic-tac-toe games against the agent by clicking the board, and the page shows the result
 the rules give (checked against plain-Python tic-tac-toe, `ttt_reference`). Screenshots
-of the finished game and of the analysis board go to `artifacts/` (or
-`$AZJAX_ARTIFACTS`), which CI keeps.
+of the finished game and of the analysis board go to `$AZJAX_ARTIFACTS` (`.ci/run` sets
+it to `artifacts/`, which CI keeps), else to the test's temporary folder.
 
 Without Playwright or a chromium the tests skip and say so, except where
 `AZJAX_REQUIRE_BROWSER=1` (CI sets it): there they fail.
@@ -18,8 +18,6 @@ import pytest
 import ttt_reference as ref
 from test_serve import board_of, serving
 
-ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = Path(os.environ.get("AZJAX_ARTIFACTS", ROOT / "artifacts"))
 CHROMIUM = os.environ.get("AZJAX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 RESULTS = ("You won.", "You lost.", "A draw.")
 
@@ -56,25 +54,33 @@ def server():
         yield srv
 
 
+@pytest.fixture
+def artifacts(tmp_path) -> Path:
+    """Where the screenshots go: `$AZJAX_ARTIFACTS`, else the test's temporary folder."""
+    chosen = os.environ.get("AZJAX_ARTIFACTS")
+    folder = Path(chosen) if chosen else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def moves_shown(page) -> list[str]:
     text = page.locator("#moves").inner_text().strip()
     return text.removeprefix("Moves:").split()
 
 
-def show_the_analysis_board(page, side: str) -> None:
+def show_the_analysis_board(page, side: str, artifacts: Path) -> None:
     """The analysis board of the agent's reply is on the page, with its table (it waits
-    for it: a page that never shows it fails); its screenshot goes to the artifacts."""
+    for it: a page that never shows it fails); its screenshot goes to `artifacts`."""
     board = page.locator("#analysis svg")
     board.wait_for(state="visible")
     assert board.count() == 1
     assert "search value" in page.locator("#analysis").inner_text()
     assert page.locator("#analysis-title").inner_text().startswith("The agent's search of ")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    board.screenshot(path=str(ARTIFACTS / f"analysis_board_{side}.png"))
+    board.screenshot(path=str(artifacts / f"analysis_board_{side}.png"))
 
 
 @pytest.mark.parametrize("side", ["first", "second"])
-def test_a_whole_game_is_played_by_clicking(browser, server, side):
+def test_a_whole_game_is_played_by_clicking(browser, server, side, artifacts):
     page = browser.new_page(viewport={"width": 1100, "height": 700})
     page.set_default_timeout(60_000)
     try:
@@ -103,7 +109,7 @@ def test_a_whole_game_is_played_by_clicking(browser, server, side):
                 "&& !document.getElementById('status').textContent.includes('thinking')",
                 arg=sum(v != -1 for v in board))
             if clicks == 1:  # at most 3 plies: the game goes on, and the agent has replied
-                show_the_analysis_board(page, side)
+                show_the_analysis_board(page, side, artifacts)
         status = page.locator("#status").inner_text()
         winner = ref.winner(board)
         expected = "A draw." if winner is None else "You won." if winner == human else (
@@ -111,8 +117,7 @@ def test_a_whole_game_is_played_by_clicking(browser, server, side):
         assert status == expected and status in RESULTS
         assert page.locator("#status.over").count() == 1
         assert page.locator("#board .target").count() == 0  # nothing left to click
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"browser_game_{side}.png"), full_page=True)
+        page.screenshot(path=str(artifacts / f"browser_game_{side}.png"), full_page=True)
     finally:
         page.close()
 

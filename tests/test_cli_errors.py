@@ -272,10 +272,10 @@ def test_play_refuses_a_search_that_does_not_fit_before_allocating(run_dir, caps
     assert started == [] and searched == []
 
 
-def test_play_subprocess_seed_out_of_range_is_one_line(run_dir):
+def test_play_subprocess_seed_out_of_range_is_one_line(run_dir, tmp_path):
     done = subprocess.run([sys.executable, "-m", "azjax.play", "tictactoe", "--run-dir",
                            str(run_dir), "--seed", "99999999999999999999999"],
-                          input="", capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          input="", capture_output=True, text=True, cwd=tmp_path, timeout=300,
                           check=False)
     assert done.returncode == 2
     only_error(done.stderr, "--seed must be an integer")
@@ -329,7 +329,8 @@ def test_arena_subprocess_json_in_a_missing_directory(tmp_path):
     done = subprocess.run([sys.executable, "-m", "azjax.arena", "random", "random", "--game",
                            "tictactoe", "--games", "4", "--json",
                            str(tmp_path / "missing_dir" / "out.json")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          check=False)
     assert done.returncode == 2
     only_error(done.stderr, "--json", "missing_dir", "does not exist")
     assert done.stdout == ""  # refused before the match
@@ -424,7 +425,7 @@ def test_export_subprocess_past_the_file_size_limit(run_dir, tmp_path):
     out = tmp_path / "agent.azjax"
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     done = subprocess.run(file_size_limited(1000, "-m", "azjax.export", str(run_dir), str(out)),
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300,
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
                           check=False)
     assert done.returncode == 2
     only_error(done.stderr, str(out), "File too large")
@@ -491,22 +492,26 @@ SWEEP = ["--param", "gumbel_scale=0.5,1", "--iterations", "1"]
     (["--param", "c_puct=1,2"], ["search.c_puct is never read by the gumbel search",
                                  "--param policy=puct,gumbel", "--search.policy puct"]),
 ])
-def test_sweep_errors_before_training_are_one_line(args, words, a_file):
+def test_sweep_errors_before_training_are_one_line(args, words, a_file, tmp_path,
+                                                   monkeypatch):
     args = [a.replace("{file}", str(a_file)) for a in args]
+    monkeypatch.chdir(tmp_path)  # where the sweep's default --out (runs/...) would go
     done = experiment("sweep", *SWEEP, *args)  # the script's __main__, in this process
     assert done.returncode == 2, done.stderr
     only_error(done.stderr, *words)
     assert done.stdout == ""  # no group started
+    assert list(tmp_path.iterdir()) == [a_file]  # nothing written
 
 
-def test_sweep_subprocess_error_is_one_line():
+def test_sweep_subprocess_error_is_one_line(tmp_path):
     """The same through the real script: exit status 2, the one line alone on stderr."""
     done = subprocess.run([sys.executable, str(ROOT / "experiments" / "sweep.py"), *SWEEP,
                            "--seed", "-1"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          check=False)
     assert done.returncode == 2, done.stderr
     only_error(done.stderr, "seed must be in [0, 4294967295], got -1")
-    assert done.stdout == ""
+    assert done.stdout == "" and list(tmp_path.iterdir()) == []
 
 
 def test_the_old_home_of_the_command_helpers_still_works_and_says_where_they_went():

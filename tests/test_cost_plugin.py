@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -61,6 +62,8 @@ def test_each_test_gets_its_own_compilations_hits_and_children(pytester, tmp_pat
     assert busy["children"] == 1 and busy["outcome"] == "passed" and not busy["slow"]
     assert idle["compiles"] == idle["cache_hits"] == idle["children"] == 0
     assert first["total"]["tests"] == 2 and first["total"]["compiles"] == busy["compiles"]
+    assert first["total"]["commit"] == cost_plugin.checkout_commit() != "unknown"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", first["total"]["date"])
     # Run again in this process: new functions, the same programs, now from the
     # persistent cache the first run wrote.
     again = run_measured(pytester, tmp_path / "again.jsonl")
@@ -94,6 +97,47 @@ def test_the_table_sums_each_file_and_lists_the_long_tests():
     long_rows = [line for line in table if line.startswith("| `test_") and "::" in line]
     assert [row.split("`")[1] for row in long_rows] == ["test_b.py::three", "test_a.py::one"]
     assert "| default | 3 | 43 | 25 | 3 | 9 | 4 | 2 |" in table
+
+
+def test_the_command_stamps_the_page_s_tables_and_writes_the_file_costs(tmp_path, capsys):
+    """`python tests/cost_table.py DEFAULT SLOW --write`: the tables between the page's
+    markers, under the date and commit each file's totals line records (given ones for a
+    file that records none), the rest of the page as it was, and the seconds per file."""
+    runs = {"default": [_record("tests/test_a.py::one", 12.0, compiles=3),
+                        {"total": True, "tests": 1, "seconds": 12.0, "wall_seconds": 8.0,
+                         "compiles": 3, "compile_seconds": 0.0, "cache_hits": 0,
+                         "children": 0, "date": "2026-11-28", "commit": "c764b1c"}],
+            "slow": [_record("tests/test_a.py::two", 40.0, slow=True),
+                     {"total": True, "tests": 1, "seconds": 40.0, "wall_seconds": 41.0,
+                      "compiles": 0, "compile_seconds": 0.0, "cache_hits": 0,
+                      "children": 0}]}
+    paths = []
+    for name, records in runs.items():
+        paths.append(tmp_path / f"{name}.jsonl")
+        paths[-1].write_text("".join(json.dumps(r) + "\n" for r in records))
+    page, file_costs = tmp_path / "trust.md", tmp_path / "file_costs.json"
+    page.write_text(f"before\n{cost_table.BEGIN}\nold table\n{cost_table.END}\nafter\n")
+    cost_table.main([*map(str, paths), "--write", "--commit", "abc1234", "--date",
+                     "2026-12-01", "--page", str(page), "--file-costs", str(file_costs)])
+    assert "slow.jsonl records no date: stamped 2026-12-01" in capsys.readouterr().err
+    before, table, after = re.split(r"<!-- test-costs: (?:begin|end) -->", page.read_text())
+    assert (before, after) == ("before\n", "\nafter\n")
+    lines = table.splitlines()
+    assert lines[1] == ("Measured: default on 2026-11-28 at commit `c764b1c`; slow on "
+                        "2026-12-01 at commit `abc1234`.")
+    assert "| default | 1 | 12 | 8 | 3 | 0 | 0 | 0 |" in lines
+    assert "| `test_a.py` | 1 (1) | 12 (40) | 3 | 0 | 0 | 0 |" in lines
+    assert json.loads(file_costs.read_text()) == {
+        "tests/test_a.py": {"default": 12.0, "slow": 40.0}}
+    same = [{"name": n, "date": "2026-11-28", "commit": "c764b1c"} for n in runs]
+    assert cost_table.stamp(same) == "Measured on 2026-11-28 at commit `c764b1c`."
+
+
+def test_the_page_s_table_says_when_and_at_which_commit_it_was_measured():
+    page = cost_table.PAGE.read_text()
+    table = page.split(cost_table.BEGIN)[1].split(cost_table.END)[0]
+    assert re.match(r"\nMeasured(:| on) .*\d{4}-\d\d-\d\d at commit `[0-9a-f]{7,}(-dirty)?`", table)
+    assert "python tests/cost_table.py" in page.split(cost_table.BEGIN)[0]
 
 
 class _Item:

@@ -33,6 +33,7 @@ import nbformat
 import numpy as np
 import pytest
 from nbclient import NotebookClient
+from users_build import users_environment
 
 import azjax
 import envs
@@ -402,11 +403,13 @@ def test_hex_tutorial_shows_checks_and_names_the_game(executed):
 
 def test_the_installed_command_trains_tictactoe_to_perfect_play(fresh_kernel, tmp_path):
     """The README's main job from the wheel, outside the checkout: `azjax train
-    tictactoe`, the console script of the fresh environment, stops at perfect play."""
+    tictactoe`, the console script of the fresh environment, compiled as a user's
+    process compiles (`tests/users_build.py`), stops at perfect play."""
     python, wheel = fresh_kernel
     if not _azjax_installed(python):  # run alone: no notebook has installed it yet
         _run(python, "-m", "pip", "install", "--quiet", wheel)
-    out = _run(python.parent / "azjax", "train", "tictactoe", cwd=tmp_path)
+    out = _run(python.parent / "azjax", "train", "tictactoe", cwd=tmp_path,
+               env=users_environment())  # compiled as a user's, not as the tests
     assert re.search(r"^perfect play reached at iteration \d+; stopping$", out, re.MULTILINE), out
     records = read_metrics(tmp_path / "runs" / "tictactoe")
     assert records[-1]["perfect"] and records[-1]["net_optimal_share"] == 1.0

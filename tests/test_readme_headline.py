@@ -2,9 +2,11 @@
 perfect play from a fresh run directory.
 
 Slow (about a minute and a half of training on 2 CPU cores): `.ci/run` runs it in its
-second step (`pytest -m slow`). Perfect play is checked twice: by the run's own evaluator
-(what stops training), and independently of every package solver by the retrograde solver
-of `tests/test_tictactoe_oracle.py` on the agent loaded back from the run directory.
+second step (`pytest -m slow`). The command compiles as a user's does: without the
+session's fast-compile setting (`tests/users_build.py`). Perfect play is checked twice:
+by the run's own evaluator (what stops training), and independently of every package
+solver by the retrograde solver of `tests/test_tictactoe_oracle.py` on the agent loaded
+back from the run directory.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import jax
 import numpy as np
 import pytest
 from test_tictactoe_oracle import SOLVED, O, X, from_board, guaranteed
+from users_build import users_environment
 
 import envs
 from azjax import Agent
@@ -33,7 +36,7 @@ COMMAND = ("python", "experiments/tictactoe.py")
 @pytest.mark.slow
 def test_default_tictactoe_command_reaches_perfect_play(tmp_path):
     (tmp_path / "experiments").symlink_to(ROOT / "experiments")
-    out = subprocess.run([sys.executable, *COMMAND[1:]],
+    out = subprocess.run([sys.executable, *COMMAND[1:]], env=users_environment(),
                          capture_output=True, text=True, timeout=1200, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     run_dir = tmp_path / "runs" / "tictactoe"  # where the README says it writes

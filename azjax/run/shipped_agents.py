@@ -11,18 +11,25 @@ A shipped agent's name goes wherever an agent file does (`Agent.load("go7x7")`,
 path, and a path that exists wins over a name. The files are `azjax/agents/*.azjax`
 (package data, so a wheel holds them), each exported by `azjax export` from a run of
 the game's recipe; docs/results.md ("Shipped agents") has the measurements and the
-commands that made them.
+commands that made them. `azjax/agents/SHA256SUMS` records each file's SHA-256 (as
+`sha256sum *.azjax` writes it, so `sha256sum -c SHA256SUMS` checks them too), and
+`shipped_path` refuses a file that does not match: what loads by a name is the file
+that was measured.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from importlib import resources
 from pathlib import Path
 
 FOLDER = "agents"
 """The folder of the package (`azjax/agents/`) that holds the files."""
+
+MANIFEST = "SHA256SUMS"
+"""The file of that folder that records each shipped file's SHA-256."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,8 +101,34 @@ AGENT_HELP = f"an agent file (azjax export) or a shipped agent: {listed()}"
 """The help of the commands' `--agent` option."""
 
 
+def checksums() -> dict[str, str]:
+    """The SHA-256 of each shipped file, as the package's manifest records it.
+
+    Returns:
+      {file name: hex digest}, read from `azjax/agents/SHA256SUMS`.
+    """
+    text = (resources.files("azjax") / FOLDER / MANIFEST).read_text()
+    recorded = {}
+    for line in text.splitlines():
+        digest, _, name = line.partition(" ")
+        recorded[name.strip().lstrip("*")] = digest  # sha256sum marks binary mode with *
+    return recorded
+
+
+def sha256(path: str | os.PathLike) -> str:
+    """A file's SHA-256.
+
+    Args:
+      path: the file.
+
+    Returns:
+      Its hex digest.
+    """
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def shipped_path(name: str) -> Path:
-    """The agent file of a shipped agent.
+    """The agent file of a shipped agent, checked against the package's manifest.
 
     Args:
       name: a shipped agent's name (`names()`).
@@ -104,12 +137,24 @@ def shipped_path(name: str) -> Path:
       The file's path inside the installed package.
 
     Raises:
-      ValueError: one line naming the shipped agents, for any other name.
+      ValueError: one line naming the shipped agents, for any other name; one line
+        saying the file is missing or not the one the package records (a damaged or
+        changed install).
     """
     if name not in SHIPPED:
         raise ValueError(f"no shipped agent is called {name!r}; the shipped agents are "
                          f"{listed()}")
-    return Path(os.fspath(resources.files("azjax") / FOLDER / SHIPPED[name].file))
+    path = Path(os.fspath(resources.files("azjax") / FOLDER / SHIPPED[name].file))
+    try:
+        matches = sha256(path) == checksums().get(path.name)
+    except OSError as err:
+        raise ValueError(f"the shipped agent {name!r} cannot be read ({err.strerror}: "
+                         f"{err.filename}); reinstall azjax") from None
+    if not matches:
+        raise ValueError(f"the shipped agent file {str(path)!r} is not the one azjax "
+                         f"records ({FOLDER}/{MANIFEST}): it was damaged or changed; "
+                         "reinstall azjax")
+    return path
 
 
 def resolve(path: str | os.PathLike) -> Path:
