@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.conformance_endings import endings_reached
 from envs.conformance_games import POLICIES, play_games
 from envs.conformance_reference import check_reference, check_reference_api
 from envs.conformance_rules import PROPERTIES, RULES, EnvCheckError
@@ -62,7 +63,11 @@ class CheckReport:
       seed: the seed of the random games; seconds: the check's wall time.
       reference_plies: plies on which the reference agreed (None: no reference given).
       policies: (name, games) for each policy the random games were played by
-        (`envs.conformance_games.POLICIES`).
+        (`envs.conformance_policies.POLICIES`).
+      endings: (kind, games, shortest, longest) for each kind of ending the games
+        reached, most often first: the result for the player who made the last move, and
+        whether a side lost every piece (`envs.conformance_endings.ENDINGS`), how many
+        games ended so and the plies of the shortest and the longest.
     """
 
     game: str
@@ -81,15 +86,20 @@ class CheckReport:
     seconds: float
     reference_plies: int | None = None
     policies: tuple[tuple[str, int], ...] = ()
+    endings: tuple[tuple[str, int, int, int], ...] = ()
 
     def __str__(self) -> str:
         p0, p1, draws = self.wins
         played = ", ".join(f"{count} {name}" for name, count in self.policies if count)
+        endings = "; ".join(f"{games} {kind} ({low}-{high} plies)" if low < high else
+                            f"{games} {kind} ({low} plies)"
+                            for kind, games, low, high in self.endings)
         return "\n".join([
             f"{self.game}: all {len(self.properties)} properties hold",
             (f"  games      {self.games} random games (seed {self.seed}"
              f"{'; ' + played if played else ''}), {self.finished} finished; {p0} won by "
              f"player 0, {p1} by player 1, {draws} drawn"),
+            f"  endings    {endings or 'none (no game finished)'}",
             (f"  plies      {self.plies} moves played, longest game {self.longest} plies "
              f"(max_plies {self.max_plies})"),
             (f"  edge cases {self.forfeits} illegal or out-of-range actions, {self.after_end} "
@@ -113,8 +123,10 @@ def check_env(env: Env, num_games: int = 64, seed: int = 0,
     Plays `num_games` random games in one jitted, vmapped scan of `max_plies + 1` plies
     (`max_plies` defaults to `env.max_plies`): a quarter of uniformly random legal moves,
     the others biased, one ply ahead, towards moves that end the game, change the
-    material or keep the game going, so as to reach endings that uniform play seldom
-    does (`envs.conformance_games`). It steps every state also with a bad action and
+    material, keep the game going, take material and keep the game going, or reach what
+    the batch has seen least, so as to reach endings that uniform play seldom does
+    (`envs.conformance_policies`); the report counts the kinds of ending reached
+    (`CheckReport.endings`). It steps every state also with a bad action and
     every sampled live state under every symmetry, and draws
     three states of game 0 with `env.picture` (no compiling: on the host). Game i
     starts from `env.init(init_keys(seed, num_games)[i])`; a failure gives the actions
@@ -179,4 +191,5 @@ def check_env(env: Env, num_games: int = 64, seed: int = 0,
         reference_plies=agreed,
         policies=tuple((name, int((games.policies == p).sum()))
                        for p, name in enumerate(POLICIES)),
+        endings=endings_reached(rec["end_kind"], live),
     )

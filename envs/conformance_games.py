@@ -4,13 +4,11 @@ shortest game that shows each failure (`envs.conformance_verdicts`).
 
 Every game looks one ply ahead, at `CANDIDATES` legal moves evenly spaced among its
 legal moves from a random offset (every one, some twice, where there are no more), and
-keeps the one its policy (`POLICIES`) prefers, at random among equals: a quarter of the
-games prefer none, and so play uniformly random legal moves; the others prefer the moves
-that end the game ("ending"), that change the material most ("material": the sums of
-the observation's planes, sorted, so that the same material seen from the other side is
-no change), or that do not end it ("lasting"). Uniform play seldom reaches some endings
-(a side wiped out, a full board); the biased games do, so that a reference sees them.
-The policies know nothing of the game but `step` and the observation.
+keeps the one its policy prefers, at random among equals (`envs.conformance_policies`:
+uniformly random moves in a quarter of the games; in the others a preference for moves
+that end the game, change the material, keep the game going, take material and keep
+the game going, or reach what the batch has seen least). The scan records the kind of
+ending each game reached (`envs.conformance_endings.ENDINGS`).
 
 At every ply one `vmap(env.step)` call steps three groups of states together:
 
@@ -34,13 +32,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from envs.conformance_endings import holders
+from envs.conformance_policies import POLICIES, judge, nothing_seen, plan, played, policies_of
 from envs.conformance_static import init_keys, leaf_names, uniforms
 from envs.core import Env
 
+__all__ = ["CANDIDATES", "POLICIES", "Games", "play_games", "policies_of"]
+
 SYMMETRY_SAMPLES = 256
 """About how many live states (each with every symmetry) the symmetry check compares."""
-POLICIES = ("uniform", "ending", "material", "lasting")
-"""The policies of the random games, in the order `policies_of` deals them out."""
 CANDIDATES = 8
 """How many legal moves a game looks at, one ply ahead, before each move."""
 _HASH_SEED = 20240521
@@ -62,21 +62,6 @@ class Games(NamedTuple):
     samples_per_ply: int
     num_symmetries: int
     policies: np.ndarray  # [n] the index in POLICIES of each game's policy
-
-
-def policies_of(num_games: int) -> np.ndarray:
-    """The policy (an index into `POLICIES`) of each of `num_games` games: the first
-    quarter (rounded up, game 0 among them) uniform, then the biased ones in turn.
-
-    Args:
-      num_games: n, the number of games.
-
-    Returns:
-      (n,) int32.
-    """
-    uniform = -(-num_games // len(POLICIES))
-    biased = 1 + np.arange(num_games - uniform) % (len(POLICIES) - 1)
-    return np.concatenate([np.zeros(uniform, np.int32), biased.astype(np.int32)])
 
 
 def _pick(u: jax.Array, mask: jax.Array) -> jax.Array:
@@ -102,16 +87,6 @@ def _spread(u: jax.Array, mask: jax.Array, k: int) -> jax.Array:
     counts = jnp.sum(mask, axis=-1, dtype=jnp.int32)[:, None]
     spots = (jnp.arange(k, dtype=jnp.float32)[None, :] + u[:, None]) / k
     return _nth(mask, jnp.minimum(jnp.floor(spots * counts).astype(jnp.int32), counts - 1))
-
-
-def _material(observation: jax.Array) -> jax.Array:
-    """[B, C]: the sum of each of an observation's C planes (its last axis), 0 for a plane
-    that is uniform (a side-to-move plane), sorted: the same material seen from either
-    side is the same."""
-    b, *cells, c = observation.shape
-    x = observation.reshape(b, math.prod(cells), c).astype(jnp.float32)
-    uniform = jnp.max(x, axis=1) == jnp.min(x, axis=1)
-    return jnp.sort(jnp.where(uniform, 0.0, jnp.sum(x, axis=1)), axis=-1)
 
 
 def _plain(x: jax.Array) -> jax.Array:
@@ -165,7 +140,8 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
     first state, trace); with `masks`, the record holds every legal mask too."""
     n, num_actions = num_games, env.num_actions
     k = min(CANDIDATES, num_actions)
-    kind = jnp.asarray(policies_of(n))[:, None]
+    looks = plan(policies_of(n), k, num_actions)
+    wide = jnp.asarray(looks.wide)
     sym = env.symmetries
     size = sym.size
     step = jax.vmap(env.step)
@@ -182,23 +158,24 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
     def concat(*trees):
         return jax.tree.map(lambda *xs: jnp.concatenate(xs), *trees)
 
-    def candidate(tree, which=None):
-        """Per game, its candidate `which` [n] (None: the first) of a tree [n * k, ...]."""
-        def one(x):
-            x = x.reshape((n, k) + x.shape[1:])
-            return x[:, 0] if which is None else x[jnp.arange(n), which]
-        return jax.tree.map(one, tree)
-
     def body(carry, u):
-        state, last_mask = carry
+        state, last_mask, seen, holding = carry
         u_spread, u_tie, u_after, u_illegal, u_kind, u_any = u[:6 * n].reshape(6, n)
         live = ~state.terminated
         mask = state.legal_action_mask
         mover = state.current_player
         # Each game's candidates: k legal moves (every one where there are no more); once
         # the game is over, k times a random action that was legal just before the end.
-        cand = jnp.where(live[:, None], _spread(u_spread, mask, k),
-                         _pick(u_after, last_mask)[:, None])
+        after_end = _pick(u_after, last_mask)[:, None]
+        cand = jnp.where(live[:, None], _spread(u_spread, mask, k), after_end)
+        moves = cand.reshape(-1)
+        if len(looks.wide):  # a few games look at K, every (K / k)-th of them their k
+            many = looks.layout.shape[1]
+            spread = jnp.where(live[wide, None], _spread(u_spread[wide], mask[wide], many),
+                               after_end[wide])
+            cand = cand.at[wide].set(spread[:, ::many // k])
+            moves = jnp.concatenate([cand.reshape(-1), spread[:, looks.extra].reshape(-1)])
+        m = moves.shape[0]
         # The bad action each game is also stepped with.
         kind_bad = jnp.floor(u_kind * 4).astype(jnp.int32)
         has_illegal = jnp.any(~mask, axis=1)
@@ -214,22 +191,22 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
         g = jnp.tile(jnp.arange(size, dtype=jnp.int32), samples)
         sym_in = transform(take(state, rep), g)
         sym_move = jax.vmap(sym.action)(cand[rep, 0], g)
-        out = step(concat(jax.tree.map(lambda x: jnp.repeat(x, k, axis=0), state), state, sym_in),
-                   jnp.concatenate([cand.reshape(-1), bad, sym_move.astype(jnp.int32)]))
-        out_c, bad_out, lhs = (take(out, part) for part in (
-            slice(0, n * k), slice(n * k, n * k + n), slice(n * k + n, None)))
-        # Each game keeps the candidate its policy prefers, ties broken at random: a
-        # uniform game prefers none, and so plays a uniformly random legal move (the
-        # candidates are evenly spaced from a random offset).
-        ended_c = out_c.terminated.reshape(n, k)
-        after = _material(out_c.observation).reshape(n, k, env.observation_shape[-1])
-        change = jnp.abs(after - _material(state.observation)[:, None]).sum(axis=-1)
-        score = jnp.where(kind == 1, ended_c, jnp.where(
-            kind == 2, change, jnp.where(kind == 3, ~ended_c, 0.0)))
-        pick = _pick(u_tie, score == jnp.max(score, axis=1, keepdims=True))
-        nxt = candidate(out_c, pick)
-        move = cand[jnp.arange(n), pick]
-        rhs = transform(take(candidate(out_c), rep), g)
+        out = step(concat(take(state, jnp.asarray(looks.game_of)), state, sym_in),
+                   jnp.concatenate([moves, bad, sym_move.astype(jnp.int32)]))
+        out_l, bad_out, lhs = (take(out, part) for part in (
+            slice(0, m), slice(m, m + n), slice(m + n, None)))
+        out_c = take(out_l, slice(0, n * k))
+        # Each game keeps the move its policy prefers, ties broken at random: a uniform
+        # game prefers none, and so plays a uniformly random legal move (the candidates
+        # are evenly spaced from a random offset).
+        score, kinds, seen = judge(looks, seen, state, holding, out_l)
+        best = _pick(u_tie, score == jnp.max(score, axis=1, keepdims=True))
+        chosen = jnp.asarray(looks.layout)[jnp.arange(n), best]
+        nxt = take(out_l, chosen)
+        move = moves[chosen]
+        end_kind = jnp.where(live, kinds[chosen], 0)
+        seen = played(looks, seen, live, nxt.observation)
+        rhs = transform(take(out_l, rep * k), g)
         # Expected results of the bad actions and of steps after the end.
         frozen = state.replace(rewards=jnp.zeros_like(state.rewards))
         forfeit = jnp.where(jnp.arange(2) == mover[:, None], -1.0, 1.0).astype(state.rewards.dtype)
@@ -265,6 +242,7 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
             "frozen_bad": done & diff[n:2 * n],
             "illegal": ~done & diff[n:2 * n],
             "obs_kept": live & ~_mismatch(nxt.observation, state.observation)[:, 0],
+            "end_kind": end_kind,
             "mover_reward": jnp.take_along_axis(r, jnp.clip(mover, 0, 1)[:, None], axis=1)[:, 0],
             "obs_hash": hash_obs(state.observation),
             "mask_hash": hash_mask(mask),
@@ -286,7 +264,8 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
                 record["futile_all"] = live & ~jnp.any(mask & ~flags, axis=1)
                 # A flagged move that alone wins at once, where the game saw every move.
                 r_c = out_c.rewards.reshape(n, k, 2)
-                wins = ended_c & (jnp.where(mover[:, None] == 0, r_c[..., 0], r_c[..., 1]) > 0)
+                wins = out_c.terminated.reshape(n, k) & (
+                    jnp.where(mover[:, None] == 0, r_c[..., 0], r_c[..., 1]) > 0)
                 flagged = jnp.take_along_axis(flags, cand, axis=1)
                 record["futile_win"] = (live & (jnp.sum(mask, axis=1) <= k)
                                         & jnp.any(wins & flagged, axis=1)
@@ -298,13 +277,14 @@ def _program(env: Env, num_games: int, plies: int, samples: int, masks: bool = F
             record["mask"] = mask
         trace = jax.tree.map(lambda x: _plain(x[0]), nxt)
         new_last = jnp.where(live[:, None], mask, last_mask)
-        return (nxt, new_last), (record, trace)
+        return (nxt, new_last, seen, holding), (record, trace)
 
     @jax.jit
     def play(keys, random):
         state = jax.vmap(env.init)(keys)
-        (final, _), (record, trace) = jax.lax.scan(body, (state, state.legal_action_mask),
-                                                   random)
+        start = (state, state.legal_action_mask, nothing_seen(env.observation_shape),
+                 holders(state.observation))
+        (final, *_), (record, trace) = jax.lax.scan(body, start, random)
         record["init_rewards"] = jnp.any(state.rewards != 0, axis=1)
         if margin is not None:  # of the final states (a finished game is frozen)
             record["margin"] = jax.vmap(margin)(final).astype(jnp.float32)

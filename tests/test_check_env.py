@@ -20,6 +20,7 @@ from envs import EnvCheckError, check_env
 from envs.check import PROPERTIES, RULES, CheckReport, init_keys
 from envs.check import main as check_main
 from envs.conformance import ONLY_A_REFERENCE
+from envs.conformance_endings import ENDINGS
 
 # Small options where they save time (the CLI test checks tictactoe as well).
 SHIPPED_OPTIONS = {"go": {"size": 5}, "gomoku": {"size": 7, "k": 4}}
@@ -43,7 +44,12 @@ def test_shipped_games_pass(game):
     assert report.symmetries == env.symmetries.size
     assert report.symmetry_pairs >= report.symmetries * 10
     assert sum(count for _, count in report.policies) == NUM_GAMES
+    # Every finished game's kind of ending is counted once, its plies within the limits.
+    assert sum(games for _, games, _, _ in report.endings) == report.finished
+    assert all(kind in ENDINGS and 0 < low <= high <= report.longest
+               for kind, _, low, high in report.endings)
     text = str(report)
+    assert f"  endings    {report.endings[0][1]} {report.endings[0][0]} (" in text
     assert env.name in text and "hold" in text and all(p in text for p in WITHOUT_REFERENCE)
     # Without a reference, the report says what only a reference would have caught.
     assert text.splitlines()[-1] == f"  unchecked  {ONLY_A_REFERENCE}"
@@ -433,6 +439,7 @@ def test_cli_passes_a_shipped_game():
     out = run_cli("tictactoe", "--games", str(NUM_GAMES), "--seed", "3")
     assert out.returncode == 0, out.stderr
     assert f"tictactoe: all {len(WITHOUT_REFERENCE)} properties hold" in out.stdout and "seed 3" in out.stdout
+    assert "\n  endings    " in out.stdout and " won by the mover (" in out.stdout
     assert "Warning" not in out.stderr and "Traceback" not in out.stderr
 
 

@@ -8,10 +8,11 @@ tic-tac-toe, and of a small capture game whose bugs show only in a rare ending.
 * A `step` that keeps the previous observation, an observation one ply behind the
   board, a `step_count` that does not count and `futile_moves` that flag the winning
   move fail without a reference ("observation", "step-count", "futile-moves").
-* Breakthrough on a 3 x 4 board ends almost always by a pawn reaching the far row;
-  uniform random play almost never captures every pawn of one side. Two copies that
-  score that ending wrongly pass the checker with uniform play alone (the checker before
-  issue 51) and fail against the reference once the biased games reach it.
+* Breakthrough on a 3 x 4 board (`tests/breakthrough.py`) ends almost always by a pawn
+  reaching the far row; uniform random play almost never captures every pawn of one
+  side. Two copies that score that ending wrongly pass the checker with uniform play
+  alone (the checker before issue 51) and fail against the reference once the biased
+  games reach it (on 8 x 8, `tests/test_check_rare_endings.py`).
 
 Each check compiles the game's program, so the default run keeps three of them (the
 observation and the step count, which need no reference, and the capture game's rare
@@ -20,12 +21,16 @@ ending); the rest is slow.
 
 from __future__ import annotations
 
-import chex
 import jax.numpy as jnp
 import numpy as np
 import pytest
 import ttt_reference as ttt
-from flax import struct
+from breakthrough import (
+    Breakthrough,
+    BreakthroughReference,
+    WipeOutGoesToPlayerZero,
+    WipeOutIsADraw,
+)
 
 import envs
 import envs.conformance_games
@@ -160,156 +165,9 @@ class FutileRowEnds(TicTacToe):
         return flags
 
 
-# --- Breakthrough on 3 x 4: the wipe-out ending is rare under uniform play ----------------
+# --- Breakthrough on 3 x 4 (tests/breakthrough.py): the wipe-out is rare under uniform play
 
 ROWS, COLS = 3, 4
-CELLS = ROWS * COLS
-_DC = np.array([-1, 0, 1])  # an action is cell * 3 + d: left diagonal, straight, right
-
-
-def _targets() -> np.ndarray:
-    """int32 [2, actions]: the cell each action moves to, per player (-1: off the board)."""
-    out = np.full((2, CELLS * 3), -1, np.int32)
-    for player, dr in ((0, 1), (1, -1)):
-        for cell in range(CELLS):
-            r, c = divmod(cell, COLS)
-            for d in range(3):
-                rr, cc = r + dr, c + _DC[d]
-                if 0 <= rr < ROWS and 0 <= cc < COLS:
-                    out[player, cell * 3 + d] = rr * COLS + cc
-    return out
-
-
-TARGETS = _targets()
-FROM = np.repeat(np.arange(CELLS), 3)
-STRAIGHT = np.tile(np.arange(3) == 1, CELLS)
-FAR_ROW = (ROWS - 1, 0)  # the row each player races to
-
-
-@struct.dataclass
-class PawnsState(envs.State):
-    board: chex.Array = None  # int8 [CELLS]: -1 empty, else the pawn's player
-
-
-class Breakthrough(envs.Env):
-    """Pawns move one row forward, straight to an empty cell or diagonally to one not
-    their own (capturing); a pawn that reaches the far row wins, as does capturing every
-    pawn of the other side or leaving it without a move."""
-
-    name = "breakthrough3x4"
-    num_actions = CELLS * 3
-    observation_shape = (ROWS, COLS, 3)
-    max_plies = 9  # each side has 4 advances to make before one reaches the far row
-
-    def _legal(self, board, player):
-        to = jnp.asarray(TARGETS)[player]
-        there = board[jnp.maximum(to, 0)]
-        free = jnp.where(jnp.asarray(STRAIGHT), there < 0, there != player)
-        return (board[jnp.asarray(FROM)] == player) & (to >= 0) & free
-
-    def _state(self, state, board, player, done, rewards, step_count):
-        planes = jnp.stack([board == player, board == 1 - player,
-                            jnp.broadcast_to(player == 0, (CELLS,))], axis=-1)
-        return state.replace(current_player=player, board=board, terminated=done,
-                             observation=planes.reshape(self.observation_shape),
-                             legal_action_mask=self._legal(board, player) & ~done,
-                             rewards=rewards.astype(jnp.float32), step_count=step_count)
-
-    def _init(self, key):
-        del key
-        board = jnp.where(jnp.arange(CELLS) < COLS, 0,
-                          jnp.where(jnp.arange(CELLS) >= CELLS - COLS, 1, -1)).astype(jnp.int8)
-        blank = PawnsState(current_player=jnp.int32(0), observation=None,
-                           legal_action_mask=None, rewards=None, terminated=None,
-                           step_count=None, board=board)
-        return self._state(blank, board, jnp.int32(0), jnp.bool_(False), jnp.zeros(2),
-                           jnp.int32(0))
-
-    def _step(self, state, action):
-        mover = state.current_player
-        to = jnp.asarray(TARGETS)[mover, action]
-        cells = jnp.arange(CELLS)
-        board = jnp.where(cells == jnp.asarray(FROM)[action], -1,
-                          jnp.where(cells == to, mover, state.board)).astype(jnp.int8)
-        far = to // COLS == jnp.asarray(FAR_ROW)[mover]
-        wiped = ~jnp.any(board == 1 - mover)
-        stuck = ~jnp.any(self._legal(board, 1 - mover))
-        done = far | wiped | stuck
-        rewards = self.result(mover, far, wiped, done)
-        return self._state(state, board, 1 - mover, done, rewards, state.step_count + 1)
-
-    def result(self, mover, far, wiped, done):
-        """Rewards of a move: +1 to the mover on a win (every ending is one)."""
-        del far, wiped
-        return jnp.where(done, jnp.where(jnp.arange(2) == mover, 1.0, -1.0), 0.0)
-
-
-class WipeOutIsADraw(Breakthrough):
-    """Capturing the last pawn ends the game as a draw."""
-
-    def result(self, mover, far, wiped, done):
-        return jnp.where(wiped, 0.0, super().result(mover, far, wiped, done))
-
-
-class WipeOutGoesToPlayerZero(Breakthrough):
-    """Capturing the last pawn wins for player 0, whoever captured it."""
-
-    def result(self, mover, far, wiped, done):
-        return jnp.where(wiped, jnp.array([1.0, -1.0]), super().result(mover, far, wiped, done))
-
-
-class BreakthroughReference:
-    """The same Breakthrough in plain Python, with OpenSpiel's state API."""
-
-    def new_initial_state(self):
-        return _PawnsState()
-
-
-class _PawnsState:
-    def __init__(self):
-        self.grid = [[0] * COLS] + [[None] * COLS for _ in range(ROWS - 2)] + [[1] * COLS]
-        self.player, self.winner = 0, None
-
-    def _moves(self, player):
-        step = 1 if player == 0 else -1
-        out = []
-        for r in range(ROWS):
-            for c in range(COLS):
-                if self.grid[r][c] != player:
-                    continue
-                for d, dc in enumerate((-1, 0, 1)):
-                    rr, cc = r + step, c + dc
-                    if not (0 <= rr < ROWS and 0 <= cc < COLS):
-                        continue
-                    there = self.grid[rr][cc]
-                    if (there is None) if dc == 0 else (there != player):
-                        out.append(((r * COLS + c) * 3 + d, rr, cc))
-        return out
-
-    def current_player(self):
-        return self.player
-
-    def is_terminal(self):
-        return self.winner is not None
-
-    def legal_actions(self):
-        return [] if self.is_terminal() else [a for a, _, _ in self._moves(self.player)]
-
-    def apply_action(self, action):
-        _, rr, cc = next(m for m in self._moves(self.player) if m[0] == action)
-        cell = action // 3
-        self.grid[cell // COLS][cell % COLS] = None
-        self.grid[rr][cc] = self.player
-        other = 1 - self.player
-        if (rr == (ROWS - 1 if self.player == 0 else 0)
-                or not any(other in row for row in self.grid) or not self._moves(other)):
-            self.winner = self.player
-        self.player = other
-
-    def returns(self):
-        if self.winner is None:
-            return [0.0, 0.0]
-        return [1.0, -1.0] if self.winner == 0 else [-1.0, 1.0]
 
 
 def uniform_only(monkeypatch):
@@ -340,14 +198,15 @@ def test_a_frozen_step_count():
 
 
 def test_a_rare_ending_scored_wrongly_is_caught_by_the_biased_games():
-    err = fails(WipeOutIsADraw(), "reference", num_games=64, reference=BreakthroughReference())
+    err = fails(WipeOutIsADraw(ROWS, COLS), "reference", num_games=64,
+                reference=BreakthroughReference(ROWS, COLS))
     assert "the env's rewards are [0.0, 0.0]" in err.message
     assert envs.conformance_games.policies_of(64)[err.game] != 0  # a biased game found it
     # The game it shows ends with every pawn of one side captured.
-    state = BreakthroughReference().new_initial_state()
+    state = BreakthroughReference(ROWS, COLS).new_initial_state()
     for action in err.actions:
         state.apply_action(action)
-    assert state.is_terminal() and not any(state.player in row for row in state.grid)
+    assert state.wiped_out()
 
 
 # --- slow: one compile each ---------------------------------------------------------------
@@ -358,16 +217,18 @@ def test_uniform_play_alone_misses_the_rare_ending(monkeypatch):
     """The checker before the biased games: 64 uniform games never capture every pawn
     of a side, and the copy passes."""
     uniform_only(monkeypatch)
-    report = check_env(WipeOutIsADraw(), num_games=64, reference=BreakthroughReference())
+    report = check_env(WipeOutIsADraw(ROWS, COLS), num_games=64,
+                       reference=BreakthroughReference(ROWS, COLS))
     assert report.wins[2] == 0 and report.policies[0] == ("uniform", 64)
 
 
 @pytest.mark.slow  # a compile for each of the game and its copy
 def test_breakthrough_agrees_with_its_reference_and_the_bugs_do_not():
-    report = check_env(Breakthrough(), num_games=64, reference=BreakthroughReference())
+    report = check_env(Breakthrough(ROWS, COLS), num_games=64,
+                       reference=BreakthroughReference(ROWS, COLS))
     assert report.reference_plies == report.plies and report.wins[2] == 0
-    err = fails(WipeOutGoesToPlayerZero(), "reference", num_games=64,
-                reference=BreakthroughReference())
+    err = fails(WipeOutGoesToPlayerZero(ROWS, COLS), "reference", num_games=64,
+                reference=BreakthroughReference(ROWS, COLS))
     assert "the env's rewards are [1.0, -1.0], the reference's [-1.0, 1.0]" in err.message
 
 
