@@ -51,6 +51,7 @@ from azjax.run.metrics_log import check_tensorboard
 from azjax.run.progress import Progress
 from azjax.run.run_dir import RunDir
 from azjax.run.stop_signals import REPEAT_S, Stopped, StopSignals
+from azjax.run.warm_start import warm_start_params
 from envs import Env
 from envs.registry import registered_at_runtime
 
@@ -250,8 +251,11 @@ def train_group(
                       lambda: ProgramPlayers(env, program))
     env = players.env
     players.forget_loaded()
-    for config in configs:
+    for config, run_dir in zip(configs, run_dirs):
         players.opponents(config.run.eval_opponents)  # bad baselines fail before any write
+        # A warm start that cannot start the run fails before anything compiles.
+        if config.run.warm_start and (run_dir is None or not run_dir.checkpoint_steps()):
+            warm_start_params(config.run.warm_start, env, config.program)
     for config, warm, run_dir in zip(configs, warm_ups, run_dirs):
         if warm is not None:
             warm_up(config, warm, run_dir, train, say)
