@@ -14,14 +14,14 @@ imported; subprocesses and notebook kernels inherit it (and the experiment scrip
 cache, `azjax.run.compile_cache`, is pointed at it).
 
 The tests' programs are small and run briefly, so compiling is most of their cost: XLA
-skips LLVM's optimisation of the generated code (`--xla_backend_optimization_level=0`;
-docs/trust.md says what it saves). Floats may differ from the optimised program's in
-their last bits; every process of a session (subprocesses included) compiles alike, so
+skips LLVM's optimisation of the generated code and emits its CPU fusions the quicker
+way (`FAST_COMPILE` in `tests/users_build.py`; docs/trust.md says what it saves).
+Floats may differ from the optimised program's in their last bits; every process of a session (subprocesses included) compiles alike, so
 the tests that compare runs compare like with like. The exceptions are the child
 processes that stand for what a user runs and prove a result users rely on (the
 README's headline reaching perfect play, the wheel's `azjax train tictactoe`): they get
-the environment of `tests/users_build.py`, which takes the setting out, and compile as
-users compile (the compilation cache still shared).
+the environment of `tests/users_build.py`, which takes those settings out, and compile
+as users compile (the compilation cache still shared).
 
 Tests run on one CPU device, experiment scripts in subprocesses included (their default
 is one host device per core); the tests of several devices ask for them by `--devices`.
@@ -45,7 +45,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from users_build import FAST_COMPILE
+from users_build import fast_compile_flags
 
 _CACHE_ENV = "AZJAX_TEST_CACHE"
 _MAX_CACHE_BYTES = 2 * 10**9
@@ -74,8 +74,7 @@ os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE_DIR
 os.environ.setdefault("AZJAX_COMPILE_CACHE", _CACHE_DIR)
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE}".strip()
+os.environ["XLA_FLAGS"] = fast_compile_flags(os.environ.get("XLA_FLAGS", ""))
 os.environ["JAX_NUM_CPU_DEVICES"] = "1"
 
 _FILE_COSTS = Path(__file__).resolve().parent / "file_costs.json"
