@@ -37,6 +37,7 @@ from azjax.evaluation.player_specs import game_of
 from azjax.gtp import main as gtp_main
 from azjax.play import main as play_main
 from azjax.run import shipped_agents
+from azjax.run.files import sha256_digest
 from azjax.run.run_dir import RunDirError
 from azjax.run.shipped_agents import SHIPPED, resolve, shipped_path
 from azjax.serve import Server
@@ -75,7 +76,7 @@ def test_each_file_is_the_one_its_checksum_records():
     assert shipped_agents.checksums() == {f"{name}.azjax": digest
                                           for name, digest in SHA256.items()}
     for name, digest in SHA256.items():
-        assert shipped_agents.sha256(shipped_path(name)) == digest, name
+        assert sha256_digest(shipped_path(name)) == digest, name
 
 
 def test_a_changed_shipped_file_is_refused_in_one_line(tmp_path, monkeypatch):

@@ -78,19 +78,17 @@ def misfits(program: ProgramConfig, count: int) -> list[str]:
     return wrong
 
 
-def split_error(program: ProgramConfig, count: int) -> str | None:
-    """The one line that refuses to split `program` over `count` devices, or None when
-    it splits.
+def cannot_split(count: int, wrong: list[str]) -> str:
+    """The one line that refuses to split a run over `count` devices.
 
     Args:
-      program: the whole run's program.
       count: a number of devices.
+      wrong: what keeps it from splitting (`misfits`' phrases).
 
     Returns:
-      'cannot split the run over N devices: ...', or None.
+      'cannot split the run over N devices: ...'.
     """
-    wrong = misfits(program, count)
-    return f"cannot split the run over {count} devices: " + "; ".join(wrong) if wrong else None
+    return f"cannot split the run over {count} devices: " + "; ".join(wrong)
 
 
 def per_device(config: ProgramConfig, devices: int) -> ProgramConfig:
@@ -113,9 +111,9 @@ def per_device(config: ProgramConfig, devices: int) -> ProgramConfig:
     """
     if devices == 1:
         return config
-    error = split_error(config, devices)
-    if error:
-        raise ValueError(error)
+    wrong = misfits(config, devices)
+    if wrong:
+        raise ValueError(cannot_split(devices, wrong))
     with checks_deferred():
         return dataclasses.replace(
             config,

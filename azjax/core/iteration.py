@@ -28,6 +28,7 @@ from azjax.core import counters
 from azjax.core import replay as replay_lib
 from azjax.core.device_split import per_device
 from azjax.core.game_hooks import board_cells
+from azjax.core.identity import Identity
 from azjax.core.learner import alphazero_loss, auxiliary_losses, score_value_target
 from azjax.core.networks import init_params, make_network, observation_dtype
 from azjax.core.outcomes import assign_outcomes, first_finals
@@ -84,15 +85,15 @@ def init_train_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> Trai
     return _fresh_state_program(env, config)(key, config.search, config.learner)
 
 
-_FRESH_PROGRAMS: dict[tuple[int, str], tuple[Env, Callable]] = {}
+_FRESH_PROGRAMS: dict[tuple[Identity, str], Callable] = {}
 
 
 def _fresh_state_program(env: Env, config: ProgramConfig) -> Callable:
     static = dataclasses.replace(config, search=jax.tree.map(lambda _: None, config.search),
                                  learner=jax.tree.map(lambda _: None, config.learner))
-    key = (id(env), repr(static))
-    cached = _FRESH_PROGRAMS.get(key)
-    if cached is None or cached[0] is not env:
+    key = (Identity(env), repr(static))
+    program = _FRESH_PROGRAMS.get(key)
+    if program is None:
         if len(_FRESH_PROGRAMS) >= 8:  # the oldest goes: a process rarely holds more
             _FRESH_PROGRAMS.pop(next(iter(_FRESH_PROGRAMS)))
 
@@ -100,8 +101,8 @@ def _fresh_state_program(env: Env, config: ProgramConfig) -> Callable:
             settings = dataclasses.replace(config, search=search, learner=learner)
             return _fresh_state(env, settings, run_key)
 
-        cached = _FRESH_PROGRAMS[key] = (env, jax.jit(fresh))
-    return cached[1]
+        program = _FRESH_PROGRAMS[key] = jax.jit(fresh)
+    return program
 
 
 def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainState:

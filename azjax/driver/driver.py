@@ -282,13 +282,15 @@ def train_group(
             evaluator.prepare()  # while the step compiles
         preload()  # matplotlib's import too
         with signals:  # until the last checkpoint is written
-            for i, run in enumerate(runs):
-                if run.final_evaluation_due:
-                    _writing(run.run_dir, run.run_final_evaluation, i, state, evaluator,
-                             players, signals)
-            if signals.agree():  # stopped again during one: every run stops where it is
-                for run in runs:
-                    run.done = True
+            # Every process has the same records, so the same evaluations are due.
+            if any(run.final_evaluation_due for run in runs):
+                for i, run in enumerate(runs):
+                    if run.final_evaluation_due:
+                        _writing(run.run_dir, run.run_final_evaluation, i, state,
+                                 evaluator, players, signals)
+                if signals.agree():  # stopped again during one: every run stops there
+                    for run in runs:
+                        run.done = True
             ahead.join()
             state = _loop(runs, state, step, evaluator, players, on_iteration, signals, say)
             for i, run in enumerate(runs):

@@ -213,17 +213,18 @@ class HostRun:
             return state
         self.records.append(record)
         program = self.config.program
-        stalled = learning_stalled(record, program.learn_after,
-                                   program.positions_per_iteration)
         if lines:
             left = self.eta.eta(iteration)
             if run.max_minutes > 0:
                 left = min(left or float("inf"), 60 * run.max_minutes - record["wall_time"])
             self.say(format_progress(record, left, program.learn_after,
                                      program.positions_per_iteration))
-        elif stalled and not self.said_stalled:  # a group's summary line does not show it
-            self.say(f"iteration {iteration}: {stalled}")
-        self.said_stalled = self.said_stalled or bool(stalled)
+        elif not self.said_stalled:  # a group's summary line does not show it: once
+            stalled = learning_stalled(record, program.learn_after,
+                                       program.positions_per_iteration)
+            if stalled:
+                self.say(f"iteration {iteration}: {stalled}")
+                self.said_stalled = True
         self.last_log_time, self.last_log_positions = time.perf_counter(), positions
 
         perfect = bool(record.get("perfect"))

@@ -4,7 +4,6 @@ no arrays; `azjax.run.checkpoint` restores them."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import time
@@ -15,7 +14,7 @@ from typing import Any
 import jax
 from flax import serialization
 
-from azjax.run.files import os_error_text, write_atomic
+from azjax.run.files import os_error_text, sha256_digest, write_atomic
 
 CHECKPOINT_DIR = "checkpoints"
 DAMAGED_DIR = "damaged-checkpoints"
@@ -44,20 +43,12 @@ def checkpoint_steps(run_dir: Path) -> list[int]:
                   reverse=True)
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def write_manifest(directory: Path, step: int, config: dict[str, Any] | None,
                    records: int | None, records_file: str = METRICS_COPY) -> None:
     """Writes a step directory's manifest (last: it marks the checkpoint complete): the
     config, the number of metrics records the step holds and the file that holds them,
     and every file's SHA-256."""
-    files = {path.relative_to(directory).as_posix(): _digest(path)
+    files = {path.relative_to(directory).as_posix(): sha256_digest(path)
              for path in sorted(directory.rglob("*"))
              if path.is_file() and path.name != MANIFEST_FILE}
     manifest = {"format": MANIFEST_FORMAT, "step": step, "config": config,
@@ -113,7 +104,7 @@ def verify(run_dir: Path, step: int, manifest: dict[str, Any] | None = None,
         if not path.is_file():
             return f"{name} is missing"
         try:
-            actual = _digest(path)
+            actual = sha256_digest(path)
         except OSError as err:
             return f"{name} is unreadable ({os_error_text(err)})"
         if actual != digest:

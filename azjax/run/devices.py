@@ -18,7 +18,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
-from azjax.core.device_split import misfits
+from azjax.core.device_split import cannot_split, misfits
 from azjax.core.iteration import DATA_AXIS
 from azjax.run import peers
 
@@ -121,9 +121,9 @@ def device_count(requested: int, program: Any, warm_ups: Sequence[Any] = (),
 
     count = requested or available
     if requested or jax.process_count() > 1:
-        if wrong(count):
-            raise ValueError(f"cannot split the run over {count} devices: "
-                             + "; ".join(wrong(count)))
+        found = wrong(count)
+        if found:
+            raise ValueError(cannot_split(count, found))
         return count, None
     while wrong(count):
         count -= 1

@@ -4,9 +4,26 @@ before the work that produces them, and OS errors told in one line."""
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import secrets
 from pathlib import Path
+
+
+def sha256_digest(path: str | os.PathLike) -> str:
+    """A file's SHA-256, read a block at a time.
+
+    Args:
+      path: the file.
+
+    Returns:
+      Its hex digest.
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def error_line(err: BaseException, limit: int = 200) -> str:

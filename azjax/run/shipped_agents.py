@@ -20,10 +20,11 @@ that was measured.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from importlib import resources
 from pathlib import Path
+
+from azjax.run.files import sha256_digest
 
 FOLDER = "agents"
 """The folder of the package (`azjax/agents/`) that holds the files."""
@@ -115,18 +116,6 @@ def checksums() -> dict[str, str]:
     return recorded
 
 
-def sha256(path: str | os.PathLike) -> str:
-    """A file's SHA-256.
-
-    Args:
-      path: the file.
-
-    Returns:
-      Its hex digest.
-    """
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def shipped_path(name: str) -> Path:
     """The agent file of a shipped agent, checked against the package's manifest.
 
@@ -146,7 +135,7 @@ def shipped_path(name: str) -> Path:
                          f"{listed()}")
     path = Path(os.fspath(resources.files("azjax") / FOLDER / SHIPPED[name].file))
     try:
-        matches = sha256(path) == checksums().get(path.name)
+        matches = sha256_digest(path) == checksums().get(path.name)
     except OSError as err:
         raise ValueError(f"the shipped agent {name!r} cannot be read ({err.strerror}: "
                          f"{err.filename}); reinstall azjax") from None
