@@ -1,6 +1,7 @@
-"""The summaries of a sweep's table and plot, each fitting its metric: a share's mean with
-a percentile-bootstrap interval that stays in [0, 1], another mean with a t-interval, a
-time to perfect play (censored at the budget) as seeds reached and their median."""
+"""The summaries of a sweep's table and plot, each fitting its metric, each seed one draw:
+a share's mean with a t-interval clipped to [0, 1], a flag as k of m seeds with an exact
+interval, another mean with a t-interval, a time to perfect play (censored at the budget)
+as seeds reached and their median. Their coverage: tests/test_interval_coverage.py."""
 
 from __future__ import annotations
 
@@ -12,20 +13,31 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
+from scipy import stats
 
-from azjax.evaluation.stats import bootstrap_ci, mean_ci, normal_quantile, wilson_interval
+from azjax.evaluation.stats import (
+    flag_ci,
+    mean_ci,
+    normal_quantile,
+    paired_difference,
+    share_ci,
+    welch_difference,
+    wilson_interval,
+)
 from azjax.run import metric_schema as ms
 from azjax.sweep import plots
 from azjax.sweep.table import (
-    BOOTSTRAP,
     CENSORED,
+    FLAG,
     INTERVAL_TEXT,
     PLAIN,
+    SHARE,
     T_INTERVAL,
     best_config,
     censored_summary,
     interval_kind,
     markdown_table,
+    mean_interval,
     results_table,
     write_csv,
 )
@@ -33,40 +45,65 @@ from azjax.sweep.table import (
 # ------------------------------------------------------------------------ intervals
 
 
-def test_bootstrap_interval_of_all_successes_and_all_failures_is_a_point():
-    assert bootstrap_ci([1.0, 1.0, 1.0]) == (1.0, 1.0, 1.0)
-    assert bootstrap_ci([0.0, 0.0, 0.0, 0.0]) == (0.0, 0.0, 0.0)
+def test_three_seeds_at_100_percent_get_an_interval_that_is_not_a_point():
+    # The exact interval for 3 of 3: (0.025)^(1/3) = 0.292 at its low end.
+    for metric in ("net_optimal_share", "net_unbeatable"):
+        mean, low, high = mean_interval(metric, [1.0, 1.0, 1.0])
+        assert mean == 1.0 and high == 1.0
+        assert low == pytest.approx(0.025 ** (1 / 3), abs=1e-6), metric
+    mean, low, high = share_ci([0.0, 0.0, 0.0, 0.0])
+    assert (mean, low) == (0.0, 0.0) and high == pytest.approx(1 - 0.025 ** 0.25, abs=1e-6)
 
 
-def test_bootstrap_interval_known_cases():
-    # Two values: the resampled means are a, (a + b) / 2, b with chances 1/4, 1/2, 1/4,
-    # so the 2.5% and 97.5% quantiles are a and b.
-    assert bootstrap_ci([0.2, 0.8]) == pytest.approx((0.5, 0.2, 0.8))
-    # 0, 0, 1, 1, 1: a resample of no 1 has chance 0.4^5 = 1.0% (< 2.5%), of at most one
-    # 8.7%, so the low end is a mean of 0.2; all 1s have chance 0.6^5 = 7.8% (> 2.5%).
-    assert bootstrap_ci([0.0, 0.0, 1.0, 1.0, 1.0]) == pytest.approx((0.6, 0.2, 1.0))
-    one = bootstrap_ci([0.7])
-    assert one[0] == 0.7 and math.isnan(one[1]) and math.isnan(one[2])
-    assert all(math.isnan(x) for x in bootstrap_ci([]))
-    values = [0.31, 0.97, 0.52, 0.64, 0.13, 0.88]
-    assert bootstrap_ci(values, resamples=40) == bootstrap_ci(values, resamples=40)
-    assert bootstrap_ci(values, resamples=40, seed=1) != bootstrap_ci(values, resamples=40,
-                                                                      seed=2)
-    with pytest.raises(ValueError, match="confidence level"):
-        bootstrap_ci(values, level=1.0)
-
-
-def test_bootstrap_interval_of_shares_never_leaves_the_unit_interval():
-    # Where a t-interval over three seeds passes 100% (and 0%), the bootstrap stays inside.
-    mean, low, high = mean_ci([0.0, 1.0, 1.0])
+def test_a_share_gets_the_t_interval_clipped_to_the_unit_interval():
+    values = [0.52, 0.61, 0.58]
+    mean, low, high = share_ci(values)
+    t = 4.302652729749462  # Student's t, 97.5% quantile, 2 degrees of freedom
+    half = t * float(np.std(values, ddof=1)) / math.sqrt(3)
+    assert (mean, low, high) == pytest.approx((0.57, 0.57 - half, 0.57 + half))
+    # Where the t-interval passes 100% (and 0%) the share's is clipped, and says so.
+    _, low, high = mean_ci([0.0, 1.0, 1.0])
     assert high > 1.0 and low < 0.0
-    assert bootstrap_ci([0.0, 1.0, 1.0]) == pytest.approx((2 / 3, 0.0, 1.0))
-    rng = np.random.default_rng(0)
-    for _ in range(50):
-        shares = rng.choice([0.0, 0.5, 0.9, 0.99, 1.0], size=int(rng.integers(2, 6)))
-        mean, low, high = bootstrap_ci(shares)
-        assert 0.0 <= low <= mean <= high <= 1.0
-        assert low >= min(shares) - 1e-12 and high <= max(shares) + 1e-12
+    assert share_ci([0.0, 1.0, 1.0]) == pytest.approx((2 / 3, 0.0, 1.0))
+    assert "clipped" in INTERVAL_TEXT[SHARE]
+    one = share_ci([0.7])
+    assert one[0] == 0.7 and math.isnan(one[1]) and math.isnan(one[2])
+    assert all(math.isnan(x) for x in share_ci([]))
+    inside = share_ci([0.4, 0.4])  # no spread inside (0, 1): nothing to scale by
+    assert inside[0] == 0.4 and math.isnan(inside[1])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        share_ci([0.5, 1.5])
+    with pytest.raises(ValueError, match="confidence level"):
+        share_ci(values, level=1.0)
+
+
+def test_a_flag_is_k_of_m_seeds_with_the_clopper_pearson_interval():
+    share, low, high = flag_ci([1, 0, 1, 1])
+    assert share == 0.75
+    # Clopper-Pearson bounds for 3 of 4: the 2.5% quantile of Beta(3, 2) and 0.975^(1/4).
+    assert (low, high) == pytest.approx((0.194120, 0.975 ** 0.25), abs=1e-6)
+    assert flag_ci([0, 0]) == pytest.approx((0.0, 0.0, 1 - 0.025 ** 0.5))
+    with pytest.raises(ValueError, match="0 or 1"):
+        flag_ci([1, 0.5])
+    # A flag averaged over a run's evaluations is a share, not k of m.
+    assert mean_interval("net_unbeatable", [1.0, 0.5, 1.0]) == share_ci([1.0, 0.5, 1.0])
+
+
+def test_seed_level_comparisons_are_the_paired_and_welch_t_tests():
+    a, b = [0.40, 0.45, 0.38, 0.50], [0.47, 0.49, 0.46, 0.55]
+    diff, low, high, p = paired_difference(a, b)
+    d = np.subtract(b, a)
+    assert diff == pytest.approx(d.mean())
+    t = d.mean() / (d.std(ddof=1) / 2)  # 4 pairs: 3 degrees of freedom
+    assert t == pytest.approx(6.57, abs=0.01)  # differences 0.07, 0.04, 0.08, 0.05
+    assert p == pytest.approx(2 * stats.t.sf(t, 3))
+    assert (low, high) == pytest.approx((d.mean() - 3.1824 * d.std(ddof=1) / 2,
+                                         d.mean() + 3.1824 * d.std(ddof=1) / 2), abs=1e-4)
+    diff, low, high, p = welch_difference(a, b)
+    assert diff == pytest.approx(np.mean(b) - np.mean(a)) and low < diff < high
+    assert p > paired_difference(a, b)[3]  # pairing removes the seeds' shared spread
+    with pytest.raises(ValueError, match="one per seed"):
+        paired_difference([0.1, 0.2], [0.3])
 
 
 def test_wilson_interval_at_none_and_all_of_n():
@@ -87,8 +124,8 @@ def test_each_metric_gets_the_summary_its_unit_allows():
     assert interval_kind("iterations_to_perfect") == CENSORED
     for share in ("net_optimal_share", "net_move_accuracy", "search_result_kept",
                   "net_value_accuracy", "vs random", "net_vs_random", "gate_score"):
-        assert interval_kind(share) == BOOTSTRAP, share
-    assert interval_kind("net_unbeatable") == BOOTSTRAP  # a 0/1 flag: its mean is a share
+        assert interval_kind(share) == SHARE, share
+    assert interval_kind("net_unbeatable") == FLAG  # a 0/1 flag per seed: k of m
     for other in ("loss", "policy_loss", "margin vs gnugo:1"):
         assert interval_kind(other) == T_INTERVAL, other
     for undeclared in ("not_a_metric", "net_my_figure"):
@@ -101,15 +138,16 @@ def rows_of(values: dict[str, list[tuple[int, float]]], metric: str) -> list[dic
             for c, seeds in values.items() for s, (r, v) in enumerate(seeds)]
 
 
-def test_shares_show_their_bootstrap_interval_in_brackets():
+def test_shares_show_their_interval_in_brackets():
     rows = rows_of({"1": [(1, 1.0)] * 3, "2": [(0, 0.0)] * 3,
                     "3": [(1, 0.0), (1, 1.0), (1, 1.0)]}, "net_optimal_share")
     table = results_table(rows, ["x"], ["net_optimal_share"])
     got = [t[f"net_optimal_share_{k}"] for t in table for k in ("mean", "ci_low", "ci_high")]
-    assert got == pytest.approx([1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 2 / 3, 0.0, 1.0])
+    edge = 0.025 ** (1 / 3)  # the exact interval's end for 3 of 3 seeds at a bound
+    assert got == pytest.approx([1.0, edge, 1.0, 0.0, 0.0, 1 - edge, 2 / 3, 0.0, 1.0])
     text = markdown_table(table, ["x"], ["net_optimal_share"])
-    assert "| 1 | 3 | 3/3 | 100.00% [100.00, 100.00] |" in text
-    assert "| 2 | 3 | 0/3 | 0.00% [0.00, 0.00] |" in text
+    assert "| 1 | 3 | 3/3 | 100.00% [29.24, 100.00] |" in text
+    assert "| 2 | 3 | 0/3 | 0.00% [0.00, 70.76] |" in text
     assert "| 3 | 3 | 3/3 | 66.67% [0.00, 100.00] |" in text
     assert "±" not in text
 
@@ -153,9 +191,9 @@ def test_a_figure_its_game_declares_gets_its_unit_and_direction():
                                                               declared=declared)
     misses = results_table(rows_of(ERRORS, "net_miss"), ["x"], ["net_miss"],
                            declared=declared)
-    assert interval_kind("net_miss", declared) == BOOTSTRAP
+    assert interval_kind("net_miss", declared) == SHARE
     assert best_config(misses, "net_miss", declared)["config"] == "a"
-    assert "| a | 2 | 2/2 | 15.00% [10.00, 20.00] |" in markdown_table(
+    assert "| a | 2 | 2/2 | 15.00% [0.00, 78.53] |" in markdown_table(
         misses, ["x"], ["net_miss"], declared=declared)
 
 
@@ -260,7 +298,7 @@ def test_plot_of_a_share_keeps_its_interval_in_the_unit_range(drawn):
     rows = rows_of({"1": [(1, 0.0), (1, 1.0), (1, 1.0)], "2": [(1, 1.0)] * 3},
                    "net_optimal_share")
     ax, = drawn(rows, ["net_optimal_share"])
-    assert ax.get_title() == INTERVAL_TEXT[BOOTSTRAP]
+    assert ax.get_title() == INTERVAL_TEXT[SHARE]
     ends = [y for s in ax.collections[0].get_segments() for y in s[:, 1]]
     assert min(ends) == pytest.approx(0.0) and max(ends) == pytest.approx(1.0)
     loss = [{**r, "loss": str(r["net_optimal_share"])} for r in rows]

@@ -5,8 +5,9 @@ Modules:
 
 * `grid`: swept settings, the grid of experiments, its compile groups and shards.
 * `sweep`: running a sweep and merging its runs into tables (`run_sweep`, `merge`).
-* `table`: per-run rows and a table per configuration: shares with bootstrap
-  intervals, other means with t-intervals, times to perfect play as seeds reached
+* `table`: per-run rows and a table per configuration, each seed one draw: shares
+  with clipped t-intervals, flags as k of m seeds with exact intervals, other means
+  with t-intervals, times to perfect play as seeds reached
   and their median.
 * `plots`: each metric against each swept setting, summarised as in the table.
 

@@ -1,6 +1,7 @@
 """Plots of a sweep: each metric against each swept setting, summarised over seeds as
-the table does (`azjax.sweep.table.interval_kind`): a share's mean with its bootstrap
-interval, another mean with its t-interval, a time to perfect play as the median of the
+the table does (`azjax.sweep.table.interval_kind`): a share's mean with its clipped
+t-interval, a flag's share of seeds with its exact interval, another mean with its
+t-interval, a time to perfect play as the median of the
 seeds that reached it, a figure the game does not declare as its mean alone."""
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The results of a sweep: per-run rows, a table per configuration, CSVs.
 
-Each metric gets the summary over seeds that fits it (`interval_kind`): a share or a 0/1
-flag (in [0, 1]) the mean with a 95% percentile-bootstrap interval, which stays inside
-[0, 1] and need not be symmetric; any other mean (a loss) a 95% Student-t interval; a
-time to perfect play, censored at the budget for a seed that never got there, no mean
+Each metric gets the summary over seeds that fits it (`interval_kind`), each seed one
+draw: a share (in [0, 1]) the mean with a 95% Student-t interval clipped to [0, 1] (or,
+where every seed sits at 0% or 100%, the exact interval for m of m seeds there); a 0/1
+flag k of m seeds with the exact (Clopper-Pearson) 95% interval; any other mean (a
+loss) a 95% Student-t interval; a time to perfect play, censored at the budget for a seed that never got there, no mean
 at all but how many seeds reached it and the median of those that did; a figure of the
 game's own that neither the schema nor the game declares (`Env.metric_kinds`) the plain
 mean, with no interval and no best configuration.
@@ -23,20 +24,24 @@ from typing import Any
 
 import numpy as np
 
-from azjax.evaluation.stats import bootstrap_ci, mean_ci
+from azjax.evaluation.stats import flag_ci, mean_ci, share_ci
 from azjax.run import metric_schema as ms
 
 REACHED = "reached_perfect"
+BUDGET = "budget"
+"""The iterations a run's figures stand for (seeds.csv), and a configuration's ('N', or
+'LOW-HIGH' where its runs' differ; results.csv)."""
 TIME_METRICS = ("games_to_perfect", "iterations_to_perfect")
 """Censored metrics: a run that never gets there counts its budget and `reached_perfect=0`."""
-CENSORED, BOOTSTRAP, T_INTERVAL, PLAIN = "censored", "bootstrap", "t", "plain"
+CENSORED, SHARE, FLAG, T_INTERVAL, PLAIN = "censored", "share", "flag", "t", "plain"
 """How a metric is summarised over seeds (`interval_kind`)."""
 Declared = Mapping[str, ms.Metric] | None
 """The game's own figures' descriptions by key (`metric_schema.declare`), or None."""
 INTERVAL_TEXT = {
     CENSORED: "median of the seeds that reached it, bar min-max\n"
               "k/m: seeds that reached it; x: none did (at the budget)",
-    BOOTSTRAP: "mean, 95% percentile-bootstrap interval",
+    SHARE: "mean, 95% t-interval clipped to [0, 1]",
+    FLAG: "seeds with it, exact 95% interval",
     T_INTERVAL: "mean, 95% t-interval",
     PLAIN: "mean (no interval: the game does not declare what it is)",
 }
@@ -52,15 +57,15 @@ def interval_kind(metric: str, declared: Declared = None) -> str:
 
     Returns:
       CENSORED for a time to perfect play (`TIME_METRICS`); for a metric whose unit
-      `azjax.run.metric_schema` or the game declares, BOOTSTRAP for a share or a 0/1 flag
-      (bounded in [0, 1]) and T_INTERVAL for another unit; PLAIN for anything else.
+      `azjax.run.metric_schema` or the game declares, SHARE for a share, FLAG for a 0/1
+      flag and T_INTERVAL for another unit; PLAIN for anything else.
     """
     if metric in TIME_METRICS:
         return CENSORED
     known = ms.declared_metric(metric, declared)
     if known is None:
         return PLAIN
-    return BOOTSTRAP if known.unit in (ms.SHARE, ms.FLAG) else T_INTERVAL
+    return {ms.SHARE: SHARE, ms.FLAG: FLAG}.get(known.unit, T_INTERVAL)
 
 
 def reached_values(values: Sequence[float], reached: Sequence[bool]) -> list[float]:
@@ -93,9 +98,10 @@ def censored_summary(values: Sequence[float], reached: Sequence[bool]
 
 def mean_interval(metric: str, values: Sequence[float], declared: Declared = None
                   ) -> tuple[float, float, float]:
-    """(mean, low, high) of a metric that is not censored, over seeds: the bootstrap
-    interval for a share or flag, the t-interval for another mean, none for an
-    undeclared figure (`interval_kind`).
+    """(mean, low, high) of a metric that is not censored, over seeds: the clipped
+    t-interval for a share (`share_ci`), the exact interval for k of m seeds with a flag
+    (`flag_ci`; a flag averaged inside a run, not 0 or 1, counts as a share), the
+    t-interval for another mean, none for an undeclared figure (`interval_kind`).
 
     Args:
       metric: the metric column.
@@ -108,7 +114,9 @@ def mean_interval(metric: str, values: Sequence[float], declared: Declared = Non
     kind = interval_kind(metric, declared)
     if kind == PLAIN:
         return float(np.mean(values)), math.nan, math.nan
-    return bootstrap_ci(values) if kind == BOOTSTRAP else mean_ci(values)
+    if kind == FLAG and all(v in (0.0, 1.0) for v in values):
+        return flag_ci(values)
+    return share_ci(values) if kind in (SHARE, FLAG) else mean_ci(values)
 
 
 def better(metric: str, declared: Declared = None) -> str:
@@ -183,7 +191,7 @@ def summarise(metric: str, members: Sequence[dict[str, str]], declared: Declared
     Returns:
       For a censored metric `<metric>_median` (of the seeds that reached perfect play;
       nan when none did); for an undeclared figure `<metric>_mean` alone; else
-      `<metric>_mean`, `<metric>_ci_low` and `<metric>_ci_high` (bootstrap or t; nan
+      `<metric>_mean`, `<metric>_ci_low` and `<metric>_ci_high` (`mean_interval`; nan
       bounds for one seed).
     """
     values = [float(m[metric]) for m in members]
@@ -197,10 +205,25 @@ def summarise(metric: str, members: Sequence[dict[str, str]], declared: Declared
     return {f"{metric}_mean": mean, f"{metric}_ci_low": low, f"{metric}_ci_high": high}
 
 
+def budget_span(budgets: Sequence[str]) -> str:
+    """The budget of a configuration: its runs' one budget, or the range where they
+    differ, so that a row pooling unequal budgets says so.
+
+    Args:
+      budgets: each run's budget in iterations (seeds.csv's `budget`).
+
+    Returns:
+      'N', or 'LOW-HIGH'.
+    """
+    values = sorted({int(float(b)) for b in budgets})
+    return str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}"
+
+
 def results_table(rows: Sequence[dict[str, str]], params: Sequence[str],
                   metrics: Sequence[str], declared: Declared = None) -> list[dict[str, Any]]:
-    """One row per configuration: its settings, the seed count, how many seeds reached
-    perfect play (where the rows say) and each metric summarised by `summarise`.
+    """One row per configuration: its settings, the seed count, the iterations its runs
+    stand for (`budget_span`, where the rows say), how many seeds reached perfect play
+    (where the rows say) and each metric summarised by `summarise`.
 
     Args:
       rows: per-seed rows (seeds.csv's, as text).
@@ -219,6 +242,8 @@ def results_table(rows: Sequence[dict[str, str]], params: Sequence[str],
         out: dict[str, Any] = {"config": label}
         out.update({p: members[0][p] for p in params})
         out["seeds"] = len(members)
+        if BUDGET in members[0]:
+            out[BUDGET] = budget_span([m[BUDGET] for m in members])
         if REACHED in members[0]:
             out[REACHED] = sum(int(m[REACHED]) for m in members)
         for metric in metrics:
@@ -257,7 +282,7 @@ def _cell(row: dict[str, Any], metric: str, declared: Declared) -> str:
     if kind == PLAIN:
         return _number(row[f"{metric}_mean"])
     mean, low, high = (row[f"{metric}_{part}"] for part in ("mean", "ci_low", "ci_high"))
-    if kind == BOOTSTRAP:  # in percent, two decimals; the interval need not be symmetric
+    if kind in (SHARE, FLAG):  # in percent; a clipped or exact interval need not be symmetric
         text = f"{100 * mean:.2f}%"
         return text if math.isnan(high) else f"{text} [{100 * low:.2f}, {100 * high:.2f}]"
     text = _number(mean)
@@ -268,10 +293,10 @@ def markdown_table(table: Sequence[dict[str, Any]], params: Sequence[str],
                    metrics: Sequence[str], declared: Declared = None) -> str:
     """The results table as Markdown, each metric as `interval_kind` summarises it.
 
-    A share or flag is its mean in percent with its bootstrap interval, '99.45% [98.20,
-    100.00]'; another mean '0.52 ± 0.03' (the t-interval's half-width); a time to perfect
+    A share or flag is its mean in percent with its interval, '99.45% [98.20, 100.00]'; another mean '0.52 ± 0.03' (the t-interval's half-width); a time to perfect
     play 'k/m, median X' (k of the m seeds reached it, X the median of those k), or
-    'k/m' alone where none did; an undeclared figure its mean alone, '0.52'.
+    'k/m' alone where none did; an undeclared figure its mean alone, '0.52'. A column
+    of budgets (iterations) follows the seeds where the rows' budgets differ.
 
     Args:
       table: rows of `results_table`.
@@ -287,13 +312,19 @@ def markdown_table(table: Sequence[dict[str, Any]], params: Sequence[str],
         return bool(table) and f"{metric}_{key}" in table[0]
 
     metrics = [m for m in metrics if has(m)]
-    head = [p.split(".")[-1] for p in params] + ["seeds"]
+    # Budgets shown only where they differ, within a row or between rows (a swept
+    # `iterations`); one budget for every row is the command's.
+    budgets = len({row.get(BUDGET) for row in table}) > 1 or any(
+        "-" in str(row.get(BUDGET, "")) for row in table)
+    head = [p.split(".")[-1] for p in params] + ["seeds"] + [BUDGET] * budgets
     if table and REACHED in table[0]:
         head.append("perfect")
     head += metrics
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in table:
         cells = [row[p] for p in params] + [str(row["seeds"])]
+        if budgets:
+            cells.append(str(row.get(BUDGET, "")))
         if REACHED in row:
             cells.append(f"{row[REACHED]}/{row['seeds']}")
         cells += [_cell(row, m, declared) for m in metrics]
