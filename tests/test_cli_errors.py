@@ -490,7 +490,7 @@ SWEEP = ["--param", "gumbel_scale=0.5,1", "--iterations", "1"]
     (["--seed", str(RUN_SEED_MAX), "--seeds", "2"], ["--seed + --seeds - 1", "at most"]),
     (["--out", "{file}/sweep"], ["--out", "lies under", "which is a file"]),
     (["--param", "c_puct=1,2"], ["search.c_puct is never read by the gumbel search",
-                                 "--param policy=puct,gumbel", "--search.policy puct"]),
+                                 "set --search.policy puct to sweep it"]),
 ])
 def test_sweep_errors_before_training_are_one_line(args, words, a_file, tmp_path,
                                                    monkeypatch):

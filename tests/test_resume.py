@@ -172,6 +172,11 @@ def test_changed_stopping_rules_on_resume_take_effect(tmp_path):
     assert iteration == 2 and any("already used its 1e-06 minutes" in m for m in messages)
     assert resume(base.replace(iterations=4))[0] == 4
     assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2, 3, 4]
+    # Asked for fewer iterations than it trained, it says so (a sweep reads it at them).
+    iteration, messages = resume(base.replace(iterations=3))
+    assert iteration == 4 and any(
+        "this run already trained 4 iterations, more than the 3 asked for" in m
+        for m in messages)
 
 
 def test_a_changed_program_on_resume_is_one_error_line_naming_each_change(

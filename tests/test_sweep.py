@@ -293,9 +293,8 @@ def test_every_experiment_is_a_run_directory_and_the_sweep_a_table(swept):
         assert int(r["iterations_to_perfect"]) == reached["iteration"]
     assert sorted((r["gradient_steps"], r["learner.learning_rate"], r["seed"]) for r in rows) == (
         sorted((g, lr, s) for g in ("2", "4") for lr in ("0.003", "0.01") for s in ("0", "1")))
-    # Per configuration: the mean and 95% percentile-bootstrap interval over its two seeds,
-    # which for two values a <= b is [a, b] (resampled means a, (a + b) / 2, b with
-    # chances 1/4, 1/2, 1/4).
+    # Per configuration: the mean over its two seeds and the t-interval with one degree
+    # of freedom, mean -+ 12.706 x |a - b| / 2, clipped to [0, 1].
     shares = {}
     for config, records in on_disk.values():
         program = config["program"]
@@ -308,7 +307,16 @@ def test_every_experiment_is_a_run_directory_and_the_sweep_a_table(swept):
         assert int(t["seeds"]) == len(members) == 2
         assert float(t["net_optimal_share_mean"]) == pytest.approx(statistics.mean(members))
         low, high = float(t["net_optimal_share_ci_low"]), float(t["net_optimal_share_ci_high"])
-        assert (low, high) == pytest.approx((min(members), max(members)))
+        half = 12.7062 * abs(members[0] - members[1]) / 2
+        mean = statistics.mean(members)
+        if half > 0:
+            assert (low, high) == pytest.approx((max(0.0, mean - half), min(1.0, mean + half)),
+                                                abs=1e-4)
+        elif 0.0 < mean < 1.0:  # both seeds alike inside (0, 1): no spread, no interval
+            assert math.isnan(low) and math.isnan(high)
+        else:  # both at 0% or 100%: the exact interval for 2 of 2 seeds there
+            edge = 0.025 ** 0.5
+            assert (low, high) == pytest.approx((edge, 1.0) if mean == 1.0 else (0.0, 1 - edge))
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     assert any("ETA" in line or "done" in line for line in lines if line.startswith("group:"))
     assert "| gradient_steps | learning_rate | seeds | perfect |" in result.markdown

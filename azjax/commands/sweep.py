@@ -20,10 +20,15 @@ from their last checkpoint (`--checkpoint-every`). `--shard I/N` runs the I-th o
 disjoint parts; every run (or `--merge` alone) builds seeds.csv, results.csv and
 sweep.png from all finished runs in the out dir.
 
-A swept search setting that no experiment's search reads is refused before anything
-trains: c_puct, pb_c_base, dirichlet_alpha and dirichlet_fraction only matter to the
-puct search, gumbel_scale, gumbel_value_scale and max_num_considered_actions only to
-the gumbel one (sweep `--param policy=puct,gumbel` beside them, or set `--search.policy`).
+A swept setting that no experiment reads is refused before anything trains: c_puct,
+pb_c_base, dirichlet_alpha and dirichlet_fraction only matter to the puct search,
+gumbel_scale, gumbel_value_scale and max_num_considered_actions only to the gumbel one
+(set `--search.policy` to the one that reads them); the root noise
+only to self-play (evaluation searches greedily); a setting another one switches on
+(cheap_simulations with full_search_prob < 1, the gate_* settings under gating, ...)
+only while it is on. So are configurations that differ only in settings they do not
+read (`--param policy=puct,gumbel --param c_puct=1,2`: two Gumbel configurations that
+would train the same runs; sweep c_puct on its own with `--search.policy puct`).
 
 The budget of each experiment is its own `--iterations`: each iteration plays the
 recipe's `--selfplay.num-games` games for `--selfplay.steps-per-iteration` moves (a
@@ -34,11 +39,16 @@ clock: what each gets in those minutes depends on how many experiments share its
 and on the devices it runs on, so it is no fair budget for comparing configurations.
 Compare at equal `--iterations` (with the recipes that stop by minutes, Connect Four's,
 Gomoku's and Go's, add `--max-minutes 0`).
+The tables read every run at its experiment's `--iterations` (a run trained further
+counts with its record at that iteration); a configuration whose runs still stand for
+different iterations (stopped by `--max-minutes`) shows the range in its `budget` column.
 
-results.csv and the printed table summarise each metric over seeds: a share (in [0, 1])
-as the mean with a 95% percentile-bootstrap interval [low, high]; another mean (a loss)
-with a 95% t-interval (+-); a time to perfect play as k/m, the k of m seeds that reached
-it, and the median of those k (a seed that never got there is censored at its budget,
+results.csv and the printed table summarise each metric over seeds, each seed one draw:
+a share (in [0, 1]) as the mean with a 95% t-interval clipped to [0, 1], shown as
+[low, high]; a 0/1 flag as the share of seeds with it and its exact 95% interval (3 of
+3 seeds: 29.2 to 100%); another mean (a loss) with a 95% t-interval (+-); a time to
+perfect play as k/m, the k of m seeds that reached it, and the median of those k (a seed
+that never got there is censored at its budget,
 so there is no mean).
 """
 

@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None, *, defaults: TrainConfig | None = None) 
     if watch is not None:
         watch.leave(ok=True)
     if is_primary():
-        print(summarize(result))
+        print(summarize(result, experiment.config.run.iterations))
         print(f"run directory: {experiment.run_dir}")
     return 0
 

@@ -54,6 +54,10 @@ POLICY_SETTINGS: dict[str, tuple[str, ...]] = {
 """The `SearchConfig` settings that only one policy's search reads (`make_search_fn`
 passes them to its mctx policy alone); the other policy's search never reads them.
 Any other setting is the same to both policies."""
+NOISE_SETTINGS = ("dirichlet_alpha", "dirichlet_fraction", "gumbel_scale")
+"""The settings of the root noise, which only self-play's search reads: every other
+search of a run (its evaluation, its gating arena, its games against baselines) is a
+greedy player, searching with the noise off (`deterministic`)."""
 
 
 def policies_reading(name: str) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ from azjax.driver.status import (
     finished,
     format_progress,
     learning_stalled,
+    past_budget,
 )
 from azjax.driver.warm_up import warm_start_source
 from azjax.evaluation.evaluators import Evaluator, versus
@@ -147,6 +148,8 @@ class HostRun:
         elif reason == "time":
             self.say(f"this run already used its {self.run.max_minutes:g} minutes "
                      "(raise --max-minutes)")
+        elif reason == "iterations" and (line := past_budget(self.iteration, self.run)):
+            self.say(line)
 
     def wall_time(self) -> float:
         return self.time_offset + time.perf_counter() - self.clock_start

@@ -161,15 +161,27 @@ def opening_line(name: str, preset: str, why: str, plan: str) -> str:
     return f"{name}, {chosen} ({why}): {plan}"
 
 
-def summarize(result: Any) -> str:
-    """A closing summary of a run (a `TrainResult`)."""
+def summarize(result: Any, iterations: int = 0) -> str:
+    """A closing summary of a run.
+
+    Args:
+      result: the run's `TrainResult`.
+      iterations: the iterations asked for (0: not said); a run that had trained more
+        before says so, since its figures are those of its own, larger budget.
+
+    Returns:
+      'finished N iterations; last evaluation: ...', 'perfect play ... after ...'.
+    """
     if result.perfect_at is None:
         last = result.records[-1] if result.records else {}
         evaluated = next((r for r in reversed(result.records) if ms.PERFECT.name in r), {})
         shown = [f"{m.status_label} {_shown(m, evaluated[m.name])}"
                  for m in ms.EVALUATION_SHOWN if m.name in evaluated and m.unit != ms.FLAG]
         tail = f"; last evaluation: {', '.join(shown)}" if shown else ""
-        return f"finished {last.get(ms.ITERATION.name, 0)} iterations{tail}"
+        done = last.get(ms.ITERATION.name, 0)
+        past = (f" (more than the {iterations:,} asked for: it had trained them before)"
+                if 0 < iterations < done else "")
+        return f"finished {done} iterations{past}{tail}"
     r = result.perfect_at
     return (
         f"perfect play (network alone: 100% optimal moves, unbeatable from both seats) after "
@@ -203,7 +215,11 @@ def diverged_text(what: str, iteration: int, saved_at: int) -> str:
 def finished(run: RunConfig, records: Sequence[dict[str, Any]], iteration: int) -> str | None:
     """Why a run that stands at `iteration` with these metrics records is over: 'perfect'
     (perfect play reached and `stop_when_perfect`), 'time' (its `max_minutes` used),
-    'iterations' (its budget done); None while it is not."""
+    'iterations' (its budget done); None while it is not.
+
+    A run trained past `run.iterations` is over too, but its records then hold a larger
+    budget than `run` asks for: whoever compares runs at `run`'s budget reads them up to
+    it (`records_at`) and asks again."""
     if run.stop_when_perfect and any(r.get(ms.PERFECT.name) for r in records):
         return "perfect"
     if run.max_minutes > 0 and records and (records[-1][ms.WALL_TIME.name]
@@ -212,3 +228,37 @@ def finished(run: RunConfig, records: Sequence[dict[str, Any]], iteration: int) 
     if iteration >= run.iterations:
         return "iterations"
     return None
+
+
+def records_at(records: Sequence[dict[str, Any]], iterations: int) -> list[dict[str, Any]]:
+    """A run's metrics records as they stood at a budget of `iterations`: those at or
+    before that iteration. A run trained past the budget (resumed with more iterations)
+    is so read at the budget, not at its later records.
+
+    Args:
+      records: the run's records, in order of iteration.
+      iterations: the budget.
+
+    Returns:
+      The records up to and including iteration `iterations` (all of them for a run that
+      stopped sooner).
+    """
+    return [r for r in records if r[ms.ITERATION.name] <= iterations]
+
+
+def past_budget(iteration: int, run: RunConfig) -> str | None:
+    """The line that says a run stands past the iterations asked of it (resumed with a
+    smaller `--iterations` than it was trained for), or None.
+
+    Args:
+      iteration: the iteration the run stands at (its newest checkpoint).
+      run: the run options asked for.
+
+    Returns:
+      'this run already trained N iterations, more than the M asked for: ...', or None.
+    """
+    if iteration <= run.iterations:
+        return None
+    return (f"this run already trained {iteration:,} iterations, more than the "
+            f"{run.iterations:,} asked for: nothing to train (its records go on past "
+            f"iteration {run.iterations:,}; a sweep reads them at its budget)")

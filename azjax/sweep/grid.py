@@ -8,11 +8,16 @@ import dataclasses
 import hashlib
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from azjax.core.fields import is_scalar, parse_setting
-from azjax.core.search import policies_reading, search_changes
+from azjax.core.search import (
+    NOISE_SETTINGS,
+    SearchConfig,
+    policies_reading,
+    search_changes,
+)
 from azjax.run.config import TrainConfig, setting_paths
 from azjax.run.game_options import option_value
 from azjax.run.recipes import RECIPES
@@ -172,12 +177,179 @@ def make_grid(base: TrainConfig, params: Sequence[Param], seeds: Sequence[int]
     return experiments
 
 
+@dataclasses.dataclass(frozen=True)
+class Unread:
+    """Why an experiment's training never reads a setting.
+
+    Attributes:
+      why: the reason, as a clause ('selfplay.full_search_prob is 1 (playout cap
+        randomisation off)').
+      needs: the option under which it would be read ('--selfplay.full-search-prob
+        below 1'); '' where nothing a sweep measures ever reads it.
+      policy: whether it is unread because of the search policy (`POLICY_SETTINGS`).
+    """
+
+    why: str
+    needs: str
+    policy: bool = False
+
+
+SWITCHED: tuple[tuple[tuple[str, ...], Callable[[TrainConfig], bool], str, str], ...] = (
+    # azjax.core.selfplay.make_play_fn: the cheap search runs only with the cap on.
+    (("selfplay.cheap_simulations",),
+     lambda c: c.program.selfplay.full_search_prob >= 1.0,
+     "selfplay.full_search_prob is 1 (playout cap randomisation off)",
+     "--selfplay.full-search-prob below 1"),
+    # azjax.core.selfplay.init_games: the no-resign games are drawn with resignation on.
+    (("selfplay.resign_playout_prob",),
+     lambda c: not c.program.selfplay.resigns,
+     "selfplay.resign_threshold is -1 (resignation off)",
+     "--selfplay.resign-threshold above -1"),
+    # azjax.core.search.make_search_fn: the utility is added only when its weight is > 0.
+    (("search.score_utility_scale",),
+     lambda c: c.program.search.score_utility <= 0,
+     "search.score_utility is 0 (score utility off)", "--search.score-utility above 0"),
+    # azjax.core.iteration: each auxiliary loss is weighed only where its head exists,
+    # the score in the value target only with a mix above 0.
+    (("learner.ownership_weight",), lambda c: not c.program.network.ownership_head,
+     "the network has no ownership head", "--network.ownership-head"),
+    (("learner.score_weight",), lambda c: not c.program.network.score_head,
+     "the network has no score head", "--network.score-head"),
+    (("learner.score_value_scale",), lambda c: c.program.learner.score_value_mix <= 0,
+     "learner.score_value_mix is 0 (no score in the value target)",
+     "--learner.score-value-mix above 0"),
+    # azjax.core.networks.PolicyValueNet: the layers each torso and its heads build.
+    (("network.num_blocks", "network.policy_filters", "network.value_filters",
+      "network.value_hidden", "network.conv"),
+     lambda c: c.program.network.torso == "mlp",
+     "network.torso is mlp, which builds no conv layers", "--network.torso conv"),
+    (("network.mlp_layers",), lambda c: c.program.network.torso != "mlp",
+     "network.torso is conv", "--network.torso mlp"),
+    (("network.value_filters",), lambda c: c.program.network.pooled_heads,
+     "network.pooled_heads pools the value head's input", "--network.no-pooled-heads"),
+    # azjax.driver.host_run: the gating arena plays under the gating regime alone.
+    (("gate_every", "gate_games", "gate_threshold", "gate_simulations", "gate_openings"),
+     lambda c: c.program.regime != "gating",
+     "regime is alphazero, which has no gating arena", "--regime gating"),
+    # azjax.driver.host_run._evaluate: games against baselines need baselines.
+    (("eval_games", "eval_openings"),
+     lambda c: not (c.run.evaluates and c.run.eval_opponents),
+     "no --eval-opponents are played at evaluations", "--eval-opponents SPEC"),
+    (("eval_simulations",),
+     lambda c: not (c.run.evaluates and c.run.eval_search_every > 0),
+     "the evaluation never scores the search (eval_search_every 0, or no evaluations)",
+     "--eval-search-every above 0"),
+    (("eval_search_every",), lambda c: not c.run.evaluates,
+     "the run never evaluates (eval_every 0 and eval_every_minutes 0)",
+     "--eval-every above 0"),
+    # azjax.driver.warm_up: the warm-up's minutes count only where there is a warm-up.
+    (("warm_up_minutes",), lambda c: not c.run.warm_up,
+     "run.warm_up is '' (no warm-up)", "--warm-up RECIPE"),
+)
+"""Settings read only while another setting switches them on: (their paths, whether a
+config has them off, why, the option that switches them on). Each was read off the code
+named above it, so that no sweep is refused that would train different runs."""
+
+PLAY_SETTINGS = ("play_simulations", "play_policy", "play_skip_futile")
+"""Search settings of a trained agent's play (`azjax.core.search.play_search`: the arena,
+the league, GTP), which neither training nor its evaluation reads."""
+
+
+def _evaluation_search(config: TrainConfig) -> tuple[SearchConfig | None, dict[str, Any]]:
+    """The search a run's evaluation scores on the game's ground truth.
+
+    Args:
+      config: an experiment's config.
+
+    Returns:
+      That search (`run.eval_search_with` applied to the training search; None where the
+      run never scores a search: no evaluations, or `eval_search_every` 0), and the
+      settings `eval_search_with` sets itself.
+    """
+    run = config.run
+    if not (run.evaluates and run.eval_search_every > 0):
+        return None, {}
+    changes = search_changes(run.eval_search_with)
+    return dataclasses.replace(config.program.search, **changes), changes
+
+
+def _search_unread(config: TrainConfig, name: str) -> Unread | None:
+    """Why `config`'s training never reads a search setting.
+
+    Args:
+      config: an experiment's config.
+      name: a `SearchConfig` field ('c_puct').
+
+    Returns:
+      Why (`Unread`), or None where it is read.
+    """
+    search = config.program.search
+    if name in PLAY_SETTINGS:
+        return Unread("only a trained agent's play (the arena, the league) reads it, "
+                      "neither training nor its evaluation", "")
+    readers = policies_reading(name)
+    if name in NOISE_SETTINGS:
+        # Only self-play searches with the noise on: whatever the evaluation's policy,
+        # its greedy search zeroes the noise.
+        if search.policy not in readers:
+            return Unread(f"the {search.policy} search never reads it, only "
+                          f"{readers[0]}'s does, and only self-play reads the root noise "
+                          "(evaluation and gating search with it off)",
+                          f"--search.policy {readers[0]}", policy=True)
+        if name == "dirichlet_alpha" and search.dirichlet_fraction <= 0:
+            return Unread("search.dirichlet_fraction is 0 (no Dirichlet noise)",
+                          "--search.dirichlet-fraction above 0")
+        return None
+    if search.reads(name):
+        return None
+    evaluated, changes = _evaluation_search(config)
+    if evaluated is not None and name not in changes and evaluated.reads(name):
+        return None
+    return Unread(f"the {search.policy} search never reads it, only "
+                  f"{'/'.join(readers)}'s does", f"--search.policy {'/'.join(readers)}",
+                  policy=True)
+
+
+def unread_settings(config: TrainConfig, paths: Sequence[str]) -> dict[str, Unread]:
+    """The settings among `paths` that `config`'s training never reads, so that runs
+    differing in them alone would be the same runs under other names.
+
+    A search setting is read by the search self-play trains with, or by the search the
+    evaluation scores (`run.eval_search_with`, unless that sets it itself), each of its
+    policy (`POLICY_SETTINGS`); the root noise (`NOISE_SETTINGS`) by self-play alone,
+    every other search of a run being greedy; a trained agent's play settings
+    (`PLAY_SETTINGS`) by neither. A setting that another one switches on (playout cap
+    randomisation's cheap simulations, resignation's playouts, a head's loss weight, a
+    torso's layers, the gating arena's settings, ...) is read only while it is on.
+
+    Args:
+      config: an experiment's config.
+      paths: setting paths ('search.c_puct', 'selfplay.cheap_simulations', 'gate_games').
+
+    Returns:
+      Each unread one of `paths`, in order, with why (`Unread`).
+    """
+    out: dict[str, Unread] = {}
+    for path in paths:
+        head, _, name = path.partition(".")
+        if head == "search":
+            found = _search_unread(config, name)
+            if found is not None:
+                out[path] = found
+                continue
+        for names, off, why, needs in SWITCHED:
+            if path in names and off(config):
+                out[path] = Unread(why, needs)
+                break
+    return out
+
+
 def reads_setting(config: TrainConfig, name: str) -> bool:
-    """Whether a search of `config`'s training reads the search setting `name`: its
-    self-play (and gating) search, or the search its evaluation scores
-    (`run.eval_search_with`, unless that sets `name` itself). The search a trained
-    agent plays with afterwards (`search.play_policy`) counts for nothing here: no
-    figure of a sweep comes from it, and with the same seed the runs would train the
+    """Whether `config`'s training reads the search setting `name` (`unread_settings`):
+    its self-play search, or the search its evaluation scores (`run.eval_search_with`,
+    unless that sets `name` itself), the root noise by self-play alone. The search a
+    trained agent plays with afterwards (`search.play_policy`) counts for nothing here:
+    no figure of a sweep comes from it, and with the same seed the runs would train the
     same network.
 
     Args:
@@ -187,12 +359,7 @@ def reads_setting(config: TrainConfig, name: str) -> bool:
     Returns:
       Whether any of those searches reads it.
     """
-    search = config.program.search
-    if search.reads(name):
-        return True
-    changes = search_changes(config.run.eval_search_with)
-    return (bool(changes) and name not in changes
-            and dataclasses.replace(search, **changes).reads(name))
+    return f"search.{name}" not in unread_settings(config, [f"search.{name}"])
 
 
 def _policy_source(config: TrainConfig) -> str:
@@ -203,36 +370,98 @@ def _policy_source(config: TrainConfig) -> str:
     return "the base config's search.policy"
 
 
+def _never_read(param: Param, params: Sequence[Param], experiments: Sequence[Experiment],
+                reasons: Sequence[Unread]) -> str:
+    """The one line refusing a swept setting that no experiment reads.
+
+    Args:
+      param: the setting.
+      params: every swept setting.
+      experiments: the grid.
+      reasons: why each configuration does not read it.
+
+    Returns:
+      The line: for a setting of the other search policy, the policy every experiment
+      uses, where it comes from and how to sweep the other; else the first reason and
+      the option that would have it read.
+    """
+    name = param.path.partition(".")[2]
+    if not all(r.policy for r in reasons):
+        first = reasons[0]
+        fix = (f"set {first.needs} to sweep it" if first.needs else
+               "leave it out of the sweep: no figure of a sweep comes from it")
+        return (f"{param.path} is never read by any experiment of this sweep: "
+                f"{first.why}; {fix}")
+    swept = {p.path: p for p in params}
+    used = sorted({e.config.program.search.policy for e in experiments})
+    readers = ",".join(policies_reading(name))
+    # Not "sweep the policy too": its other policy's configurations would then repeat
+    # one configuration per value, which `check_settings_read` refuses as well.
+    if "search.policy" in swept:
+        values = ",".join(str(v) for v in swept["search.policy"].values)
+        where = f"--param policy={values}"
+        fix = f"sweep {param.name} in a separate sweep with --search.policy {readers}"
+    else:
+        where = _policy_source(experiments[0].config)
+        fix = f"set --search.policy {readers} to sweep it"
+    noise = ""
+    if name in NOISE_SETTINGS and any(
+            (found := _evaluation_search(e.config)[0]) is not None and found.reads(name)
+            for e in experiments):
+        noise = " (root noise: self-play alone reads it, evaluation searches without it)"
+    return (f"{param.path} is never read by the {'/'.join(used)} search every experiment "
+            f"of this sweep uses ({where}){noise}; {fix}")
+
+
+def _quoted_labels(labels: Sequence[str]) -> str:
+    """'a' and 'b'; 'a', 'b' and 'c'."""
+    quoted = [f"'{label}'" for label in labels]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+
+
 def check_settings_read(params: Sequence[Param], experiments: Sequence[Experiment]
                         ) -> None:
-    """Refuses a swept search setting that no experiment's search reads (a PUCT
-    setting where every experiment searches with Gumbel, or the reverse): its values
-    would train the same runs under different names.
+    """Refuses a sweep that would train the same runs under different names: a swept
+    setting that no experiment reads (a PUCT setting where every experiment searches
+    with Gumbel, or the reverse; playout cap randomisation's cheap simulations with the
+    cap off), or configurations that differ only in settings that they do not read
+    (`--param policy=puct,gumbel --param c_puct=1,2`: the two Gumbel configurations).
 
     Args:
       params: the swept settings.
       experiments: the grid (`make_grid`).
 
     Raises:
-      ValueError: one line naming the setting, the policy that never reads it and the
-        options that would.
+      ValueError: one line naming the setting and why it is not read, the duplicated
+        configurations where some experiments do read it, and the fix.
     """
-    swept = {p.path: p for p in params}
+    paths = [p.path for p in params]
+    configs = {e.label: e for e in experiments}  # one experiment per configuration
+    unread = {label: unread_settings(e.config, paths) for label, e in configs.items()}
     for param in params:
-        head, _, name = param.path.partition(".")
-        if head != "search" or any(reads_setting(e.config, name) for e in experiments):
+        reasons = [found[param.path] for found in unread.values() if param.path in found]
+        if len(reasons) == len(configs):
+            raise ValueError(_never_read(param, params, experiments, reasons))
+    # Configurations equal once the settings each does not read are set aside.
+    same: dict[tuple, list[str]] = {}
+    for label, e in configs.items():
+        key = tuple((path, None if path in unread[label] else format_value(value))
+                    for path, value in e.assignment)
+        same.setdefault(key, []).append(label)
+    for labels in same.values():
+        if len(labels) < 2:
             continue
-        used = sorted({e.config.program.search.policy for e in experiments})
-        readers = ",".join(policies_reading(name))
-        if "search.policy" in swept:
-            values = ",".join(str(v) for v in swept["search.policy"].values)
-            where, fix = f"--param policy={values}", f"add {readers} to --param policy"
-        else:
-            where = _policy_source(experiments[0].config)
-            fix = (f"sweep --param policy={readers},{','.join(used)} too, or set "
-                   f"--search.policy {readers}")
-        raise ValueError(f"{param.path} is never read by the {'/'.join(used)} search "
-                         f"every experiment of this sweep uses ({where}); {fix}")
+        first = configs[labels[0]]
+        differing = [path for path, value in first.assignment
+                     if any(configs[other].config.get(path) != value
+                            for other in labels[1:])]
+        path = next(p for p in differing if p in unread[labels[0]])
+        reason = unread[labels[0]][path]
+        name = path.split(".")[-1]
+        fix = (f"sweep {name} in a separate sweep with {reason.needs}" if reason.needs else
+               f"leave {name} out of the sweep: no figure of a sweep comes from it")
+        raise ValueError(f"{_quoted_labels(labels)} would train the same runs: {path} is "
+                         f"not read there: {reason.why}; {fix}")
 
 
 @dataclasses.dataclass(frozen=True)

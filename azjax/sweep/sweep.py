@@ -16,11 +16,15 @@ of the groups. `merge` reads every run directory present into `seeds.csv` (one r
 finished run), `results.csv` (per configuration, each metric over seeds as
 `azjax.sweep.table` summarises it) and `sweep.png`.
 
-A sweep that sweeps a search setting that no experiment's search reads (c_puct where
-every experiment searches with Gumbel: `azjax.core.search.POLICY_SETTINGS`) is refused
-before anything trains. Each experiment's budget is its own `iterations` (equal
-iterations: equal self-play positions and gradient steps); its `max_minutes` is its
-compile group's wall clock, which the group's experiments share (`clock_warning`).
+A sweep that sweeps a setting that no experiment reads (c_puct where every experiment
+searches with Gumbel: `azjax.core.search.POLICY_SETTINGS`), or whose configurations
+differ only in settings they do not read, is refused before anything trains
+(`azjax.sweep.grid.check_settings_read`). Each experiment's budget is its own
+`iterations` (equal iterations: equal self-play positions and gradient steps); its
+`max_minutes` is its compile group's wall clock, which the group's experiments share
+(`clock_warning`). `merge` reads every run at its experiment's budget (a run trained
+further counts with its record at that iteration), and a configuration whose runs still
+stand for unequal budgets says so (`budget` in results.csv, a note under the table).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from azjax.driver.driver import train_group
-from azjax.driver.status import changed_settings, finished
+from azjax.driver.status import changed_settings, finished, records_at
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.run import metric_schema as ms
 from azjax.run.config import RunConfig, TrainConfig
@@ -51,6 +55,7 @@ from azjax.sweep.grid import (
 )
 from azjax.sweep.plots import plot_sweep
 from azjax.sweep.table import (
+    BUDGET,
     REACHED,
     TIME_METRICS,
     best_config,
@@ -77,27 +82,40 @@ SWEEP_PLOT = "sweep.png"
 
 
 def _read_run(run_dir: RunDir | Path, budget: RunConfig | None = None
-              ) -> tuple[TrainConfig, list[dict[str, Any]]] | None:
-    """The config and records of a finished run: over by `budget` (default: its own
-    config's run options; `finished`) with its final state checkpointed; None for a
-    missing, cut-off or unfinished run."""
+              ) -> tuple[TrainConfig, list[dict[str, Any]], RunConfig] | None:
+    """A finished run read at a budget.
+
+    Args:
+      run_dir: the run.
+      budget: the run options to judge and read it by (default: its own config's), e.g.
+        a sweep's experiment asked for more, or fewer, iterations than the run was
+        trained for.
+
+    Returns:
+      Its config, its records up to `budget.iterations` (`records_at`: a run trained
+      past the budget is read as it stood there) and the budget, where it is over at
+      that budget (`finished`) with its newest state checkpointed; None for a missing,
+      cut-off or unfinished run.
+    """
     try:
         run = RunDir.open(run_dir)
         config = run.load_config()
     except RunDirError:
         return None
     records = run.read_metrics()
-    if not records:
+    if not records or not run.step_dir(records[-1]["iteration"]).is_dir():
         return None
-    last = records[-1]["iteration"]
-    if not run.step_dir(last).is_dir():
+    budget = budget or config.run
+    records = records_at(records, budget.iterations)
+    if not records or not finished(budget, records, records[-1]["iteration"]):
         return None
-    return (config, records) if finished(budget or config.run, records, last) else None
+    return config, records, budget
 
 
 def run_finished(run_dir: RunDir | Path, budget: RunConfig | None = None) -> bool:
-    """Whether the run in `run_dir` is over (iterations, time, perfect play) with its
-    final state checkpointed; False for a missing or cut-off run.
+    """Whether the run in `run_dir` is over (iterations, time, perfect play) at a budget,
+    with its newest state checkpointed; False for a missing or cut-off run. A run trained
+    past the budget is over at it (`merge` then reads it at the budget).
 
     Args:
       run_dir: the run.
@@ -123,23 +141,50 @@ def find_runs(root: Path) -> list[Path]:
 
 
 def run_row(run_dir: Path, paths: Sequence[str], can_be_perfect: bool,
-            name: str | None = None) -> dict[str, Any]:
-    """One finished run as a row: the swept settings, seed, budget used, the first point
-    of perfect play (censored at the end when never reached), the last evaluation and
-    `name` (default: the run directory)."""
+            name: str | None = None, budget: RunConfig | None = None) -> dict[str, Any]:
+    """One run as a row of seeds.csv (`_row`), read at `budget` (default: its own
+    config's run options) and named `name` (default: the run directory)."""
     run = RunDir.open(run_dir)
-    return _row(run.load_config(), run.read_metrics(), paths, can_be_perfect,
-                name or str(run))
+    config = run.load_config()
+    return _row(config, run.read_metrics(), paths, can_be_perfect, name or str(run),
+                budget or config.run)
 
 
 def _row(config: TrainConfig, records: Sequence[dict[str, Any]], paths: Sequence[str],
-         can_be_perfect: bool, name: str) -> dict[str, Any]:
+         can_be_perfect: bool, name: str, budget: RunConfig) -> dict[str, Any]:
+    """One run as a row, measured at a budget.
+
+    Args:
+      config: the run's config.
+      records: its metrics records.
+      paths: the swept settings.
+      can_be_perfect: whether the game's evaluation can say 'perfect'.
+      name: its run directory as the row names it.
+      budget: the run options it is measured at: its records after `budget.iterations`
+        are left out (a run trained past a sweep's budget counts at the budget).
+
+    Returns:
+      The swept settings, seed, the training done (iterations, games, positions), why
+      it is over (`stopped`: 'iterations', 'perfect', 'time'; '' while it is not), the
+      iterations its figures stand for (`BUDGET`), the first point of perfect play
+      (censored at the end when never reached), the last evaluation and `run_dir`.
+    """
+    records = records_at(records, budget.iterations)
     last = records[-1]
     assignment = [(path, config.get(path)) for path in paths]
     row: dict[str, Any] = {"config": config_label(assignment)}
     row.update({path: format_value(value) for path, value in assignment})
+    stopped = finished(budget, records, last[ms.ITERATION.name]) or ""
     row.update(seed=config.seed, iterations=last[ms.ITERATION.name],
-               games=last[ms.GAMES.name], positions=last[ms.POSITIONS.name])
+               games=last[ms.GAMES.name], positions=last[ms.POSITIONS.name],
+               stopped=stopped)
+    evaluated = next((r for r in reversed(records) if ms.PERFECT.name in r), {})
+    # Stopped by its iterations, or sooner at perfect play, a run had the budget asked
+    # for ('at most N iterations, sooner at perfect play'); stopped by its minutes, or
+    # last evaluated before its end, its figures stand for fewer iterations.
+    measured = evaluated.get(ms.ITERATION.name, last[ms.ITERATION.name])
+    row[BUDGET] = (budget.iterations if stopped in ("iterations", "perfect")
+                   and measured == last[ms.ITERATION.name] else measured)
     if can_be_perfect:
         first = next((r for r in records if r.get(ms.PERFECT.name)), None)
         reached = first or last
@@ -147,7 +192,6 @@ def _row(config: TrainConfig, records: Sequence[dict[str, Any]], paths: Sequence
         row["iterations_to_perfect"] = reached[ms.ITERATION.name]
         row["games_to_perfect"] = reached[ms.GAMES.name]
         row["seconds_to_perfect"] = round(reached[ms.WALL_TIME.name], 2)
-    evaluated = next((r for r in reversed(records) if ms.PERFECT.name in r), {})
     scores = tuple(f.prefix for f in ms.FAMILIES if f is not ms.MARGIN)
     row.update({k: v for k, v in evaluated.items() if k.startswith(scores)})
     row["run_dir"] = name
@@ -213,7 +257,18 @@ def saved_base(out_dir: Path | str) -> TrainConfig | None:
 
 
 def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> SweepResult:
-    """Builds seeds.csv, results.csv and sweep.png from the finished runs in `out_dir`."""
+    """Builds seeds.csv, results.csv and sweep.png from the runs in `out_dir` that are
+    finished at the budget the sweep asks of them (`requested_budget`), each read at that
+    budget: a run trained past it counts with its records up to it.
+
+    Args:
+      out_dir: the sweep's out directory.
+      write: where the line naming what was written goes (None: nowhere).
+
+    Returns:
+      The result: its table, and the table as Markdown, with a note under it where a
+      configuration pools runs of unequal budgets (`budget_note`).
+    """
     out_dir = Path(out_dir)
     path = out_dir / SWEEP_FILE
     if not path.is_file():
@@ -222,9 +277,13 @@ def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> S
     base, paths = TrainConfig.from_dict(saved["base"]), saved["params"]
     evaluator = make_evaluator(base.make_env())
     runs = out_dir / RUNS_DIR
-    read = [(d, _read_run(d)) for d in find_runs(runs)]
-    rows = [_row(*run, paths, evaluator.can_be_perfect, str(d.relative_to(runs)))
-            for d, run in read if run is not None]
+    rows = []
+    for d in find_runs(runs):
+        found = _read_run(d, requested_budget(base, paths, d))
+        if found is not None:
+            config, records, budget = found
+            rows.append(_row(config, records, paths, evaluator.can_be_perfect,
+                             str(d.relative_to(runs)), budget))
     if not rows:
         return SweepResult([], 0, 0, [], "(no finished experiments yet)")
     header = list(dict.fromkeys(k for r in rows for k in r))
@@ -236,8 +295,12 @@ def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> S
     declared = evaluator.declared_metrics
     table = results_table(text_rows, params, metrics, declared)
     write_csv(out_dir / RESULTS_FILE, table)
+    mixed = mixed_budgets(table)
     plot_sweep(text_rows, params, metrics, out_dir / SWEEP_PLOT,
-               title=f"{base.program.game}: {len(rows)} runs", declared=declared)
+               title=f"{base.program.game}: {len(rows)} runs"
+               + (f", {len(mixed)} configuration{'s' * (len(mixed) != 1)} pooling "
+                  "unequal budgets" if mixed else ""),
+               declared=declared)
     if write is not None:
         # The headline: the first metric (time to perfect play where the game has one).
         top = (best_config(table, metrics[0], declared) if metrics and len(table) > 1
@@ -245,13 +308,67 @@ def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> S
         headline = f"; best {metrics[0]}: {top['config']}" if top else ""
         write(f"wrote {out_dir / RESULTS_FILE} ({len(table)} configurations, {len(rows)} "
               f"runs) and {out_dir / SWEEP_PLOT}{headline}")
-    return SweepResult([], 0, 0, table, markdown_table(table, params, metrics, declared))
+    markdown = markdown_table(table, params, metrics, declared)
+    if mixed:
+        markdown += "\n\n" + budget_note(mixed)
+    return SweepResult([], 0, 0, table, markdown)
+
+
+def requested_budget(base: TrainConfig, paths: Sequence[str], run_dir: Path
+                     ) -> RunConfig | None:
+    """The run options a sweep asks of the run in `run_dir`: the base config's (as
+    sweep.json records it, the newest command's) with the run's swept settings, so that
+    a swept `iterations` is each configuration's own.
+
+    Args:
+      base: the sweep's base config.
+      paths: the swept settings.
+      run_dir: one of its runs.
+
+    Returns:
+      Those options; None (the run's own then count) where the run's config cannot be
+      read or does not make a config of the sweep.
+    """
+    try:
+        config = RunDir.open(run_dir).load_config()
+        return base.with_values({path: config.get(path) for path in paths}).run
+    except (RunDirError, ValueError):
+        return None
+
+
+def mixed_budgets(table: Sequence[dict[str, Any]]) -> list[str]:
+    """The configurations of a results table whose runs stand for unequal budgets.
+
+    Args:
+      table: rows of `results_table`.
+
+    Returns:
+      Their labels, in the table's order.
+    """
+    return [row["config"] for row in table if "-" in str(row.get(BUDGET, ""))]
+
+
+def budget_note(mixed: Sequence[str]) -> str:
+    """The note under a sweep's table where some configuration pools unequal budgets.
+
+    Args:
+      mixed: those configurations (`mixed_budgets`).
+
+    Returns:
+      One line naming them and why their budgets differ.
+    """
+    return (f"note: {len(mixed)} configuration{'s' * (len(mixed) != 1)} "
+            f"({'; '.join(mixed)}) pool{'s' * (len(mixed) == 1)} runs of unequal "
+            "budgets (the budget column's "
+            "range: runs stopped by --max-minutes, or last evaluated before the end); "
+            "compare at equal --iterations with --max-minutes 0")
 
 
 def prepare_sweep(base: TrainConfig, params: Sequence[Param], seeds: Sequence[int]
                   ) -> list[Experiment]:
-    """The grid, every config checked (ValueError naming the configuration otherwise), and
-    every swept search setting read by some experiment's search (`check_settings_read`)."""
+    """The grid, every config checked (ValueError naming the configuration otherwise),
+    every swept setting read by some experiment and no two configurations the same runs
+    (`check_settings_read`)."""
     if not seeds:
         raise ValueError("need at least one seed")
     env = base.make_env()
