@@ -20,8 +20,6 @@ The package is built in layers; each imports only from the layers before it:
 The public API is `__all__` below and each subpackage's `__all__`.
 """
 
-from importlib import metadata as _metadata
-
 from azjax.core.learner import LearnerConfig
 from azjax.core.networks import NetworkConfig, PolicyValueNet
 from azjax.core.players import Player
@@ -36,12 +34,11 @@ from azjax.run.agent import Agent
 from azjax.run.analysis_board import analysis_board
 from azjax.run.config import RunConfig, TrainConfig
 from azjax.run.recipes import recipe
+from azjax.run.process_record import installed_version
 
-try:
-    __version__ = _metadata.version("azjax")
-    """The installed distribution's version (pyproject.toml's), the one to cite."""
-except _metadata.PackageNotFoundError:  # imported from a checkout that was never installed
-    __version__ = "0+unknown"
+__version__ = installed_version()
+"""The installed distribution's version (pyproject.toml's), the one to cite ('0+unknown'
+for a checkout that was never installed); agent files record it (`Agent.provenance`)."""
 
 evaluate = play_match
 """The name the arena's match function had before `play_match`; kept for scripts."""

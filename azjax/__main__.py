@@ -3,10 +3,12 @@
     azjax train tictactoe                  # train (resumes runs/tictactoe)
     azjax sweep tictactoe --param policy=puct,gumbel --seeds 3
     azjax arena alphazero:runs/tictactoe random --games 100
+    azjax info connect_four                # an agent's game, network, search, provenance
     azjax COMMAND --help                   # each command's options
 
-The others are also `python -m azjax.<command>`; train and sweep are also `python
-experiments/train.py` and `experiments/sweep.py`. Each keeps its own exit statuses.
+The others are also `python -m azjax.<command>` (info: `python -m azjax.commands.info`);
+train and sweep are also `python experiments/train.py` and `experiments/sweep.py`. Each
+keeps its own exit statuses.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ COMMANDS = {
     "play": ("azjax.play", "play a trained agent in the terminal"),
     "serve": ("azjax.serve", "play a trained agent in the browser"),
     "export": ("azjax.export", "export a run's agent to one file"),
+    "info": ("azjax.commands.info", "what an agent is and where it came from"),
     "gtp": ("azjax.gtp", "a trained Go agent as a GTP engine (Sabaki, GoGui, ...)"),
     "gtp-referee": ("azjax.gtp_referee", "games between two GTP engines, refereed"),
     "check": ("envs.check", "check a game of your own against the Env protocol"),

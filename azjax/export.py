@@ -1,7 +1,9 @@
 """Export a trained agent to one file: `python -m azjax.export RUN_DIR OUT.azjax [--step S]`.
 
-The file holds the run's program config (game, network, search) and the network weights
-(`azjax.run.agent_file`); `Agent.load(OUT)` reads it back.
+The file holds the run's program config (game, network, search), the network weights
+and the agent's provenance (`azjax.run.agent_file`; the code, command and budget that
+trained it, `azjax.run.run_provenance`); `Agent.load(OUT)` reads it back, and `azjax info
+OUT` prints it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     path = agent.export(out)
     size = path.stat().st_size
     print(f"wrote {path} ({size / 1024:.0f} KiB): {agent.env.name} agent of {args.run_dir}")
+    facts = agent.provenance
+    print(f"provenance: iteration {facts.iterations}, azjax {facts.azjax_version}, commit "
+          f"{facts.commit} (azjax info {path} shows it all)")
     return 0
 
 

@@ -393,6 +393,14 @@ def test_train_config_records_the_device_count(runs):
     assert TrainConfig.from_dict(saved).run.devices == 2
 
 
+@pytest.mark.slow  # the `runs` fixture: three processes, ~55 s
+def test_process_0_alone_records_the_provenance_of_a_run_of_two(runs):
+    """One provenance.jsonl record for the run (process 0's), counting both processes."""
+    [record] = ckpt.RunDir(runs["two_processes"]).read_provenance()
+    assert (record["iteration"], record["processes"], record["devices"]) == (0, 2, 2)
+    assert record["script"] == str(SCRIPT) and " --process-id 0 " in record["command"]
+
+
 @pytest.mark.slow  # the `runs` fixture, and two runs on two devices
 def test_a_run_on_two_devices_resumes_exactly(runs, tmp_path):
     """Stopped after iteration 2 and resumed, a run on two devices is the run that was

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
+import shlex
 import subprocess
 import sys
 import typing
@@ -12,16 +14,26 @@ import go_tiny
 import jax
 import numpy as np
 import pytest
+import tiny
 from flax import serialization
 from test_training import ROOT, SMALL, leaves_equal
 
+import azjax
 from azjax import Agent
+from azjax.commands.command_line import parse_with_preset, read_command_line
+from azjax.commands.info import main as info_main
+from azjax.commands.train import Experiment
 from azjax.core.iteration import init_train_state
+from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig
 from azjax.export import main as export_main
 from azjax.run import checkpoint as ckpt
 from azjax.run.agent_file import AgentFileError, write_agent_file
+from azjax.run.config import TrainConfig
+from azjax.run.provenance import Provenance
 from azjax.run.recipes import recipe
+from azjax.run.run_dir import RunDir
+from azjax.run.run_provenance import UNKNOWN, training_command
 
 
 @pytest.fixture
@@ -170,7 +182,141 @@ def test_version_1_files_still_load(run_dir, tmp_path):
     flat = {**program, **dataclasses.asdict(SMALL.run), "seed": 0}
     flat["eval_opponents"] = list(flat["eval_opponents"])
     payload.update(version=1, config=json.dumps(flat))
+    del payload["provenance"]  # version 1 files came before it
     (tmp_path / "v1.azjax").write_bytes(serialization.msgpack_serialize(payload))
     old = Agent.load(tmp_path / "v1.azjax")
     assert old.program == agent.program
     assert leaves_equal(old.params, agent.params)
+    assert old.provenance == Provenance() and not old.provenance.recorded
+
+
+# --------------------------------------------------------------------------------------
+# Provenance: what trained an exported agent
+# --------------------------------------------------------------------------------------
+
+
+def checkout_head() -> str | None:
+    """HEAD of the checkout these tests run from (None outside a git checkout)."""
+    if not (ROOT / ".git").exists():
+        return None
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True, timeout=60).stdout.strip()
+
+
+def test_export_records_the_run_s_provenance_and_load_returns_it(run_dir, tmp_path, capsys):
+    """The file says which code and command trained the run (provenance.jsonl's record of
+    the process that trained it), and the budget metrics.jsonl records at the exported
+    checkpoint (iteration 2, or 1 with --step 1); the run's agent says the same, undated;
+    `with_search` keeps it."""
+    records = {record["iteration"]: record for record in ckpt.read_metrics(run_dir)}
+    assert sorted(records) == [1, 2] and records[1]["games"] < records[2]["games"]
+    out, first = tmp_path / "agent.azjax", tmp_path / "first.azjax"
+    assert export_main([str(run_dir), str(out)]) == 0
+    assert export_main([str(run_dir), str(first), "--step", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert f"provenance: iteration 2, azjax {azjax.__version__}, commit " in printed
+    facts = Agent.load(out).provenance
+    assert facts.azjax_version == azjax.__version__
+    head = checkout_head()
+    assert facts.commit == UNKNOWN if head is None else facts.commit.startswith(head)
+    [trained_by] = RunDir(run_dir).read_provenance()
+    assert facts.command == trained_by["command"] and trained_by["iteration"] == 0
+    assert (facts.game, facts.preset) == ("tictactoe", "cpu")
+    for step, path in ((2, out), (1, first)):
+        facts = Agent.load(path).provenance
+        assert facts.iterations == step
+        assert facts.games == records[step]["games"]
+        assert facts.positions == records[step]["positions"] > 0
+        assert facts.wall_minutes == pytest.approx(records[step]["wall_time"] / 60)
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    assert facts.exported == today
+    in_run = Agent.load(run_dir, step=1).provenance
+    assert in_run == dataclasses.replace(facts, exported=None)
+    assert Agent.load(first).with_search(num_simulations=3).provenance == facts
+
+
+def parsed(command: str) -> tuple[TrainConfig, str]:
+    """The config and run directory `azjax train` reads from a command line (parsed as
+    the command parses it, over the same recipe; nothing is trained)."""
+    words = shlex.split(command)
+    assert words[:2] == ["azjax", "train"]
+    experiment, _ = parse_with_preset(Experiment, read_command_line(words[2:]),
+                                      lambda config: Experiment(config=config),
+                                      lambda experiment: None)
+    return experiment.config, experiment.run_dir
+
+
+REBUILT = {
+    "tiny": tiny.CONFIG.replace(devices=2),
+    "settings of every kind": recipe("go7x7", "cpu").with_values({
+        "eval_opponents": ("random", "gnugo:1"), "search.average_symmetries": True,
+        "stop_when_perfect": False, "game_options.komi": 7.5, "seed": 3,
+        "search.play_policy": "puct", "warm_start": "runs/a b",
+        "eval_search_with": ("average_symmetries=true",), "learner.learning_rate": 1e-4,
+        "max_minutes": 75.0}),
+    "an empty list": recipe("go7x7", "gpu").replace(eval_opponents=()),
+    "a warm-up's minutes": recipe("go9x9", "gpu").replace(max_minutes=20.0),
+    "a game of no recipe": TrainConfig(program=ProgramConfig(
+        game="go", game_options={"size": 5})).replace(iterations=7),
+}
+
+
+@pytest.mark.parametrize("name", list(REBUILT))
+def test_the_rebuilt_command_trains_the_config_it_was_rebuilt_from(name):
+    config = REBUILT[name]
+    command = training_command(config, "runs/my run")
+    assert parsed(command) == (config, "runs/my run"), command
+
+
+def test_the_run_s_own_rebuilt_command_gives_its_config(tiny_run_copy):
+    """A run from before provenance.jsonl: its command, rebuilt, trains its config."""
+    RunDir(tiny_run_copy).provenance_file.unlink()
+    config = ckpt.load_config(tiny_run_copy)
+    command = Agent.load(tiny_run_copy).provenance.command
+    assert command.startswith(f"azjax train tictactoe --preset cpu --run-dir {tiny_run_copy}")
+    assert parsed(command) == (config, str(tiny_run_copy))
+
+
+def test_a_file_without_provenance_loads_and_says_not_recorded(run_dir, tmp_path, capsys):
+    """A file as azjax wrote it before provenance (no such key) loads as before, and its
+    provenance is nothing recorded, which `azjax info` says in one line."""
+    agent = Agent.load(run_dir)
+    path = write_agent_file(tmp_path / "old.azjax", agent.program, agent.params)
+    assert "provenance" not in serialization.msgpack_restore(path.read_bytes())
+    old = Agent.load(path)
+    assert leaves_equal(old.params, agent.params)
+    assert old.provenance == Provenance() and not old.provenance.recorded
+    assert old.provenance.lines() == ["provenance: not recorded"]
+    assert info_main([str(path)]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0] == f"agent: {path}" and shown[1] == "game: tictactoe"
+    assert shown[-1] == "provenance: not recorded" and len(shown) == 5
+    # the same agent exported today records what it knows
+    assert Agent.load(agent.export(tmp_path / "new.azjax")).provenance.recorded
+
+
+def test_provenance_from_a_newer_azjax_loads_and_a_damaged_one_is_one_line(run_dir, tmp_path):
+    path = Agent.load(run_dir).export(tmp_path / "a.azjax")
+    payload = serialization.msgpack_restore(path.read_bytes())
+    facts = json.loads(payload["provenance"])
+    payload["provenance"] = json.dumps({**facts, "hardware": "a TPU pod"})
+    (tmp_path / "newer.azjax").write_bytes(serialization.msgpack_serialize(payload))
+    assert Agent.load(tmp_path / "newer.azjax").provenance == Agent.load(path).provenance
+    for damaged, message in (("{not json", "not a JSON object"),
+                             (json.dumps({**facts, "iterations": "2"}), "iterations is '2'")):
+        payload["provenance"] = damaged
+        (tmp_path / "bad.azjax").write_bytes(serialization.msgpack_serialize(payload))
+        with pytest.raises(AgentFileError, match=message) as err:
+            Agent.load(tmp_path / "bad.azjax")
+        assert "\n" not in str(err.value)
+
+
+def test_info_of_a_run_directory_shows_its_provenance(run_dir, capsys):
+    assert info_main([str(run_dir), "--step", "1"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[:2] == [f"agent: {run_dir}", "game: tictactoe"]
+    assert shown[2] == "network: mlp torso, 1 layer of 16 units; " + shown[2].split("; ")[1]
+    assert shown[3] == "search: gumbel, 4 simulations"
+    assert shown[4] == "provenance:" and "  iterations: 1" in shown
+    assert f"  azjax version: {azjax.__version__}" in shown
+    assert "  exported: not recorded" in shown

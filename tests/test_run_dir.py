@@ -27,8 +27,9 @@ TEXT_ARGUMENTS = {"label", "title", "help", "description"}
 
 def _named(run: RunDir) -> set[str]:
     """The names of the files and folders `run` names, as properties."""
-    paths = [run.config_file, run.metrics_file, run.lock_file, run.checkpoints,
-             run.training_plot, run.tensorboard, run.warm_up.path, *run.league_files]
+    paths = [run.config_file, run.metrics_file, run.provenance_file, run.lock_file,
+             run.checkpoints, run.training_plot, run.tensorboard, run.warm_up.path,
+             *run.league_files]
     return {path.relative_to(run.path).as_posix() for path in paths}
 
 
@@ -37,7 +38,8 @@ def test_the_layout_of_a_trained_run_is_what_run_dir_names(tiny_run):
     written = {p.name for p in tiny_run.iterdir()}
     assert written <= set(LAYOUT), written - set(LAYOUT)
     assert _named(run) <= set(LAYOUT)
-    for path in (run.config_file, run.metrics_file, run.lock_file, run.training_plot):
+    for path in (run.config_file, run.metrics_file, run.provenance_file, run.lock_file,
+                 run.training_plot):
         assert path.is_file(), path
     assert run.checkpoint_steps() == [2, 1]
     assert run.step_dir(2).parent == run.checkpoints

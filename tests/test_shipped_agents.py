@@ -11,6 +11,7 @@ the Go agent answers what Sabaki and GoGui send a GTP engine at start."""
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import http.client
 import json
 import shutil
@@ -27,8 +28,10 @@ import numpy as np
 import pytest
 from binomial import lower_bound, max_failures, min_successes, upper_bound
 from cli_in_process import command
+from flax import serialization
 
 from azjax import Agent, make_evaluator
+from azjax import __main__ as azjax_main
 from azjax.arena import main as arena_main
 from azjax.core.networks import init_params
 from azjax.evaluation.baselines import random_player
@@ -51,12 +54,31 @@ MAX_BYTES = 1024 * 1024
 # What a wheel is not built from: the checkout's environments, runs and caches.
 NOT_IN_WHEEL = (".git", ".venv", "venv", "runs", "build", "*.egg-info", "__pycache__",
                 "artifacts", ".pytest_cache", ".hypothesis", ".cache", "site")
-# The files docs/results.md measured. A new file is a new agent: measure it again (the
-# page's "Shipped agents"), then record its SHA-256 here and in azjax/agents/SHA256SUMS.
+# The files as shipped: the ones docs/results.md measured, with their provenance written
+# in since (2026-12-07). A new network is a new agent: measure it again (the page's
+# "Shipped agents"), then record its file's SHA-256 here and in azjax/agents/SHA256SUMS.
 SHA256 = {
+    "tictactoe": "4b3f9306f00a7455c8fc8b879e8592921d1c1cadec619abf37e6681a90b9baf9",
+    "connect_four": "217dbfad34819b35c3cafc1a31506c082ed86f97422640ec94609fd7200c5dd6",
+    "go7x7": "423297d68e544578c99804989af39744510c435b8c4da8c0fc2934b11cf33bf3",
+}
+# The SHA-256 of each file as docs/results.md measured it, before it held a provenance:
+# the shipped file without its provenance is byte for byte that file.
+MEASURED_SHA256 = {
     "tictactoe": "bfdcdc98a01e41f6f706a2f6b084f22bf3bd16602f6a0e0e3f4d5b11b410ad11",
     "connect_four": "0e46d9c2ca06f98549f4109852233063ce8d68e671cc42b6c86cdca5e9620352",
     "go7x7": "1ff4ff78f5cab43af2806ee678886c50a36bcf9b21afa69d2a3ac75aba61e857",
+}
+# What trained each (docs/results.md, "Shipped agents", and `git log` of the files): the
+# commit of the code, or its first words where it is a bound, and the iterations.
+CF5D4BB = "cf5d4bb6adc956a999e8849d0f198aa54c131d2b"
+PROVENANCE = {
+    "tictactoe": ("1987b883e17facb0105cb23a6957572e85093ca3", "azjax train tictactoe", 22),
+    "connect_four": (CF5D4BB, "azjax train connect_four --max-minutes 45", 198),
+    "go7x7": (f"{CF5D4BB} for its first 45 minutes; resumed for 30 more at a commit not "
+              "recorded, at or before 232000997b28f483b459a7e6535f0bba682651c4",
+              "azjax train go7x7 --max-minutes 45, then resumed in the same run directory: "
+              "azjax train go7x7 --max-minutes 75", 1201),
 }
 
 
@@ -77,6 +99,50 @@ def test_each_file_is_the_one_its_checksum_records():
                                           for name, digest in SHA256.items()}
     for name, digest in SHA256.items():
         assert sha256_digest(shipped_path(name)) == digest, name
+
+
+def test_without_its_provenance_each_file_is_the_one_measured():
+    """Writing the provenance in changed nothing else: the payload without it serialises
+    to the very bytes docs/results.md measured."""
+    for name, digest in MEASURED_SHA256.items():
+        payload = serialization.msgpack_restore(shipped_path(name).read_bytes())
+        assert json.loads(payload.pop("provenance"))["azjax_version"] == "0.1.0"
+        assert hashlib.sha256(serialization.msgpack_serialize(payload)).hexdigest() == digest
+
+
+@pytest.mark.parametrize("name", list(GAMES))
+def test_info_prints_each_agent_s_provenance(name, monkeypatch):
+    """`azjax info NAME`: the game, network and search, then the version, commit,
+    command and budget that made it (the same facts `Agent.provenance` gives)."""
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # the dispatcher sets its own
+    done = command(azjax_main.main, ["info", name])
+    assert done.returncode == 0, done.stderr
+    shown = done.stdout.splitlines()
+    commit, trained_by, iterations = PROVENANCE[name]
+    assert shown[0] == f"agent: {shipped_path(name)} (a shipped agent)"
+    assert shown[1].startswith(f"game: {GAMES[name][0]}")
+    assert shown[2].startswith("network: ") and shown[3] == "search: gumbel, 32 simulations"
+    assert shown[4] == "provenance:"
+    for line in ("azjax version: 0.1.0", f"commit: {commit}", f"command: {trained_by}",
+                 "preset: cpu", f"iterations: {iterations:,}", "exported: 2026-11-29"):
+        assert f"  {line}" in shown, (line, shown)
+    facts = Agent.load(name).provenance
+    assert (facts.azjax_version, facts.commit, facts.command, facts.iterations) == (
+        "0.1.0", commit, trained_by, iterations)
+
+
+def test_info_of_a_bad_agent_is_one_error_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    junk = tmp_path / "junk.azjax"
+    junk.write_text("hello")
+    for agent, message in (("chess", "no shipped agent has that name (tictactoe, "),
+                           (str(tmp_path / "missing.azjax"), "agent file '"),
+                           (str(junk), "is not an azjax agent file"),
+                           (str(tmp_path), "is not a training run")):
+        done = command(azjax_main.main, ["info", agent])
+        assert done.returncode == 2 and done.stdout == "", (agent, done)
+        assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+        assert message in done.stderr, (agent, done.stderr)
 
 
 def test_a_changed_shipped_file_is_refused_in_one_line(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ Modules:
   resumes.
 * `train`: `azjax train GAME` (and `python experiments/<game>.py`).
 * `sweep`: `azjax sweep GAME`.
+* `info`: `azjax info AGENT`, an agent's game, network, search and provenance.
 
 May import: `envs`, `azjax.core`, `azjax.run`, `azjax.go`,
 `azjax.evaluation`, `azjax.driver`, `azjax.sweep`.

@@ -40,6 +40,7 @@ from azjax.run.config import TrainConfig
 from azjax.run.devices import agree, barrier, is_primary, local, peak_device_bytes
 from azjax.run.files import error_line
 from azjax.run.metrics_log import MetricsLog, resume_records
+from azjax.run.process_record import start_record
 from azjax.run.progress import Progress
 from azjax.run.run_dir import RunDir
 from azjax.run.stop_signals import StopSignals
@@ -114,6 +115,8 @@ class HostRun:
                 self.say(f"{self.run_dir.config_file} was missing; wrote it again (its "
                          f"program and seed are those checkpoint {step} records)")
             self.run_dir.save_config(self.config)
+            # What trains the run from here (code, command, machine): export reports it.
+            self.run_dir.append_provenance(start_record(0 if step is None else step))
             if self.metrics_notice:
                 self.say(self.metrics_notice)
             self.log = MetricsLog(self.run_dir, tensorboard=self.run.tensorboard)

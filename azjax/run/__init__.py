@@ -14,8 +14,8 @@ Modules:
 * `stop_signals`: SIGTERM and Ctrl-C stop a run after its iteration, with a checkpoint.
 * `files`: atomic writes and outputs checked before the work.
 * `deprecation`: names that moved still resolve, with a DeprecationWarning.
-* `run_dir`: `RunDir`, which owns a run directory's layout, its checks, `config.json`
-  and `metrics.jsonl`.
+* `run_dir`: `RunDir`, which owns a run directory's layout, its checks, `config.json`,
+  `metrics.jsonl` and `provenance.jsonl`.
 * `checkpoint_files`, `checkpoint`: checked orbax checkpoints of the whole training state.
 * `lock`: one writer per run directory.
 * `metric_schema`: every metric of `metrics.jsonl`: its key, label, unit and direction.
@@ -23,6 +23,10 @@ Modules:
 * `progress`: status lines with rate and ETA for long commands.
 * `compile_cache`: the persistent XLA compilation cache of the scripts.
 * `agent_file`, `agent`: one-file agents and the `Agent` (network + search) of a run.
+* `provenance`, `run_provenance`: where an agent came from (code, command, budget), as
+  its file records it, and as a run directory tells it.
+* `process_record`: what a training process records of itself (code, command, machine)
+  in the run directory's `provenance.jsonl` when it starts or resumes a run.
 * `shipped_agents`: the trained agents that ship with azjax, by name (`go7x7`).
 * `warm_start`: a run started from another run's network weights.
 * `analysis_board`: a position drawn with the agent's search on it (SVG).
@@ -48,6 +52,7 @@ from azjax.run.checkpoint import (
 from azjax.run.config import RunConfig, TrainConfig
 from azjax.run.devices import arrange
 from azjax.run.progress import Progress
+from azjax.run.provenance import Provenance
 from azjax.run.recipes import recipe
 from azjax.run.run_dir import RunDir
 from azjax.run.specs import PlayerSpec, parse_spec
@@ -62,6 +67,7 @@ __all__ = [
     "PlayerSpec",
     "PositionAnalysis",
     "Progress",
+    "Provenance",
     "RunConfig",
     "RunDir",
     "RunDirError",

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import functools
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,8 +29,10 @@ from azjax.core.search import (
     visit_counts,
 )
 from azjax.run import checkpoint as ckpt
-from azjax.run.agent_file import AgentFileError, read_agent_file, write_agent_file
+from azjax.run.agent_file import AgentFileError, read_agent, write_agent_file
+from azjax.run.provenance import Provenance
 from azjax.run.run_dir import RunDir, RunDirError
+from azjax.run.run_provenance import run_provenance
 from azjax.run.shipped_agents import listed as shipped_agents
 from azjax.run.shipped_agents import resolve
 from envs import Env, State
@@ -52,19 +57,38 @@ class Agent:
     `evaluate(obs)` runs the network alone; `act(states, key)` runs network + search.
     `program` is the program config it was trained with; `search_config` the search `act`
     uses (unless overridden: of a run, the training one with its play settings,
-    `play_search`; of an agent file, the one it was exported with).
+    `play_search`; of an agent file, the one it was exported with); `provenance` where
+    it came from (`azjax.run.provenance`).
     """
 
     def __init__(self, env: Env, program: ProgramConfig, params: chex.ArrayTree,
-                 search: SearchConfig | None = None):
+                 search: SearchConfig | None = None,
+                 provenance: Provenance | Callable[[], Provenance] | None = None):
         self.env = env
         self.program = program
         self.params = params
         self.search_config = search or play_search(program.search)
+        # A run's provenance reads its metrics and asks git: only when someone asks
+        # (`provenance`), not on every load (a league loads many checkpoints).
+        self._provenance = provenance or Provenance()
         self.network = make_network(env, program.network, gradients=False)
         self._templates: dict[tuple[str, bool], Player] = {}
         self._apply = jax.jit(self.network.apply)
         self._analysis = None
+
+    @property
+    def provenance(self) -> Provenance:
+        """Where this agent came from.
+
+        Returns:
+          Of an agent file, the provenance it records (nothing recorded, every fact
+          "not recorded", for a file written before azjax recorded it); of a run
+          directory, what `export` would record (`azjax.run.run_provenance`), not yet
+          dated; of an agent built by hand, nothing recorded.
+        """
+        if not isinstance(self._provenance, Provenance):
+            self._provenance = self._provenance()
+        return self._provenance
 
     @classmethod
     def load(cls, path: str | Path | RunDir, step: int | None = None,
@@ -90,33 +114,43 @@ class Agent:
         if path.is_file():
             if step is not None:
                 raise AgentFileError(f"{str(path)!r} is an agent file: it has no steps")
-            program, params = read_agent_file(path, params_shapes)
+            program, params, provenance = read_agent(path, params_shapes)
             # The file's search is the one the agent played with when exported: its play
             # settings were applied then, and applying them again would undo `with_search`.
-            return cls(games["env"], program, params, search or program.search)
+            return cls(games["env"], program, params, search or program.search, provenance)
         run = RunDir.open(path)
         if not run.path.exists():
             raise RunDirError(f"run directory {str(run.path)!r} does not exist, and no "
                               f"shipped agent has that name ({shipped_agents()})")
-        program = run.load_config().program
-        restored = ckpt.restore_params(run, params_shapes(program), step)
+        config = run.load_config()
+        restored = ckpt.restore_params(run, params_shapes(config.program), step)
         notice = restored.notice(run)
         if notice:
             warnings.warn(notice, ckpt.DamagedCheckpointWarning, stacklevel=2)
-        return cls(games["env"], program, restored.tree, search)
+        return cls(games["env"], config.program, restored.tree, search,
+                   functools.partial(run_provenance, run, restored.step, config))
 
     def export(self, path: str | Path) -> Path:
-        """Writes this agent (program config with its search settings, and weights) to one
-        file that `Agent.load(path)` reads back, searching as this agent does
-        (`search_config`, `with_search` changes included); returns the path."""
+        """Writes this agent to one file that `Agent.load(path)` reads back.
+
+        Args:
+          path: the file to write (conventionally `*.azjax`).
+
+        Returns:
+          The path. The file holds the program config with this agent's search
+          (`search_config`, `with_search` changes included), the weights, and
+          `provenance` dated today (UTC).
+        """
         program = dataclasses.replace(self.program, search=self.search_config)
-        return write_agent_file(path, program, self.params)
+        today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+        provenance = dataclasses.replace(self.provenance, exported=today)
+        return write_agent_file(path, program, self.params, provenance)
 
     def with_search(self, **changes) -> "Agent":
-        """The same network with its search config changed (e.g. `num_simulations=200`);
-        ValueError for a bad setting."""
+        """The same network, and provenance, with its search config changed (e.g.
+        `num_simulations=200`); ValueError for a bad setting."""
         search = dataclasses.replace(self.search_config, **changes)
-        return Agent(self.env, self.program, self.params, search)
+        return Agent(self.env, self.program, self.params, search, self._provenance)
 
     def player(self, kind: str = "alphazero", name: str | None = None,
                greedy: bool = True) -> Player:

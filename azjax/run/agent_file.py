@@ -3,10 +3,13 @@ Its search is the one the agent plays with, as exported (`Agent.load` applies no
 settings to it again).
 
 The file is msgpack (flax.serialization): a header naming the format and its version,
-the config as JSON, and the parameters as nested dicts of arrays. `Agent.export` writes
-it, `Agent.load(FILE)` reads it back (`python -m azjax.export` from the shell); nothing
-else of the run (optimizer, replay) is kept. Version 1 files (whole training configs)
-are read too.
+the config as JSON, the parameters as nested dicts of arrays, and the agent's
+provenance as JSON (`azjax.run.provenance`: the code, command and budget that trained
+it). `Agent.export` writes it, `Agent.load(FILE)` reads it back (`python -m azjax.export`
+from the shell); nothing else of the run (optimizer, replay) is kept. Version 1 files
+(whole training configs) are read too. The provenance is an optional key of version 2, not a new
+version, so that an azjax from before it still reads new files (it ignores the key), and
+files from before it read as "not recorded".
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import chex
 import jax
@@ -24,6 +27,7 @@ from flax import serialization
 from azjax.core.program import ProgramConfig
 from azjax.run.config import TrainConfig
 from azjax.run.files import write_atomic
+from azjax.run.provenance import Provenance
 
 FORMAT = "azjax-agent"
 VERSION = 2
@@ -35,10 +39,29 @@ class AgentFileError(ValueError):
     """A file that is missing or is not an exported azjax agent."""
 
 
-def write_agent_file(path: str | Path, config: ProgramConfig, params: chex.ArrayTree) -> Path:
-    """Writes `config` and `params` to `path`, creating its directory: whole or not at
-    all, and no temporary file is left on a failure (`azjax.run.files.write_atomic`; OSError
-    for a path that cannot be written). Returns `path` as a Path."""
+class StoredAgent(NamedTuple):
+    """What an agent file holds (`read_agent`)."""
+
+    config: ProgramConfig
+    params: chex.ArrayTree
+    provenance: Provenance  # `Provenance()`, nothing recorded, for a file without one
+
+
+def write_agent_file(path: str | Path, config: ProgramConfig, params: chex.ArrayTree,
+                     provenance: Provenance | None = None) -> Path:
+    """Writes an agent file, creating its directory: whole or not at all, and no
+    temporary file is left on a failure (`azjax.run.files.write_atomic`).
+
+    Args:
+      path: the file to write.
+      config: the program config (game, network, search).
+      params: the network parameters.
+      provenance: where the agent came from (None: a file without one, as azjax wrote
+        before it recorded provenance).
+
+    Returns:
+      `path` as a Path (OSError for a path that cannot be written).
+    """
     path = Path(path)
     payload = {
         "format": FORMAT,
@@ -46,6 +69,8 @@ def write_agent_file(path: str | Path, config: ProgramConfig, params: chex.Array
         "config": json.dumps(dataclasses.asdict(config)),
         "params": serialization.to_state_dict(jax.device_get(params)),
     }
+    if provenance is not None:
+        payload["provenance"] = provenance.to_json()
     data = serialization.msgpack_serialize(payload)
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_atomic(path, data)
@@ -66,10 +91,32 @@ def _check_params(abstract: Any, params: Any, path: Path) -> None:
 
 def read_agent_file(path: str | Path, abstract_params_of: Callable[[ProgramConfig], Any]
                     ) -> tuple[ProgramConfig, chex.ArrayTree]:
-    """The program config and parameters stored in an agent file.
+    """The program config and parameters stored in an agent file (`read_agent` without
+    the provenance).
 
     `abstract_params_of(config)` gives the parameter shapes the config's network has;
     the stored weights must match them. Raises AgentFileError with a clear message.
+    """
+    config, params, _ = read_agent(path, abstract_params_of)
+    return config, params
+
+
+def read_agent(path: str | Path, abstract_params_of: Callable[[ProgramConfig], Any]
+               ) -> StoredAgent:
+    """Everything an agent file holds.
+
+    Args:
+      path: the file.
+      abstract_params_of: the parameter shapes of a config's network; the stored
+        weights must match them.
+
+    Returns:
+      Its program config, parameters and provenance.
+
+    Raises:
+      AgentFileError: one line, for a missing file, one that is not an agent file, of a
+        version this azjax does not read, or with an invalid config, provenance or
+        weights.
     """
     path = Path(path)
     if not path.is_file():
@@ -100,4 +147,10 @@ def read_agent_file(path: str | Path, abstract_params_of: Callable[[ProgramConfi
         ) from None
     _check_params(abstract, params, path)
     params = jax.tree.map(lambda a, x: np.asarray(x, dtype=a.dtype), abstract, params)
-    return config, params
+    provenance = Provenance()  # a file from before provenance: nothing recorded
+    if "provenance" in payload:
+        try:
+            provenance = Provenance.from_json(payload["provenance"])
+        except ValueError as err:
+            raise AgentFileError(f"{str(path)!r}: {err}") from None
+    return StoredAgent(config, params, provenance)

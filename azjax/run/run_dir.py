@@ -1,7 +1,8 @@
 """A training run's directory as one object, `RunDir`: its layout (every file and folder
 name of a run directory is spelled here, but for the insides of a checkpoint's step
 folder, `azjax.run.checkpoint_files`), the checks of its path, `config.json` (saved,
-loaded, compared with a command's config) and `metrics.jsonl` (appended, read).
+loaded, compared with a command's config), `metrics.jsonl` (appended, read) and
+`provenance.jsonl` (appended, read).
 
 A path becomes a `RunDir` once, where it enters (`RunDir.open`, which checks it); what
 the run's modules pass each other from there on is the `RunDir`. The module-level
@@ -13,6 +14,8 @@ The layout (`LAYOUT`):
 
     config.json          the run's config (`save_config`, `load_config`)
     metrics.jsonl        one JSON record per logged iteration (`append_metrics`)
+    provenance.jsonl     one JSON record per training process that started or resumed the
+                         run: its code, command and machine (`append_provenance`)
     .lock                held by the one process writing the run (`azjax.run.lock`)
     checkpoints/         one folder per checkpointed step (`azjax.run.checkpoint`)
     damaged-checkpoints/ checkpoints set aside as damaged when the run resumed
@@ -43,6 +46,7 @@ from azjax.run.files import os_error_text
 
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
+PROVENANCE_FILE = "provenance.jsonl"
 LOCK_FILE = ".lock"
 TRAINING_PLOT = "training.png"
 TENSORBOARD_DIR = "tensorboard"
@@ -56,6 +60,7 @@ LEAGUE_FILES = (LEAGUE_CSV, LEAGUE_MARKDOWN, LEAGUE_JSON, LEAGUE_PLOT)
 LAYOUT: dict[str, str] = {
     CONFIG_FILE: "the run's config",
     METRICS_FILE: "one JSON record per logged iteration",
+    PROVENANCE_FILE: "one JSON record per training process that started or resumed the run",
     LOCK_FILE: "held by the one process writing the run",
     CHECKPOINT_DIR: "one folder per checkpointed step",
     DAMAGED_DIR: "checkpoints set aside as damaged when the run resumed",
@@ -145,6 +150,11 @@ class RunDir(os.PathLike):
     def metrics_file(self) -> Path:
         """metrics.jsonl."""
         return self.path / METRICS_FILE
+
+    @property
+    def provenance_file(self) -> Path:
+        """provenance.jsonl."""
+        return self.path / PROVENANCE_FILE
 
     @property
     def lock_file(self) -> Path:
@@ -338,18 +348,41 @@ class RunDir(os.PathLike):
         Returns:
           The records, oldest first; [] for no file.
         """
-        path = self.metrics_file
-        if not path.is_file():
-            return []
-        records = []
-        for line in path.read_text(errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and "iteration" in record:
-                records.append(record)
-        return records
+        return [r for r in _json_lines(self.metrics_file) if "iteration" in r]
+
+    # --- provenance.jsonl ---------------------------------------------------------------
+
+    def append_provenance(self, record: dict[str, Any]) -> None:
+        """Appends one record (`azjax.run.process_record.start_record`) to
+        provenance.jsonl as one line, in one write, flushed to disk.
+
+        A process killed mid-write leaves a torn last line: `read_provenance` skips it,
+        and this ends it first, so that it does not swallow the record after it.
+
+        Args:
+          record: the record.
+        """
+        path = self.provenance_file
+        torn = False
+        if path.is_file() and path.stat().st_size:
+            with open(path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                torn = f.read(1) != b"\n"
+        with open(path, "a") as f:
+            f.write(("\n" if torn else "") + json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def read_provenance(self) -> list[dict[str, Any]]:
+        """The records of provenance.jsonl: the training processes that started or
+        resumed the run, in the order they started (a torn or unreadable line, or one
+        without an integer iteration, is skipped: it cannot be placed in the run).
+
+        Returns:
+          The records, oldest first; [] for no file (a run from before azjax wrote it).
+        """
+        return [r for r in _json_lines(self.provenance_file)
+                if isinstance(r.get("iteration"), int) and not isinstance(r["iteration"], bool)]
 
 
 # --- the same operations for a caller holding a path ----------------------------------
@@ -484,3 +517,19 @@ def same_records(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]]) -> bo
       True when they are.
     """
     return metrics_text(a) == metrics_text(b)
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, one per line; a line that is not one (torn
+    by a killed write, or damaged) is skipped. [] for no file."""
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records

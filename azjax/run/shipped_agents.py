@@ -14,7 +14,9 @@ the game's recipe; docs/results.md ("Shipped agents") has the measurements and t
 commands that made them. `azjax/agents/SHA256SUMS` records each file's SHA-256 (as
 `sha256sum *.azjax` writes it, so `sha256sum -c SHA256SUMS` checks them too), and
 `shipped_path` refuses a file that does not match: what loads by a name is the file
-that was measured.
+that was measured. Each file records its provenance (`Agent.provenance`, `azjax info
+NAME`): the code, command and budget that trained it, written in from docs/results.md
+and the git history since the run directories were not kept.
 """
 
 from __future__ import annotations
