@@ -10,8 +10,9 @@ budget is not trained again), then plays each trained variant against
 OUT/ablations.md (raw numbers: OUT/ablations.json): the score and mean margin of network +
 search against gnugo:1 at each of the run's evaluations (`metrics.jsonl`, the k-th
 evaluation averaged over seeds, each seed's last one in the `end` row), and the final
-arena result per opponent (pooled over seeds: score with its 95% Wilson interval, W/D/L,
-mean margin). The recipe's script is experiments/<recipe>.py (where a tree has no
+arena result per opponent with the seed as the unit (each seed's score with its 95%
+Wilson interval over its games; the mean over seeds with its 95% t-interval over seeds;
+W/D/L; mean margin), and each variant against the first, seeds as the unit (Welch). The recipe's script is experiments/<recipe>.py (where a tree has no
 experiments/go7x7.py: go9x9.py on 7x7, komi 9, the levers turned on, `FALLBACK`, said so).
 
     python benchmarks/go_ablations.py [--recipe go7x7] [--minutes 20] [--seeds 0 ...]
@@ -46,7 +47,6 @@ EVAL_OPPONENT = "gnugo:1"
 """The baseline of the training evaluations this table reads (`eval_opponents`)."""
 FINAL_OPENINGS = 2
 """Random opening plies of the final arena games (paired across seats)."""
-Z95 = 1.959963984540054
 
 OFF = {"ownership": ["--network.no-ownership-head"],
        "score": ["--network.no-score-head"]}
@@ -117,31 +117,62 @@ def eval_rows(per_seed: list[list[dict]], games: list[int | None]) -> list[dict]
     return out
 
 
-def wilson(score: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson interval (95% by default) of a score share over `n` games."""
-    if n <= 0:
-        return 0.0, 1.0
-    denom = 1 + z * z / n
-    centre = (score + z * z / (2 * n)) / denom
-    half = z * math.sqrt(score * (1 - score) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def pool(results: list[dict]) -> dict | None:
-    """Arena results (`MatchResult.as_dict`, one per seed) pooled: W/D/L summed, the score
-    with its Wilson interval, the mean margin over all games (None: no results)."""
+    """Arena results (`MatchResult.as_dict`, one per seed) summarised with the seed as the
+    unit: each seed's score (with its own 95% Wilson interval over its games), their mean
+    with the 95% t-interval over seeds (clipped to [0, 1]; none from one seed), the W/D/L
+    summed and the mean margin over all games (None: no results). The games of one seed
+    share its network, so they are not pooled as independent draws.
+
+    Returns:
+      seeds, games, wins, draws, losses, per_seed (scores in seed order), per_seed_low and
+      per_seed_high (their Wilson bounds), score (the mean over seeds), score_low,
+      score_high (the t-interval; nan with one seed) and margin.
+    """
+    from azjax.evaluation.stats import share_ci, wilson_interval
+
     if not results:
         return None
     wins, draws, losses = (sum(r[k] for r in results) for k in ("wins", "draws", "losses"))
     games = wins + draws + losses
-    score = (wins + draws / 2) / games if games else 0.0
-    low, high = wilson(score, games)
+    scores = [(r["wins"] + r["draws"] / 2) / r["games"] if r["games"] else 0.0
+              for r in results]
+    bounds = [wilson_interval(s, r["games"]) for s, r in zip(scores, results)]
+    score, low, high = share_ci(scores)
     margins = [(r["margin"], r["games"]) for r in results if r.get("margin") is not None]
     margin = (sum(m * g for m, g in margins) / sum(g for _, g in margins)
               if margins and sum(g for _, g in margins) else None)
     return {"seeds": len(results), "games": games, "wins": wins, "draws": draws,
-            "losses": losses, "score": score, "score_low": low, "score_high": high,
-            "margin": margin}
+            "losses": losses, "per_seed": scores, "per_seed_low": [b[0] for b in bounds],
+            "per_seed_high": [b[1] for b in bounds], "score": score, "score_low": low,
+            "score_high": high, "margin": margin}
+
+
+def compare(table: dict, baseline: str) -> list[dict]:
+    """Each variant's final score against `baseline`'s, per opponent, over seeds: the
+    difference of the means over seeds with its Welch t-interval and p-value
+    (`azjax.evaluation.stats.welch_difference`; a seed of one variant is not the same
+    training as the seed of another, so nothing is paired).
+
+    Returns:
+      Rows of variant, opponent, seeds (theirs and the baseline's), difference, low, high
+      and p (nan bounds and p under two seeds a side).
+    """
+    from azjax.evaluation.stats import welch_difference
+
+    rows = []
+    for name, variant in table.items():
+        if name == baseline:
+            continue
+        for opponent, r in variant["final"].items():
+            base = table.get(baseline, {}).get("final", {}).get(opponent)
+            if base is None:
+                continue
+            diff, low, high, p = welch_difference(base["per_seed"], r["per_seed"])
+            rows.append({"variant": name, "opponent": opponent,
+                         "seeds": f"{r['seeds']} / {base['seeds']}", "difference": diff,
+                         "low": low, "high": high, "p": p})
+    return rows
 
 
 def run_dir(out: Path, variant: str, seed: int) -> Path:
@@ -237,6 +268,8 @@ def _signed(x: float | None) -> str:
 
 def markdown(table: dict, title: str) -> str:
     """The markdown report of `summarize`'s table."""
+    from azjax.evaluation.stats import difference_cells
+
     lines = [f"## {title}", "",
              f"Network + search against {EVAL_OPPONENT} at each evaluation of training "
              "(mean over seeds; games: all seeds' games):", "",
@@ -255,14 +288,33 @@ def markdown(table: dict, title: str) -> str:
     finals = [(n, o, r) for n, v in table.items() for o, r in v["final"].items()]
     if finals:
         lines += ["", f"Final arena (seats swapped for half the games, {FINAL_OPENINGS} "
-                  "random opening plies; pooled over seeds, 95% Wilson interval):", "",
-                  "| variant | opponent | seeds | games | score (95% CI) | W/D/L | margin |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+                  "random opening plies). Each seed is one draw: the score is the mean "
+                  "over seeds with its 95% t-interval over seeds (clipped to [0, 100%]; "
+                  "none from one seed); per seed, its score with a 95% Wilson interval "
+                  "over its own games:", "",
+                  "| variant | opponent | seeds | games | score, mean over seeds (95% CI) "
+                  "| per seed (95% Wilson CI) | W/D/L | margin |",
+                  "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: |"]
         for name, opponent, r in finals:
+            per_seed = "; ".join(f"{_pct(s)} ({_pct(lo)}-{_pct(hi)})" for s, lo, hi in
+                                 zip(r["per_seed"], r["per_seed_low"], r["per_seed_high"]))
+            interval = ("" if math.isnan(r["score_low"])
+                        else f" ({_pct(r['score_low'])}-{_pct(r['score_high'])})")
             lines.append(f"| {name} | {opponent} | {r['seeds']} | {r['games']} | "
-                         f"{_pct(r['score'])} ({_pct(r['score_low'])}-{_pct(r['score_high'])})"
-                         f" | {r['wins']}/{r['draws']}/{r['losses']} | "
-                         f"{_signed(r['margin'])} |")
+                         f"{_pct(r['score'])}{interval} | {per_seed} | "
+                         f"{r['wins']}/{r['draws']}/{r['losses']} | {_signed(r['margin'])} |")
+    baseline = next(iter(table), None)
+    rows = compare(table, baseline) if baseline else []
+    if rows:
+        lines += ["", f"Each variant against `{baseline}`, seeds as the unit (difference of "
+                  "the means over seeds, Welch's 95% t-interval and p; with 2 seeds a side "
+                  "it has about 2 degrees of freedom):", "",
+                  "| variant | opponent | seeds (it / baseline) | difference | 95% CI | p |",
+                  "| --- | --- | ---: | ---: | --- | ---: |"]
+        for r in rows:
+            cells = difference_cells(r["difference"], r["low"], r["high"], r["p"])
+            lines.append(f"| {r['variant']} | {r['opponent']} | {r['seeds']} | "
+                         + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

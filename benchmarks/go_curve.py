@@ -28,7 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _quick  # noqa: E402
-from go_ablations import Failure, _pct, _run, _signed, read_records, wilson  # noqa: E402
+from go_ablations import Failure, _pct, _run, _signed, read_records  # noqa: E402
+
+from azjax.evaluation.stats import wilson_interval  # noqa: E402
 
 OPENINGS = 2
 """Random opening plies of every arena game (paired across colours)."""
@@ -80,7 +82,7 @@ def curve_rows(run_dir: Path, opponents: list[str], records: list[dict],
             result = results.get((opponent, step))
             if result is None:
                 continue
-            low, high = wilson(result["score"], result["games"])
+            low, high = wilson_interval(result["score"], result["games"])
             row["opponents"][opponent] = {
                 "games": result["games"], "score": result["score"], "low": low,
                 "high": high, "wins": result["wins"], "draws": result["draws"],

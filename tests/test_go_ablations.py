@@ -1,17 +1,21 @@
-"""benchmarks/go_ablations.py without training: its table (means over seeds, pooled arena
-results with Wilson intervals) and its resume/skip logic, on hand-written run directories
+"""benchmarks/go_ablations.py without training: its table (means over seeds, final arena
+results with the seed as the unit, variants compared over seeds) and its resume/skip logic, on hand-written run directories
 whose metrics.jsonl records carry the keys the driver writes (a 5x5 Go run's)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from scipy import stats
+
+from azjax.evaluation.stats import wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "go_ablations.py"
@@ -90,21 +94,43 @@ def test_rows_average_the_kth_evaluation_and_every_seeds_last(out: Path):
     assert table["none"]["flags"] == ["--x"]
 
 
-def test_final_results_pool_seeds_with_a_wilson_interval(out: Path):
+def test_final_results_take_the_seed_as_the_unit(out: Path):
     table = abl.summarize(out, {"all": [], "none": []}, [0, 1], ["gnugo:1", "gnugo:10"])
     final = table["all"]["final"]
     assert list(final) == ["gnugo:1"]  # no gnugo:10 match; seed 1's is stale
     r = final["gnugo:1"]
     assert (r["seeds"], r["games"], r["wins"], r["draws"], r["losses"]) == (1, 10, 7, 1, 2)
     assert r["score"] == pytest.approx(0.75) and r["margin"] == pytest.approx(5.0)
-    # pooled: 8 of 10 games won -> Wilson 95% interval 0.490-0.943 (published tables)
+    assert math.isnan(r["score_low"])  # one seed: no interval over seeds
+    # Two seeds, 3 of 4 and 5 of 6 won: the mean of the seeds' scores (not 8 of 10 games
+    # pooled), its t-interval over seeds with 1 degree of freedom, each seed's Wilson.
     pooled = abl.pool([{"games": 4, "wins": 3, "draws": 0, "losses": 1, "margin": 2.0},
                        {"games": 6, "wins": 5, "draws": 0, "losses": 1, "margin": 7.0}])
-    assert pooled["score"] == pytest.approx(0.8) and pooled["margin"] == pytest.approx(5.0)
-    assert pooled["score_low"] == pytest.approx(0.4902, abs=1e-4)
-    assert pooled["score_high"] == pytest.approx(0.9433, abs=1e-4)
-    assert abl.wilson(0.0, 10)[0] == 0.0 and abl.wilson(1.0, 10)[1] == pytest.approx(1.0)
+    mean = (0.75 + 5 / 6) / 2
+    half = 12.7062 * abs(0.75 - 5 / 6) / 2
+    assert pooled["score"] == pytest.approx(mean) and pooled["margin"] == pytest.approx(5.0)
+    assert pooled["score_low"] == pytest.approx(mean - half, abs=1e-4)
+    assert pooled["score_high"] == 1.0  # clipped
+    assert pooled["per_seed"] == pytest.approx([0.75, 5 / 6])
+    assert pooled["per_seed_low"][0] == pytest.approx(wilson_interval(0.75, 4)[0])
     assert abl.pool([]) is None
+
+
+def test_variants_are_compared_over_seeds_with_welch(out: Path):
+    def result(wins: int) -> dict:
+        return {"games": 100, "wins": wins, "draws": 0, "losses": 100 - wins, "margin": 0.0}
+
+    table = {"all": {"final": {"gnugo:1": abl.pool([result(57), result(64)])}},
+             "pcr": {"final": {"gnugo:1": abl.pool([result(46), result(38)])}}}
+    (row,) = abl.compare(table, "all")
+    welch = stats.ttest_ind([0.46, 0.38], [0.57, 0.64], equal_var=False)
+    assert row["difference"] == pytest.approx(0.42 - 0.605)
+    assert row["p"] == pytest.approx(welch.pvalue) and row["p"] > 0.05
+    assert row["low"] < row["difference"] < row["high"] and row["seeds"] == "2 / 2"
+    text = abl.markdown(table | {n: {**v, "evaluations": [], "runs": {}}
+                                 for n, v in table.items()}, "t")
+    assert "| pcr | gnugo:1 | 2 / 2 | -18.5 |" in text
+    assert "46.0% (36.6%-55.7%); 38.0%" in text
 
 
 def test_a_run_is_complete_when_its_metrics_reach_the_budget(tmp_path: Path):
@@ -218,8 +244,8 @@ def test_report_only_prints_the_table(out: Path):
     assert "| all | 20.0 (end) | 52 | 2 | 32 | 87.5% | +6.0 |" in lines
     assert "| none | 20.1 (end) | 30 | 1 | 8 | 37.5% | -7.5 |" in lines
     assert "| pcr | no run | | | | | |" in lines
-    assert "| all | gnugo:1 | 1 | 10 | 75.0% (44.2%-91.9%) | 7/1/2 | +5.0 |" in lines
-    assert "| none | gnugo:1 | 1 | 10 | 20.0% (5.7%-51.0%) | 2/0/8 | -12.0 |" in lines
+    assert "| all | gnugo:1 | 1 | 10 | 75.0% | 75.0% (44.2%-91.9%) | 7/1/2 | +5.0 |" in lines
+    assert "| none | gnugo:1 | 1 | 10 | 20.0% | 20.0% (5.7%-51.0%) | 2/0/8 | -12.0 |" in lines
     assert (out / "ablations.md").read_text() == result.stdout.lstrip("\n")
     raw = json.loads((out / "ablations.json").read_text())
     assert raw["variants"]["all"]["final"]["gnugo:1"]["wins"] == 7
@@ -273,7 +299,7 @@ def test_curve_report_reads_kept_checkpoints_and_their_arenas(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     rows = [line for line in out.stdout.splitlines() if line.startswith("| 1")]
-    low, high = abl.wilson(0.4, 10)
+    low, high = wilson_interval(0.4, 10)
     assert rows == [
         f"| 10.3 | 100 | 1,000 | 40.0% ({100 * low:.1f}%-{100 * high:.1f}%) of 10 | 3/2/5 "
         "| -6.5 | - | - | - |",
