@@ -6,9 +6,9 @@ cache hit also reports) and their seconds, the hits on the persistent compilatio
 the seconds spent tracing and lowering, and the child processes the test started. Each
 xdist worker measures its own tests and sends the figures to the controller with the
 test's reports; the controller writes one JSON object per test to the file, in the order
-the tests finished, and a line of totals at the end of the run (with the date and the
-checkout's commit, which the table in docs/trust.md is stamped with). Child processes'
-own compilations are not seen: their cost is in the test's wall time.
+the tests finished, and a line of totals at the end of the run (with the date, the
+checkout's commit and the machine, which the table in docs/trust.md is stamped with).
+Child processes' own compilations are not seen: their cost is in the test's wall time.
 
 `python tests/cost_table.py FILE` turns the file into the table in docs/trust.md and the
 per-file seconds (`tests/file_costs.json`) that order the files longest first.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import time
 from collections import defaultdict
@@ -144,7 +145,8 @@ class CostPlugin:
         sums = {key: round(value, 1) for key, value in sums.items()}
         sums.update(total=True, tests=len(self.totals),
                     wall_seconds=round(time.perf_counter() - self.started, 1),
-                    date=time.strftime("%Y-%m-%d"), commit=checkout_commit())
+                    date=time.strftime("%Y-%m-%d"), commit=checkout_commit(),
+                    machine=machine())
         with open(self.path, "a") as out:
             out.write(json.dumps(sums) + "\n")
 
@@ -178,6 +180,33 @@ def checkout_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return done.stdout.strip() if done.returncode == 0 else "unknown"
+
+
+def machine() -> str:
+    """The machine the tests run on, as the cost table names it.
+
+    Returns:
+        Its processor's model (Linux's /proc/cpuinfo, else `platform.processor()`), the
+        CPUs this process may use and the memory, e.g. "AMD EPYC, 2 CPUs, 23.5 GiB of
+        memory" (the parts that cannot be read left out).
+    """
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as info:
+            model = next((line.split(":", 1)[1].strip() for line in info
+                          if line.startswith("model name")), "")
+    except OSError:
+        pass
+    parts = [model or platform.processor() or platform.machine() or "unknown processor"]
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if cpus:
+        parts.append(f"{cpus} CPUs")
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        parts.append(f"{memory / 2**30:.1f} GiB of memory")
+    except (AttributeError, ValueError, OSError):
+        pass
+    return ", ".join(parts)
 
 
 def order_longest_first(items: list, costs: dict[str, dict[str, float]]) -> None:

@@ -5,9 +5,10 @@
     python tests/cost_table.py costs-default.jsonl costs-slow.jsonl --write
 
 prints the tables of docs/trust.md's "What the tests cost" (per file, and every test
-over `--over` seconds), under a line that says when and at which commit the runs were
-measured (what each file's totals line records; for a file that records neither,
-`--date` and `--commit`, else the file's date and the checkout's commit); `--write`
+over `--over` seconds), under a line that says when, at which commit and on which
+machine the runs were measured (what each file's totals line records; for a file that
+records none, `--date`, `--commit` and `--machine`, else the file's date and the
+checkout's commit, and no machine); `--write`
 puts them into the page between its markers and
 writes `tests/file_costs.json`, the seconds of each file's default and slow tests, by
 which `tests/conftest.py` hands the files to the workers longest first.
@@ -112,20 +113,25 @@ def markdown(tests: list[dict], totals: list[dict], over: float) -> str:
 
 
 def stamp(totals: list[dict]) -> str:
-    """The line above the tables: when and at which commit each run was measured.
+    """The line above the tables: when, at which commit and on which machine each run was
+    measured.
 
     Args:
-        totals: the runs' totals lines, each with its `name`, `date` and `commit`.
+        totals: the runs' totals lines, each with its `name`, `date` and `commit`, and
+            its `machine` where it records one.
 
     Returns:
-        e.g. "Measured on 2026-11-28 at commit `c764b1c`." (one clause per run where
-        they differ).
+        e.g. "Measured on 2026-11-28 at commit `c764b1c` (machine: AMD EPYC, 2 CPUs,
+        23.5 GiB of memory)." (one clause per run where they differ).
     """
-    when = [(total["date"], total["commit"]) for total in totals]
+    def clause(date: str, commit: str, machine: str | None) -> str:
+        return f"{date} at commit `{commit}`" + (f" (machine: {machine})" if machine else "")
+
+    when = [(total["date"], total["commit"], total.get("machine")) for total in totals]
     if len(set(when)) == 1:
-        return f"Measured on {when[0][0]} at commit `{when[0][1]}`."
-    return "Measured: " + "; ".join(f"{total['name']} on {date} at commit `{commit}`"
-                                    for total, (date, commit) in zip(totals, when)) + "."
+        return f"Measured on {clause(*when[0])}."
+    return "Measured: " + "; ".join(f"{total['name']} on {clause(*each)}"
+                                    for total, each in zip(totals, when)) + "."
 
 
 def write(tests: list[dict], table: str, page: Path = PAGE,
@@ -158,6 +164,8 @@ def main(argv: list[str] | None = None) -> None:
                         "(default: each file's modification date)")
     parser.add_argument("--commit", help="the commit the runs measured, for files that "
                         "record none (default: the checkout's)")
+    parser.add_argument("--machine", help="the machine the runs measured on, for files "
+                        "that record none (default: none named)")
     parser.add_argument("--page", type=Path, default=PAGE,
                         help="the page --write puts the tables into (default: docs/trust.md)")
     parser.add_argument("--file-costs", type=Path, default=FILE_COSTS,
@@ -175,6 +183,8 @@ def main(argv: list[str] | None = None) -> None:
         if "commit" not in total:
             total["commit"] = args.commit or checkout_commit()
             print(f"{path} records no commit: stamped {total['commit']}", file=sys.stderr)
+        if "machine" not in total and args.machine:
+            total["machine"] = args.machine
     table = stamp(totals) + "\n\n" + markdown(tests, totals, args.over)
     print(table)
     if args.write:

@@ -63,6 +63,7 @@ def test_each_test_gets_its_own_compilations_hits_and_children(pytester, tmp_pat
     assert idle["compiles"] == idle["cache_hits"] == idle["children"] == 0
     assert first["total"]["tests"] == 2 and first["total"]["compiles"] == busy["compiles"]
     assert first["total"]["commit"] == cost_plugin.checkout_commit() != "unknown"
+    assert first["total"]["machine"] == cost_plugin.machine()
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", first["total"]["date"])
     # Run again in this process: new functions, the same programs, now from the
     # persistent cache the first run wrote.
@@ -131,6 +132,9 @@ def test_the_command_stamps_the_page_s_tables_and_writes_the_file_costs(tmp_path
         "tests/test_a.py": {"default": 12.0, "slow": 40.0}}
     same = [{"name": n, "date": "2026-11-28", "commit": "c764b1c"} for n in runs]
     assert cost_table.stamp(same) == "Measured on 2026-11-28 at commit `c764b1c`."
+    named = [{**run, "machine": "AMD EPYC, 2 CPUs, 23.5 GiB of memory"} for run in same]
+    assert cost_table.stamp(named) == ("Measured on 2026-11-28 at commit `c764b1c` (machine: "
+                                       "AMD EPYC, 2 CPUs, 23.5 GiB of memory).")
 
 
 def test_the_page_s_table_says_when_and_at_which_commit_it_was_measured():

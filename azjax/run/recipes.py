@@ -242,9 +242,12 @@ GPU_RECIPES: dict[str, TrainConfig] = {
         eval_every_minutes=1.0, checkpoint_every=0, checkpoint_every_minutes=2.0),
 }
 # 9x9 as on the CPU, widened as go7x7's gpu variant, 6 minutes: 3 of the go7x7 gpu recipe,
-# then 3 of 9x9 (what it scores against GNU Go: docs/go.md#9x9-on-a-gpu). Both Go gpu
-# variants keep playout cap randomisation (8 simulations on 3 moves in 4): the CPU
-# recipes dropped it on CPU budgets, which say nothing of a GPU's (docs/go.md).
+# then 3 of 9x9 (what it scored against GNU Go: docs/go.md#9x9-on-a-gpu). Both Go gpu
+# variants keep playout cap randomisation (8 simulations on 3 moves in 4), the setting of
+# the only GPU trainings of Go, on an H200 on 2026-11-27 (docs/results.md#go-9x9-on-a-gpu).
+# Those ran the playout cap of that day (one full-or-cheap choice for the whole batch);
+# today's, drawn afresh per game and move (commit 9d75356), was not measured on a GPU.
+# The CPU recipes dropped it on CPU budgets, which say nothing of a GPU's (docs/go.md).
 _GPU_GO_SELFPLAY = {"selfplay__num_games": 1024, "selfplay__full_search_prob": 0.25,
                     "selfplay__cheap_simulations": 8}
 GPU_RECIPES["go9x9"] = _variant(
