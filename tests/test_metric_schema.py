@@ -98,10 +98,12 @@ def test_the_best_configuration_goes_the_metrics_way():
     assert ms.best([3.0, 1.0, 2.0], "gate_score") == 3.0
     with pytest.raises(ValueError, match="no better direction"):
         ms.best([1.0], "draw")
-    # Shares (by the schema's unit) in percent, with their bootstrap interval; a loss as
-    # it is, with its t-interval.
+    # Shares (by the schema's unit) in percent with their interval over seeds: both seeds
+    # at 100%, the exact one for 2 of 2 (0.025^(1/2) = 15.81%); two equal seeds inside
+    # (0, 1) leave no spread to estimate one from. A loss as it is, with its t-interval.
     text = markdown_table(table, ["x"], ["net_optimal_share"])
-    assert "| 1 | 2 | 2/2 | 100.00% [100.00, 100.00] |" in text
+    assert "| 1 | 2 | 2/2 | 100.00% [15.81, 100.00] |" in text
+    assert "| 2 | 2 | 1/2 | 90.00% |" in text
     loss_rows = [{**r, "loss": "0.5"} for r in rows]
     assert "| 0.5 ± 0 |" in markdown_table(results_table(loss_rows, ["x"], ["loss"]),
                                            ["x"], ["loss"])
