@@ -89,18 +89,6 @@ def _check_params(abstract: Any, params: Any, path: Path) -> None:
             )
 
 
-def read_agent_file(path: str | Path, abstract_params_of: Callable[[ProgramConfig], Any]
-                    ) -> tuple[ProgramConfig, chex.ArrayTree]:
-    """The program config and parameters stored in an agent file (`read_agent` without
-    the provenance).
-
-    `abstract_params_of(config)` gives the parameter shapes the config's network has;
-    the stored weights must match them. Raises AgentFileError with a clear message.
-    """
-    config, params, _ = read_agent(path, abstract_params_of)
-    return config, params
-
-
 def read_agent(path: str | Path, abstract_params_of: Callable[[ProgramConfig], Any]
                ) -> StoredAgent:
     """Everything an agent file holds.

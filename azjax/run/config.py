@@ -228,7 +228,7 @@ class TrainConfig:
     def program_differences(self, other: "TrainConfig") -> list[str]:
         """What a resumed run may not change: the program half and the seed, as
         'path: saved X, given Y' lines."""
-        a, b = (_flatten(c.to_dict()["program"]) for c in (self, other))
+        a, b = (flatten_settings(c.to_dict()["program"]) for c in (self, other))
         if self.program.game == other.program.game:  # options equal to the defaults agree
             defaults = game_defaults(self.program.game)
             for flat, config in ((a, self), (b, other)):
@@ -316,11 +316,20 @@ def _from_flat(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten_settings(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as one dict by dotted path.
+
+    Args:
+      data: a config's `to_dict()`, or one half of it ('program', 'run').
+      prefix: put before every path.
+
+    Returns:
+      path -> value ('search.c_puct' -> 1.25); `game_options` stays one dict.
+    """
     out = {}
     for key, value in data.items():
         if isinstance(value, dict) and key != "game_options":
-            out.update(_flatten(value, f"{prefix}{key}."))
+            out.update(flatten_settings(value, f"{prefix}{key}."))
         else:
             out[prefix + key] = value
     return out

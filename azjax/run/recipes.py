@@ -244,10 +244,10 @@ GPU_RECIPES: dict[str, TrainConfig] = {
 # 9x9 as on the CPU, widened as go7x7's gpu variant, 6 minutes: 3 of the go7x7 gpu recipe,
 # then 3 of 9x9 (what it scored against GNU Go: docs/go.md#9x9-on-a-gpu). Both Go gpu
 # variants keep playout cap randomisation (8 simulations on 3 moves in 4), the setting of
-# the only GPU trainings of Go, on an H200 on 2026-11-27 (docs/results.md#go-9x9-on-a-gpu).
-# Those ran the playout cap of that day (one full-or-cheap choice for the whole batch);
-# today's, drawn afresh per game and move (commit 9d75356), was not measured on a GPU.
-# The CPU recipes dropped it on CPU budgets, which say nothing of a GPU's (docs/go.md).
+# the only GPU trainings of Go (docs/results.md#go-9x9-on-a-gpu), which ran an earlier
+# form of it (one full-or-cheap choice for the whole batch); the per-game, per-move form
+# is not measured on a GPU. The CPU recipes dropped it on CPU budgets, which say nothing
+# of a GPU's (docs/go.md).
 _GPU_GO_SELFPLAY = {"selfplay__num_games": 1024, "selfplay__full_search_prob": 0.25,
                     "selfplay__cheap_simulations": 8}
 GPU_RECIPES["go9x9"] = _variant(

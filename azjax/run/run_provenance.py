@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from azjax.core.program import ProgramConfig
-from azjax.run.config import TrainConfig, game_defaults
+from azjax.run.config import TrainConfig, flatten_settings, game_defaults
 from azjax.run.metric_schema import GAMES, ITERATION, POSITIONS, WALL_TIME
 from azjax.run.process_record import git_commit, installed_version
 from azjax.run.provenance import NOT_RECORDED, Provenance
@@ -64,18 +64,9 @@ def game_text(program: ProgramConfig) -> str:
 def _flat(config: TrainConfig) -> dict[str, Any]:
     """Every setting of `config` by its flag's path ('search.c_puct', 'iterations',
     'seed'), game options apart (with the game's defaults filled in)."""
-    out: dict[str, Any] = {"seed": config.seed}
-
-    def walk(data: dict[str, Any], prefix: str) -> None:
-        for key, value in data.items():
-            if isinstance(value, dict) and key != "game_options":
-                walk(value, f"{prefix}{key}.")
-            else:
-                out[prefix + key] = value
-
     data = config.to_dict()
-    walk(data["program"], "")
-    walk(data["run"], "")
+    out: dict[str, Any] = {"seed": config.seed, **flatten_settings(data["program"]),
+                           **flatten_settings(data["run"])}
     out["game_options"] = {**game_defaults(config.program.game), **out["game_options"]}
     return out
 

@@ -81,31 +81,45 @@ SWEEP_PLOT = "sweep.png"
 # ------------------------------------------------------------------------- runs on disk
 
 
+def _open_run(run_dir: RunDir | Path) -> tuple[RunDir, TrainConfig] | None:
+    """A run directory and its config; None where there is no run (no config.json)."""
+    try:
+        run = RunDir.open(run_dir)
+        return run, run.load_config()
+    except RunDirError:
+        return None
+
+
 def _read_run(run_dir: RunDir | Path, budget: RunConfig | None = None
               ) -> tuple[TrainConfig, list[dict[str, Any]], RunConfig] | None:
-    """A finished run read at a budget.
+    """A finished run read at a budget (`_finished_at`; default: its own config's run
+    options); None for a missing, cut-off or unfinished run."""
+    opened = _open_run(run_dir)
+    if opened is None:
+        return None
+    run, config = opened
+    return _finished_at(run, config, budget or config.run)
+
+
+def _finished_at(run: RunDir, config: TrainConfig, budget: RunConfig
+                 ) -> tuple[TrainConfig, list[dict[str, Any]], RunConfig] | None:
+    """A run read at a budget.
 
     Args:
-      run_dir: the run.
-      budget: the run options to judge and read it by (default: its own config's), e.g.
-        a sweep's experiment asked for more, or fewer, iterations than the run was
-        trained for.
+      run: the run directory.
+      config: its config.
+      budget: the run options to judge and read it by, e.g. a sweep's experiment asked
+        for more, or fewer, iterations than the run was trained for.
 
     Returns:
       Its config, its records up to `budget.iterations` (`records_at`: a run trained
       past the budget is read as it stood there) and the budget, where it is over at
-      that budget (`finished`) with its newest state checkpointed; None for a missing,
-      cut-off or unfinished run.
+      that budget (`finished`) with its newest state checkpointed; None for a cut-off or
+      unfinished run.
     """
-    try:
-        run = RunDir.open(run_dir)
-        config = run.load_config()
-    except RunDirError:
-        return None
     records = run.read_metrics()
     if not records or not run.step_dir(records[-1]["iteration"]).is_dir():
         return None
-    budget = budget or config.run
     records = records_at(records, budget.iterations)
     if not records or not finished(budget, records, records[-1]["iteration"]):
         return None
@@ -279,7 +293,11 @@ def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> S
     runs = out_dir / RUNS_DIR
     rows = []
     for d in find_runs(runs):
-        found = _read_run(d, requested_budget(base, paths, d))
+        opened = _open_run(d)
+        if opened is None:
+            continue
+        run, config = opened
+        found = _finished_at(run, config, requested_budget(base, paths, config))
         if found is not None:
             config, records, budget = found
             rows.append(_row(config, records, paths, evaluator.can_be_perfect,
@@ -314,26 +332,24 @@ def merge(out_dir: Path | str, write: Callable[[str], None] | None = print) -> S
     return SweepResult([], 0, 0, table, markdown)
 
 
-def requested_budget(base: TrainConfig, paths: Sequence[str], run_dir: Path
-                     ) -> RunConfig | None:
-    """The run options a sweep asks of the run in `run_dir`: the base config's (as
-    sweep.json records it, the newest command's) with the run's swept settings, so that
-    a swept `iterations` is each configuration's own.
+def requested_budget(base: TrainConfig, paths: Sequence[str], config: TrainConfig
+                     ) -> RunConfig:
+    """The run options a sweep asks of one of its runs: the base config's (as sweep.json
+    records it, the newest command's) with the run's swept settings, so that a swept
+    `iterations` is each configuration's own.
 
     Args:
       base: the sweep's base config.
       paths: the swept settings.
-      run_dir: one of its runs.
+      config: the run's config.
 
     Returns:
-      Those options; None (the run's own then count) where the run's config cannot be
-      read or does not make a config of the sweep.
+      Those options; the run's own where its settings do not make a config of the sweep.
     """
     try:
-        config = RunDir.open(run_dir).load_config()
         return base.with_values({path: config.get(path) for path in paths}).run
-    except (RunDirError, ValueError):
-        return None
+    except ValueError:
+        return config.run
 
 
 def mixed_budgets(table: Sequence[dict[str, Any]]) -> list[str]:
