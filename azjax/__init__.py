@@ -13,9 +13,12 @@ The package is built in layers; each imports only from the layers before it:
 * `azjax.driver`: the one training driver (`train`, `train_group`), its status lines
   and plots.
 * `azjax.sweep`: ablation sweeps over a grid of settings and seeds.
-* The commands, at the top: `python -m azjax.arena`, `.league`, `.play`, `.serve` (play
-  in the browser), `.export`, `.gtp`, `.gtp_referee`, and the command-line helpers they
-  share (`azjax.cli`).
+* `azjax.commands`: every command (`azjax COMMAND`, `azjax/__main__.py`): train, sweep,
+  arena, league, play, serve (play in the browser), export, info, gtp, gtp_referee, and
+  the command-line helpers they share (`errors`, `command_line`). Commands never import
+  one another.
+* At the top: this public API, and entry points only (`python -m azjax.arena`, `.league`,
+  `.play`, `.serve`, `.export`, `.gtp`, `.gtp_referee`, each running its command).
 
 The public API is `__all__` below and each subpackage's `__all__`.
 """
@@ -40,9 +43,6 @@ __version__ = installed_version()
 """The installed distribution's version (pyproject.toml's), the one to cite ('0+unknown'
 for a checkout that was never installed); agent files record it (`Agent.provenance`)."""
 
-evaluate = play_match
-"""The name the arena's match function had before `play_match`; kept for scripts."""
-
 __all__ = [
     "Agent",
     "LearnerConfig",
@@ -57,7 +57,6 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "analysis_board",
-    "evaluate",
     "make_evaluator",
     "make_player",
     "play_match",

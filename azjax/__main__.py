@@ -6,9 +6,11 @@
     azjax info connect_four                # an agent's game, network, search, provenance
     azjax COMMAND --help                   # each command's options
 
-The others are also `python -m azjax.<command>` (info: `python -m azjax.commands.info`);
-train and sweep are also `python experiments/train.py` and `experiments/sweep.py`. Each
-keeps its own exit statuses.
+Every command's code is a module of `azjax.commands` (`COMMANDS`; `check` is
+`envs.check`), also run as `python -m azjax.commands.<module>`. Arena, league, play,
+serve, export, gtp and gtp_referee are also `python -m azjax.<command>` (entry points at
+the top of the package, nothing more); train and sweep are also `python
+experiments/train.py` and `experiments/sweep.py`. Each keeps its own exit statuses.
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ from azjax.commands.errors import EXIT_ERROR, run_script
 COMMANDS = {
     "train": ("azjax.commands.train", "train an agent on a game, resuming its run"),
     "sweep": ("azjax.commands.sweep", "an ablation sweep: a grid of settings x seeds"),
-    "arena": ("azjax.arena", "games between two players, with confidence intervals"),
-    "league": ("azjax.league", "a round robin over a run's checkpoints and baselines"),
-    "play": ("azjax.play", "play a trained agent in the terminal"),
-    "serve": ("azjax.serve", "play a trained agent in the browser"),
-    "export": ("azjax.export", "export a run's agent to one file"),
+    "arena": ("azjax.commands.arena", "games between two players, with confidence intervals"),
+    "league": ("azjax.commands.league", "a round robin over a run's checkpoints and baselines"),
+    "play": ("azjax.commands.play", "play a trained agent in the terminal"),
+    "serve": ("azjax.commands.serve", "play a trained agent in the browser"),
+    "export": ("azjax.commands.export", "export a run's agent to one file"),
     "info": ("azjax.commands.info", "what an agent is and where it came from"),
-    "gtp": ("azjax.gtp", "a trained Go agent as a GTP engine (Sabaki, GoGui, ...)"),
-    "gtp-referee": ("azjax.gtp_referee", "games between two GTP engines, refereed"),
+    "gtp": ("azjax.commands.gtp", "a trained Go agent as a GTP engine (Sabaki, GoGui, ...)"),
+    "gtp-referee": ("azjax.commands.gtp_referee", "games between two GTP engines, refereed"),
     "check": ("envs.check", "check a game of your own against the Env protocol"),
 }
 """Each command's module (whose `main(argv)` runs it) and its one-line summary."""

@@ -22,7 +22,7 @@ import jax
 
 from azjax.evaluation.match import play_match
 from azjax.evaluation.player_specs import make_player
-from azjax.run import checkpoint as ckpt
+from azjax.run.run_dir import RunDir
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         lambdas = [float(x) for x in args.lambdas.split(",")]
         sims = f",sims={args.simulations}" if args.simulations else ""
-        env = ckpt.load_config(args.run_dir).make_env()
+        env = RunDir(args.run_dir).load_config().make_env()
         players = [make_player(f"alphago:{args.run_dir},lambda={lam}{sims}", env,
                                f"lambda={lam:g}") for lam in lambdas]
         opponent = make_player(args.opponent, env)

@@ -25,7 +25,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from azjax.core.iteration import init_train_state
-from azjax.run import checkpoint as ckpt
+from azjax.run.checkpoint import Checkpoints
 from azjax.run.recipes import recipe
 
 
@@ -67,14 +67,15 @@ def measure(name: str, repeats: int, quick: bool = False) -> dict[str, float]:
             root / "plain", options=ocp.CheckpointManagerOptions(
                 create=True, enable_async_checkpointing=False, max_to_keep=repeats + 1),
             item_handlers=ocp.StandardCheckpointHandler(use_ocdbt=False))
-        checked = ckpt.checkpoint_manager(root / "checked", max_to_keep=repeats + 1)
+        checked = Checkpoints(root / "checked")
+        checked.open_for_saving(max_to_keep=repeats + 1)
 
         def save_plain(i):
             plain.save(i + 1, args=ocp.args.StandardSave(state))
             plain.wait_until_finished()
 
         def save_checked(i):
-            ckpt.save(checked, i + 1, state, config, records)
+            checked.save(i + 1, state, config, records)
 
         out = {"save_orbax": _median_seconds(save_plain, repeats),
                "save_checked": _median_seconds(save_checked, repeats)}
@@ -84,11 +85,11 @@ def measure(name: str, repeats: int, quick: bool = False) -> dict[str, float]:
             jax.block_until_ready(plain.restore(i + 1, args=ocp.args.StandardRestore(abstract)))
 
         def restore_checked(i):
-            jax.block_until_ready(ckpt.restore(checked, state, step=i + 1))
+            jax.block_until_ready(checked.restore(state, step=i + 1))
 
         out["restore_orbax"] = _median_seconds(restore_plain, repeats)
         out["restore_checked"] = _median_seconds(restore_checked, repeats)
-        saved = root / "checked" / ckpt.CHECKPOINT_DIR / "1"
+        saved = checked.step_dir(1)
         out["megabytes"] = sum(p.stat().st_size for p in saved.rglob("*") if p.is_file()) / 1e6
         plain.close()
         checked.close()

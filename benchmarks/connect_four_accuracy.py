@@ -78,7 +78,7 @@ def budget_table(run_dir: str, budgets: list[int], step: int | None,
 
     from azjax import Agent
     from azjax.core.search import search_changes as parse
-    from azjax.run.checkpoint import load_config
+    from azjax.run.run_dir import RunDir
     from envs import connect_four as c4
     from envs.connect_four import boards_from_moves
 
@@ -87,7 +87,7 @@ def budget_table(run_dir: str, budgets: list[int], step: int | None,
     moves = c4.load_move_set()
     states = boards_from_moves(moves.moves)
     # the run's own scored search first, as its evaluations searched
-    changes = {**parse(load_config(Path(run_dir)).run.eval_search_with), **changes}
+    changes = {**parse(RunDir(run_dir).load_config().run.eval_search_with), **changes}
     agent = Agent.load(run_dir, step)
     agent = agent.with_search(**changes)
     legal = np.asarray(states.legal_action_mask)
@@ -141,12 +141,12 @@ def main() -> int:
             return 1
 
     from azjax.run import metric_schema as ms
-    from azjax.run.checkpoint import read_metrics
+    from azjax.run.run_dir import RunDir
 
     def key(player: str, name: str, subset: str = "") -> str:
         return ms.ground_truth_key(player, name, subset)
 
-    records = [r for r in read_metrics(Path(args.run_dir))
+    records = [r for r in RunDir(args.run_dir).metrics.read()
                if key(ms.SEARCH, "move_accuracy") in r]
     if not records:
         print(f"no evaluation with search in {args.run_dir}/metrics.jsonl")

@@ -188,10 +188,10 @@ def arena_file(out: Path, variant: str, seed: int, opponent: str) -> Path:
 
 def read_records(path: Path) -> list[dict]:
     """The records of a run's metrics.jsonl (none if absent; bad lines skipped), as the
-    driver reads them (`azjax.run.run_dir.read_metrics`)."""
-    from azjax.run.run_dir import read_metrics
+    driver reads them (`RunDir.metrics`)."""
+    from azjax.run.run_dir import RunDir
 
-    return read_metrics(path)
+    return RunDir(path).metrics.read()
 
 
 def run_settings(path: Path) -> dict:

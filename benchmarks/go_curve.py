@@ -38,9 +38,9 @@ OPENINGS = 2
 
 def checkpoint_steps(run_dir: Path) -> list[int]:
     """The iterations of the run's kept checkpoints, oldest first."""
-    from azjax.run.checkpoint_files import checkpoint_steps as steps
+    from azjax.run.run_dir import RunDir
 
-    return sorted(steps(run_dir))
+    return sorted(RunDir(run_dir).checkpoints.steps())
 
 
 def result_path(run_dir: Path, opponent: str, step: int) -> Path:

@@ -171,7 +171,7 @@ def final_share(run_dir: Path) -> float:
     """The network alone's share of optimal dev_set moves at a run's last evaluation."""
     from azjax.run.run_dir import RunDir
 
-    records = [r for r in RunDir.open(run_dir).read_metrics() if "net_move_accuracy" in r]
+    records = [r for r in RunDir(run_dir).metrics.read() if "net_move_accuracy" in r]
     return float(records[-1]["net_move_accuracy"])
 
 
@@ -383,7 +383,7 @@ def evaluate_runs(out: Path, simulations: Sequence[int], seeds: dict[int, int],
                 if not run_finished(run_dir):
                     raise ValueError(f"{run_dir} has not finished training; run without "
                                      "--report-only to train it")
-                last = RunDir.open(run_dir).read_metrics()[-1]
+                last = RunDir(run_dir).metrics.read()[-1]
                 old = done.pop((policy, str(n), str(seed)), None)
                 if old is not None and old["iterations"] == str(last["iteration"]):
                     rows.append(old)  # this evaluation of this checkpoint is done
@@ -623,8 +623,8 @@ def curves(out: Path, seeds: dict[int, int]) -> dict[tuple[str, int], Curve]:
         for policy in POLICIES:
             by_iteration: dict[int, list[tuple[int, float]]] = {}
             for seed in range(count):
-                run_dir = RunDir.open(train_dir(out, policy, n, seed))
-                for record in run_dir.read_metrics():
+                run_dir = RunDir(train_dir(out, policy, n, seed))
+                for record in run_dir.metrics.read():
                     if metric in record:
                         by_iteration.setdefault(record["iteration"], []).append(
                             (record["positions"], record[metric]))

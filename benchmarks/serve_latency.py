@@ -30,10 +30,10 @@ import jax
 import numpy as np
 
 from azjax import Agent
+from azjax.commands.serve import Server
 from azjax.core.networks import init_params
 from azjax.run.recipes import recipe
 from azjax.run.web_games import GameTable
-from azjax.serve import Server
 
 
 def untrained(game: str, quick: bool = False) -> Agent:

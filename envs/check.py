@@ -8,7 +8,7 @@ module:Class (the current directory is searched):
 
 `--reference` names an independent implementation of the same rules (an object or
 class with OpenSpiel's `new_initial_state()`; a class or function is called with the game
-options) that every random game is replayed in (`envs.conformance_reference`). It
+options) that every random game is replayed in (`envs.conformance.reference`). It
 prints the report and exits 0, or prints `error: ...` and exits 1 when a check fails and
 2 for a bad argument or an unknown game. (This module is the command line only, so that
 `python -m` does not run a module the package has already imported.)

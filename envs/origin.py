@@ -17,9 +17,8 @@ _LIBRARY_DIRS = tuple(
 )
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _PLUMBING = tuple(_HERE + name for name in (
-    "core.py", "state.py", "registry.py", "origin.py", "checker.py", "conformance.py",
-    "conformance_static.py", "conformance_games.py", "conformance_verdicts.py",
-    "conformance_reference.py", "conformance_pictures.py"))
+    "core.py", "state.py", "registry.py", "origin.py",
+    "conformance" + os.sep))
 
 
 def user_frame(err: BaseException) -> str:

@@ -2,8 +2,8 @@
 process to start (2-2.5 s of importing JAX each) and no program compiled again that this
 process has compiled already.
 
-`command(main, *args)` runs `azjax.cli.run_script(main, *args)`, which is what each
-`python -m azjax.X` does (`if __name__ == "__main__": run_script(main)`), and
+`command(main, *args)` runs `azjax.commands.errors.run_script(main, *args)`, which is
+what each `python -m azjax.X` does (`if __name__ == "__main__": run_script(main)`), and
 `script(path, *argv)` runs an experiment script's own `__main__` block with `sys.argv`
 set. Both give what `subprocess.run(..., capture_output=True, text=True)` gives: a
 `CompletedProcess` with the exit status and what was printed on stdout and stderr, and

@@ -17,10 +17,10 @@ import pytest
 from test_gtp import untrained
 
 from azjax import Agent
-from azjax.arena import main as arena_main
-from azjax.gtp import main as gtp_main
-from azjax.league import main as league_main
-from azjax.play import main as play_main
+from azjax.commands.arena import main as arena_main
+from azjax.commands.gtp import main as gtp_main
+from azjax.commands.league import main as league_main
+from azjax.commands.play import main as play_main
 
 
 @pytest.fixture(scope="module")

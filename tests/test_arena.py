@@ -1,5 +1,5 @@
 """Matches (`azjax/match.py`): play_match on players of known strength, host and device
-loops, paired openings, MatchResult statistics, and the arena's CLI (`azjax/arena.py`)."""
+loops, paired openings, MatchResult statistics, and the arena's CLI (`azjax/commands/arena.py`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ttt_reference import legal_moves, negamax, play, random_play_odds, to_move,
 
 import azjax
 import envs
-from azjax.arena import main
+from azjax.commands.arena import main
 from azjax.core.players import Player, network_player
 from azjax.evaluation import match
 from azjax.evaluation.baselines import random_player, rollout_mcts_player, solver_player
@@ -181,7 +181,7 @@ def test_rollout_mcts_cannot_beat_the_solver(ttt):
 
 
 def test_play_match_is_azjax_play_match_and_checks_its_arguments(ttt):
-    assert azjax.play_match is play_match and azjax.evaluate is play_match
+    assert azjax.play_match is play_match
     with pytest.raises(ValueError, match="num_games must be >= 1, got 0"):
         play_match(ttt, random_player(), random_player(), jax.random.key(0), 0)
     with pytest.raises(ValueError, match="opening_plies must be >= 0, got -1"):

@@ -20,9 +20,9 @@ from azjax import __main__ as azjax_main
 from azjax.commands import command_line
 from azjax.commands.command_line import given_settings, overlay, read_command_line
 from azjax.commands.train import main as train_main
-from azjax.run.checkpoint import checkpoint_steps, read_metrics
 from azjax.run.config import TrainConfig
 from azjax.run.recipes import recipe
+from azjax.run.run_dir import RunDir
 from azjax.run.stop_signals import EXIT_STOPPED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,8 +59,8 @@ def test_the_installed_script_trains_a_run_and_exits_0(tmp_path):
                           timeout=300, cwd=tmp_path, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-2:] == ["finished 1 iterations", f"run directory: {run_dir}"]
-    assert checkpoint_steps(run_dir) == [1]
-    assert [record["iteration"] for record in read_metrics(run_dir)] == [1]
+    assert RunDir(run_dir).checkpoints.steps() == [1]
+    assert [record["iteration"] for record in RunDir(run_dir).metrics.read()] == [1]
 
 
 def test_the_installed_script_passes_a_stop_by_sigterm_through(tmp_path):
@@ -74,8 +74,8 @@ def test_the_installed_script_passes_a_stop_by_sigterm_through(tmp_path):
     process.send_signal(signal.SIGTERM)
     _, err = finish(process)
     assert process.returncode == EXIT_STOPPED, err
-    stopped_at = checkpoint_steps(run_dir)[0]
-    assert read_metrics(run_dir)[-1]["iteration"] == stopped_at < 1000
+    stopped_at = RunDir(run_dir).checkpoints.steps()[0]
+    assert RunDir(run_dir).metrics.read()[-1]["iteration"] == stopped_at < 1000
     assert err.splitlines()[-1] == (
         f"stopped by SIGTERM after iteration {stopped_at}, with a checkpoint in {run_dir}; "
         "rerun the same command to resume")
@@ -144,3 +144,18 @@ def test_experiment_scripts_are_wrappers_without_path_edits():
                              "azjax.commands.errors"}, (path.name, imported)
     shown = experiment("go7x7", "--help")
     assert shown.returncode == 0 and "--selfplay.num-games" in shown.stdout
+
+
+def test_python_m_runs_each_command_from_its_home_and_from_the_top(tmp_path):
+    """`python -m azjax.commands.<module>` runs every command; `python -m azjax.export`
+    (an entry point at the top) is the same program, exit statuses included."""
+    def python_m(module: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", module, *args], capture_output=True,
+                              text=True, timeout=300, cwd=tmp_path, check=False)
+
+    home, top = python_m("azjax.commands.export", "--help"), python_m("azjax.export", "--help")
+    assert home.returncode == top.returncode == 0 and home.stdout == top.stdout, top.stderr
+    assert "python -m azjax.export" in top.stdout
+    missing = python_m("azjax.export", str(tmp_path / "no-run"), str(tmp_path / "a.azjax"))
+    assert missing.returncode == 2 and missing.stderr.startswith("error: "), missing.stderr
+    assert python_m("azjax.commands.info", "--help").returncode == 0

@@ -20,7 +20,7 @@ from envs import EnvCheckError, check_env
 from envs.check import PROPERTIES, RULES, CheckReport, init_keys
 from envs.check import main as check_main
 from envs.conformance import ONLY_A_REFERENCE
-from envs.conformance_endings import ENDINGS
+from envs.conformance.endings import ENDINGS
 
 # Small options where they save time (the CLI test checks tictactoe as well).
 SHIPPED_OPTIONS = {"go": {"size": 5}, "gomoku": {"size": 7, "k": 4}}
@@ -495,15 +495,3 @@ def test_cli_import_path_to_a_broken_game(tmp_path, monkeypatch):
     assert out.returncode == 1, out.stderr
     assert any(line.startswith("error: rewards-zero-sum: ") for line in out.stderr.splitlines())
     assert "moves from env.init(key): " in out.stderr and "Traceback" not in out.stderr
-
-
-def test_envs_checker_is_a_deprecated_alias_of_envs_conformance():
-    """The module's old name still imports, with a DeprecationWarning, and re-exports."""
-    import importlib
-
-    import envs.conformance
-    sys.modules.pop("envs.checker", None)
-    with pytest.warns(DeprecationWarning, match="envs.conformance"):
-        old = importlib.import_module("envs.checker")
-    assert old.check_env is envs.conformance.check_env
-    assert old.CheckReport is envs.conformance.CheckReport

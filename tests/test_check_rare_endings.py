@@ -22,10 +22,10 @@ from breakthrough import (
     WipeOutIsADraw,
 )
 
-import envs.conformance_games
+import envs.conformance.games
 from envs import CheckReport, EnvCheckError, check_env
-from envs.conformance_endings import ENDINGS, ending_kind, endings_reached, holders
-from envs.conformance_policies import POLICIES
+from envs.conformance.endings import ENDINGS, ending_kind, endings_reached, holders
+from envs.conformance.policies import POLICIES
 
 WIPE_OUT = "won by the mover, a side lost every piece"
 
@@ -44,7 +44,7 @@ def test_a_wrongly_scored_wipe_out_on_8x8_is_caught_with_a_reference():
     err = caught.value
     assert err.property == "reference", str(err)
     assert "the env's rewards are [0.0, 0.0], the reference's" in err.message
-    policy = POLICIES[envs.conformance_games.policies_of(8)[err.game]]
+    policy = POLICIES[envs.conformance.games.policies_of(8)[err.game]]
     assert policy in ("hunting", "novelty")
     # The game it shows ends with every pawn of one side captured, after a long game.
     state = replayed(err.actions)
@@ -87,7 +87,7 @@ def old_policies_only(monkeypatch):
         return np.concatenate([np.zeros(uniform, np.int32),
                                1 + np.arange(n - uniform, dtype=np.int32) % 3])
 
-    monkeypatch.setattr(envs.conformance_games, "policies_of", deal)
+    monkeypatch.setattr(envs.conformance.games, "policies_of", deal)
 
 
 @pytest.mark.slow  # a compile of its own

@@ -33,7 +33,7 @@ from breakthrough import (
 )
 
 import envs
-import envs.conformance_games
+import envs.conformance.games
 from envs import EnvCheckError, check_env
 from envs.conformance import ONLY_A_REFERENCE
 from envs.tictactoe import LINES, TicTacToe, _observation
@@ -172,7 +172,7 @@ ROWS, COLS = 3, 4
 
 def uniform_only(monkeypatch):
     """Every random game plays uniformly random moves, as before the biased policies."""
-    monkeypatch.setattr(envs.conformance_games, "policies_of",
+    monkeypatch.setattr(envs.conformance.games, "policies_of",
                         lambda n: np.zeros(n, np.int32))
 
 
@@ -201,7 +201,7 @@ def test_a_rare_ending_scored_wrongly_is_caught_by_the_biased_games():
     err = fails(WipeOutIsADraw(ROWS, COLS), "reference", num_games=64,
                 reference=BreakthroughReference(ROWS, COLS))
     assert "the env's rewards are [0.0, 0.0]" in err.message
-    assert envs.conformance_games.policies_of(64)[err.game] != 0  # a biased game found it
+    assert envs.conformance.games.policies_of(64)[err.game] != 0  # a biased game found it
     # The game it shows ends with every pawn of one side captured.
     state = BreakthroughReference(ROWS, COLS).new_initial_state()
     for action in err.actions:

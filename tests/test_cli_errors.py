@@ -22,7 +22,8 @@ import pytest
 from cli_in_process import experiment
 
 import envs.limits
-from azjax import Agent, arena, export, league, play
+from azjax import Agent
+from azjax.commands import arena, export, league, play
 from azjax.commands import errors as cli
 from azjax.core import memory
 from azjax.evaluation import league as league_lib
@@ -512,13 +513,3 @@ def test_sweep_subprocess_error_is_one_line(tmp_path):
     assert done.returncode == 2, done.stderr
     only_error(done.stderr, "seed must be in [0, 4294967295], got -1")
     assert done.stdout == "" and list(tmp_path.iterdir()) == []
-
-
-def test_the_old_home_of_the_command_helpers_still_works_and_says_where_they_went():
-    import importlib
-    import sys
-
-    sys.modules.pop("azjax.cli", None)
-    with pytest.warns(DeprecationWarning, match="import from azjax.commands.errors"):
-        old = importlib.import_module("azjax.cli")
-    assert old.one_line_errors is cli.one_line_errors and old.run_script is cli.run_script

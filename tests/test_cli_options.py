@@ -33,9 +33,9 @@ from test_gtp import untrained
 from tiny import FLAGS
 
 import envs
-from azjax import arena, gtp, gtp_referee, play
+from azjax.commands import arena, gtp, gtp_referee, play
 from azjax.go.gtp_client import gnugo_command
-from azjax.run import checkpoint as ckpt
+from azjax.run.run_dir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = str(ROOT / "experiments" / "tictactoe.py")
@@ -55,7 +55,7 @@ def one_error_line(done: subprocess.CompletedProcess, text: str) -> None:
 
 
 def iterations(run_dir: Path) -> list[int]:
-    return [r["iteration"] for r in ckpt.read_metrics(run_dir)]
+    return [r["iteration"] for r in RunDir(run_dir).metrics.read()]
 
 
 # --------------------------------------------------------------------------------------
@@ -79,7 +79,7 @@ def test_a_run_directory_with_spaces_trains_resumes_and_loads(spaced_run, tmp_pa
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"resumed {run_dir} at iteration 2" in resumed.stdout
     assert iterations(run_dir) == [1, 2, 3, 4]
-    assert ckpt.checkpoint_steps(run_dir) == [4, 2]
+    assert RunDir(run_dir).checkpoints.steps() == [4, 2]
     out = tmp_path / "a result.json"
     match = command(arena.main, [f"alphazero:{run_dir},sims=4", "random", "--games", "4",
                                  "--json", str(out)])
@@ -138,7 +138,7 @@ def test_ctrl_c_stops_after_a_checkpoint_and_the_rerun_resumes(tmp_path):
                                    cwd=tmp_path)
     try:
         deadline = time.monotonic() + 300  # a guard against a hang, not a measurement
-        while not (run_dir.is_dir() and ckpt.checkpoint_steps(run_dir)):
+        while not (run_dir.is_dir() and RunDir(run_dir).checkpoints.steps()):
             assert process.poll() is None, err.read_text()[-2000:]
             assert time.monotonic() < deadline, "no checkpoint in 300 s"
             time.sleep(0.1)
@@ -155,7 +155,7 @@ def test_ctrl_c_stops_after_a_checkpoint_and_the_rerun_resumes(tmp_path):
                         rf"{re.escape(str(run_dir))}; rerun the same command to resume", text)
     assert stopped, text[-2000:]
     at = int(stopped[1])
-    assert ckpt.checkpoint_steps(run_dir)[0] == at and iterations(run_dir)[-1] == at
+    assert RunDir(run_dir).checkpoints.steps()[0] == at and iterations(run_dir)[-1] == at
     resumed = tictactoe(*TINY, "--iterations", str(at + 1), "--run-dir", run_dir)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"resumed {run_dir} at iteration {at}" in resumed.stdout
@@ -282,7 +282,8 @@ def test_the_quoted_message_for_a_deleted_config_is_the_one_printed(spaced_run, 
     assert quoted and any("config.json" in line for line in quoted)
     repaired = tmp_path / "runs" / "repaired"
     shutil.copytree(spaced_run[0], repaired)
-    shutil.rmtree(ckpt.step_dir(repaired, 4))  # its newest checkpoint is 2, as in the docs
+    # its newest checkpoint is 2, as in the docs
+    shutil.rmtree(RunDir(repaired).checkpoints.step_dir(4))
     (repaired / "config.json").unlink()
     os.truncate(repaired / "metrics.jsonl", 100)
     monkeypatch.chdir(tmp_path)  # the run directory as the docs write it: runs/repaired

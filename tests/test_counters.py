@@ -17,9 +17,8 @@ import envs
 from azjax import train
 from azjax.core import counters
 from azjax.core.iteration import init_train_state
-from azjax.run import checkpoint as ckpt
-from azjax.run.checkpoint import read_metrics
 from azjax.run.recipes import recipe
+from azjax.run.run_dir import RunDir
 
 _add = jax.jit(counters.add)
 
@@ -73,22 +72,23 @@ def test_the_compiled_iteration_counts_past_two_to_the_31():
 def test_a_resumed_run_counts_on_past_two_to_the_31_in_its_records_and_checkpoints(
         tiny_run_copy):
     run_dir = tiny_run_copy  # TINY's 2 iterations, a checkpoint after each
+    run = RunDir(run_dir)
     env = envs.make("tictactoe")
     abstract = init_train_state(env, TINY.program, jax.random.key(0))
-    state = ckpt.restore_newest(run_dir, abstract).tree
+    state = run.checkpoints.restore_newest(abstract).tree
     high = state.replace(games=counters.of(2**33 + 1), positions=counters.of(2**31 - 10))
-    records = read_metrics(run_dir)
-    shutil.rmtree(ckpt.step_dir(run_dir, 2))
-    manager = ckpt.checkpoint_manager(run_dir)
-    ckpt.save(manager, 2, high, TINY, records)
-    manager.close()
+    records = run.metrics.read()
+    shutil.rmtree(run.checkpoints.step_dir(2))
+    run.checkpoints.open_for_saving()
+    run.checkpoints.save(2, high, TINY, records)
+    run.checkpoints.close()
 
     train(TINY.replace(iterations=3), run_dir, progress=None)
-    last = read_metrics(run_dir)[-1]
+    last = run.metrics.read()[-1]
     assert last["iteration"] == 3
     assert last["positions"] == 2**31 - 10 + TINY.program.positions_per_iteration
     assert last["games"] >= 2**33 + 1
-    saved = ckpt.restore_newest(run_dir, abstract)
+    saved = run.checkpoints.restore_newest(abstract)
     assert saved.step == 3
     assert int(saved.tree.positions) == last["positions"]
     assert int(saved.tree.games) == last["games"]

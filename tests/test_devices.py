@@ -26,9 +26,10 @@ from test_training import ROOT
 from azjax import Agent, TrainConfig, train
 from azjax.core.device_split import nearest_multiple, per_device
 from azjax.core.iteration import init_train_state
-from azjax.run import checkpoint as ckpt
 from azjax.run.devices import arrange, device_count, misfits
 from azjax.run.recipes import RECIPES, recipe
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import CONFIG_FILE, METRICS_FILE, RunDirError
 
 SCRIPT = ROOT / "experiments" / "tictactoe.py"
 # A small tic-tac-toe run: 4 iterations, evaluated (network alone) and checkpointed at 2
@@ -86,15 +87,15 @@ def launch(commands: Callable[[int], list[list[str]]], logs: list[Path], cwd: Pa
 
 
 def records(run_dir: Path) -> list[dict]:
-    lines = (run_dir / ckpt.METRICS_FILE).read_text().splitlines()
+    lines = (run_dir / METRICS_FILE).read_text().splitlines()
     return [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
 
 
 def saved_state(run_dir: Path):
     """The run's newest checkpoint, restored whole on this process's one device."""
-    config = ckpt.load_config(run_dir)
+    config = RunDir(run_dir).load_config()
     template = init_train_state(config.make_env(), config.program, jax.random.key(0))
-    restored = ckpt.restore_newest(run_dir, template)
+    restored = RunDir(run_dir).checkpoints.restore_newest(template)
     return restored.step, restored.tree
 
 
@@ -167,8 +168,8 @@ def test_the_two_devices_play_different_games(runs):
 
 @pytest.mark.slow  # the `runs` fixture: three processes, ~55 s
 def test_a_run_resumes_only_on_the_device_count_it_was_trained_on(runs):
-    config = ckpt.load_config(runs["two_devices"])
-    with pytest.raises(ckpt.RunDirError) as err:
+    config = RunDir(runs["two_devices"]).load_config()
+    with pytest.raises(RunDirError) as err:
         train(config.replace(devices=1), runs["two_devices"], progress=None)
     assert "trained on 2 devices" in str(err.value) and "--devices 2" in str(err.value)
     assert records(runs["two_devices"])[-1]["iteration"] == ITERATIONS  # nothing was written
@@ -204,12 +205,13 @@ import sys, tempfile
 from pathlib import Path
 import jax, numpy as np
 jax.config.update("jax_num_cpu_devices", 2)
-from azjax.run import checkpoint as ckpt
 from azjax.run.devices import data_mesh
+from azjax.run.run_dir import RunDir
 from azjax.core.iteration import init_train_state
 from azjax.run.recipes import RECIPES, recipe
 from azjax.core.stacked import init_placed, placed
-program = recipe("tictactoe", "cpu").program
+config = recipe("tictactoe", "cpu")
+program = config.program
 env, mesh, key = program.make_env(), data_mesh(2), jax.random.key(5)
 state = init_placed(env, program, key, mesh)
 ours = jax.tree.leaves(state)
@@ -226,11 +228,12 @@ compiled = []
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, *_, **__: compiled.append(event) if "backend_compile" in event else None)
 run_dir = Path(tempfile.mkdtemp())
-manager = ckpt.checkpoint_manager(run_dir)
-ckpt.save(manager, 1, state)
-manager.close()
+checkpoints = RunDir(run_dir).checkpoints
+checkpoints.open_for_saving()
+checkpoints.save(1, state, config, records=[])
+checkpoints.close()
 saving_compiled = len(compiled)
-restored = ckpt.restore_newest(run_dir, state)
+restored = checkpoints.restore_newest(state)
 assert restored.step == 1 and same(jax.tree.leaves(restored.tree), ours)
 print(len(ours), len(split), min(halves), saving_compiled)
 """
@@ -265,7 +268,7 @@ import json, sys, tempfile
 from pathlib import Path
 import jax
 from azjax.core.device_split import per_device
-from azjax.driver.driver import _devices
+from azjax.driver.preflight import _devices
 from azjax.driver.warm_up import warm_up_config
 from azjax.run.devices import device_count
 from azjax.run.recipes import PRESETS, RECIPES, recipe
@@ -388,7 +391,7 @@ def test_a_device_count_the_batch_does_not_split_over_is_one_error_line(tmp_path
 
 @pytest.mark.slow  # the `runs` fixture: three processes, ~55 s
 def test_train_config_records_the_device_count(runs):
-    saved = json.loads((runs["two_processes"] / ckpt.CONFIG_FILE).read_text())
+    saved = json.loads((runs["two_processes"] / CONFIG_FILE).read_text())
     assert saved["run"]["devices"] == 2
     assert TrainConfig.from_dict(saved).run.devices == 2
 
@@ -396,7 +399,7 @@ def test_train_config_records_the_device_count(runs):
 @pytest.mark.slow  # the `runs` fixture: three processes, ~55 s
 def test_process_0_alone_records_the_provenance_of_a_run_of_two(runs):
     """One provenance.jsonl record for the run (process 0's), counting both processes."""
-    [record] = ckpt.RunDir(runs["two_processes"]).read_provenance()
+    [record] = RunDir(runs["two_processes"]).read_provenance()
     assert (record["iteration"], record["processes"], record["devices"]) == (0, 2, 2)
     assert record["script"] == str(SCRIPT) and " --process-id 0 " in record["command"]
 

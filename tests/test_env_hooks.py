@@ -15,15 +15,15 @@ from tiny import CONFIG
 
 import envs
 from azjax import Agent
+from azjax.commands.play import play_game
 from azjax.core.networks import init_params
 from azjax.core.players import Player
 from azjax.driver.driver import train
 from azjax.evaluation.alphabeta import default_eval, line_count_eval, zero_eval
 from azjax.evaluation.baselines import solver_player
 from azjax.evaluation.evaluators import PositionEvaluator, RandomOpponentEvaluator, make_evaluator
-from azjax.play import play_game
 from azjax.run import metric_schema as ms
-from azjax.run.checkpoint import RunDirError
+from azjax.run.run_layout import RunDirError
 from envs import Env, GroundTruth, GroundTruthSource
 from envs.tictactoe import TicTacToe, states_from_boards
 

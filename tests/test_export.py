@@ -21,13 +21,12 @@ from test_training import ROOT, SMALL, leaves_equal
 import azjax
 from azjax import Agent
 from azjax.commands.command_line import parse_with_preset, read_command_line
+from azjax.commands.export import main as export_main
 from azjax.commands.info import main as info_main
 from azjax.commands.train import Experiment
 from azjax.core.iteration import init_train_state
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig
-from azjax.export import main as export_main
-from azjax.run import checkpoint as ckpt
 from azjax.run.agent_file import AgentFileError, write_agent_file
 from azjax.run.config import TrainConfig
 from azjax.run.provenance import Provenance
@@ -44,13 +43,9 @@ def run_dir(tiny_run):
 
 def checkpoint_params(run_dir, step):
     """The network parameters of checkpoint `step`, restored with the whole state."""
-    config = ckpt.load_config(run_dir)
+    config = RunDir(run_dir).load_config()
     state = init_train_state(config.make_env(), config.program, jax.random.key(0))
-    manager = ckpt.checkpoint_manager(run_dir)
-    try:
-        return ckpt.restore(manager, state, step).params
-    finally:
-        manager.close()
+    return RunDir(run_dir).checkpoints.restore(state, step).params
 
 
 def export_command(*args):
@@ -111,7 +106,7 @@ def test_an_exported_agent_searches_as_it_was_given(tmp_path):
 def test_export_command_line(run_dir, tmp_path, capsys):
     """`python -m azjax.export` in a process of its own; its other cases through its
     `main`, in this process."""
-    assert ckpt.checkpoint_steps(run_dir) == [2, 1]
+    assert RunDir(run_dir).checkpoints.steps() == [2, 1]
     newest, first = checkpoint_params(run_dir, 2), checkpoint_params(run_dir, 1)
     assert not leaves_equal(newest, first)
     out = tmp_path / "agent.azjax"
@@ -173,21 +168,16 @@ def test_bad_agent_files_are_clear_errors(run_dir, tmp_path):
         Agent.load(tmp_path / "chess.azjax")
 
 
-def test_version_1_files_still_load(run_dir, tmp_path):
-    """Files written before the config had two halves hold a flat training config."""
-    agent = Agent.load(run_dir)
-    path = agent.export(tmp_path / "new.azjax")
+def test_version_1_files_are_refused_in_one_line(run_dir, tmp_path):
+    """Version 1 files (a flat training config) were written before azjax 0.1.0."""
+    path = Agent.load(run_dir).export(tmp_path / "new.azjax")
     payload = serialization.msgpack_restore(path.read_bytes())
-    program = json.loads(payload["config"])
-    flat = {**program, **dataclasses.asdict(SMALL.run), "seed": 0}
-    flat["eval_opponents"] = list(flat["eval_opponents"])
-    payload.update(version=1, config=json.dumps(flat))
-    del payload["provenance"]  # version 1 files came before it
+    payload.update(version=1)
     (tmp_path / "v1.azjax").write_bytes(serialization.msgpack_serialize(payload))
-    old = Agent.load(tmp_path / "v1.azjax")
-    assert old.program == agent.program
-    assert leaves_equal(old.params, agent.params)
-    assert old.provenance == Provenance() and not old.provenance.recorded
+    with pytest.raises(AgentFileError, match="agent file version 1; this azjax reads "
+                                             "versions 2") as err:
+        Agent.load(tmp_path / "v1.azjax")
+    assert "\n" not in str(err.value)
 
 
 # --------------------------------------------------------------------------------------
@@ -208,7 +198,7 @@ def test_export_records_the_run_s_provenance_and_load_returns_it(run_dir, tmp_pa
     the process that trained it), and the budget metrics.jsonl records at the exported
     checkpoint (iteration 2, or 1 with --step 1); the run's agent says the same, undated;
     `with_search` keeps it."""
-    records = {record["iteration"]: record for record in ckpt.read_metrics(run_dir)}
+    records = {record["iteration"]: record for record in RunDir(run_dir).metrics.read()}
     assert sorted(records) == [1, 2] and records[1]["games"] < records[2]["games"]
     out, first = tmp_path / "agent.azjax", tmp_path / "first.azjax"
     assert export_main([str(run_dir), str(out)]) == 0
@@ -271,7 +261,7 @@ def test_the_rebuilt_command_trains_the_config_it_was_rebuilt_from(name):
 def test_the_run_s_own_rebuilt_command_gives_its_config(tiny_run_copy):
     """A run from before provenance.jsonl: its command, rebuilt, trains its config."""
     RunDir(tiny_run_copy).provenance_file.unlink()
-    config = ckpt.load_config(tiny_run_copy)
+    config = RunDir(tiny_run_copy).load_config()
     command = Agent.load(tiny_run_copy).provenance.command
     assert command.startswith(f"azjax train tictactoe --preset cpu --run-dir {tiny_run_copy}")
     assert parsed(command) == (config, str(tiny_run_copy))

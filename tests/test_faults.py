@@ -6,7 +6,6 @@ the state of a run that was never interrupted."""
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import subprocess
@@ -17,8 +16,8 @@ from pathlib import Path
 import pytest
 from test_devices import OPTIONS, SCRIPT, launch, same_leaves, saved_state
 
-from azjax.run import checkpoint as ckpt
 from azjax.run.peers import EXIT_PEER_LOST
+from azjax.run.run_dir import RunDir
 from azjax.run.stop_signals import EXIT_STOPPED
 
 pytestmark = pytest.mark.slow  # two processes per run, 20-60 s each; ~7 minutes in all
@@ -108,11 +107,12 @@ def stopped_there(run_dir: Path, signalled_after: int) -> int:
     iteration can have seen it), before its last, and saved a complete checkpoint of
     that iteration (its manifest, written once every process saved its part, names it)
     with the metrics up to it."""
-    stopped_at = ckpt.checkpoint_steps(run_dir)[0]
+    checkpoints = RunDir(run_dir).checkpoints
+    stopped_at = checkpoints.steps()[0]
     assert signalled_after < stopped_at < ITERATIONS, (signalled_after, stopped_at)
-    manifest = json.loads((ckpt.step_dir(run_dir, stopped_at) / ckpt.MANIFEST_FILE).read_text())
+    manifest = checkpoints.manifest(stopped_at)
     assert manifest["step"] == stopped_at
-    assert ckpt.read_metrics(run_dir)[-1]["iteration"] == stopped_at
+    assert RunDir(run_dir).metrics.read()[-1]["iteration"] == stopped_at
     return stopped_at
 
 
@@ -120,8 +120,8 @@ def test_two_processes_resume_and_fall_back_together_from_damage_one_sees(tmp_pa
     run_dir = tmp_path / "run"
     Pair(run_dir, "--iterations", "20").finish()
     # Damage a file that only process 1 checks (the second of the manifest's files).
-    manifest = json.loads((ckpt.step_dir(run_dir, 20) / ckpt.MANIFEST_FILE).read_text())
-    damaged = ckpt.step_dir(run_dir, 20) / sorted(manifest["files"])[1]
+    manifest = RunDir(run_dir).checkpoints.manifest(20)
+    damaged = RunDir(run_dir).checkpoints.step_dir(20) / sorted(manifest["files"])[1]
     damaged.write_bytes(damaged.read_bytes() + b"!")
 
     resumed = Pair(run_dir)

@@ -19,7 +19,7 @@ from cli_in_process import command
 from cli_in_process import experiment as script  # python experiments/NAME.py ARGV
 from docs_blocks import SMOKE
 
-from azjax import arena, play
+from azjax.commands import arena, play
 from azjax.core.program import ProgramConfig
 from azjax.run.config import TrainConfig, game_defaults
 from azjax.run.game_options import split_game_options

@@ -14,8 +14,7 @@ from azjax.core.iteration import init_train_state
 from azjax.core.stacked import group_step, stack, unstack
 from azjax.evaluation.gating import gate_decision
 from azjax.evaluation.match import MatchResult
-from azjax.run import checkpoint as ckpt
-from azjax.run.checkpoint import read_metrics
+from azjax.run.run_dir import RunDir
 
 # The tiny program (tests/tiny.py; tests/test_sweep.py sweeps it too), for 6 iterations,
 # a checkpoint after every second one.
@@ -82,7 +81,7 @@ def trees_equal(a, b) -> bool:
 def saved_state(run_dir, step):
     """The whole train state of a run's checkpoint at `step`."""
     template = init_train_state(envs.make("tictactoe"), GATED.program, jax.random.key(0))
-    return ckpt.restore(ckpt.checkpoint_manager(run_dir), template, step)
+    return RunDir(run_dir).checkpoints.restore(template, step)
 
 
 def test_a_promotion_makes_the_best_network_a_copy_of_the_latest(gated_run):
@@ -103,7 +102,7 @@ def test_a_promotion_makes_the_best_network_a_copy_of_the_latest(gated_run):
     assert trees_equal(final.best_params, Agent.load(run_dir, step=6).params)
     assert not trees_equal(final.best_params, final.params)
     # The metrics file holds the same gate records.
-    logged = [r for r in read_metrics(run_dir) if "gate_score" in r]
+    logged = [r for r in RunDir(run_dir).metrics.read() if "gate_score" in r]
     assert logged == gates
 
 
@@ -167,14 +166,14 @@ def test_a_gate_due_when_a_signal_stops_the_run_still_runs(gated_run, tmp_path):
     with pytest.raises(Stopped):
         train_group([GATED], [run_dir], progress=None, on_iteration=signal_at_three,
                     env=ENV)
-    stop = read_metrics(run_dir)[-1]
+    stop = RunDir(run_dir).metrics.read()[-1]
     assert stop["iteration"] == 4 and (stop["gate_score"], stop["promoted"]) == (0.5, 1.0)
     resumed = train(GATED, run_dir, progress=None, env=ENV)
     _, whole = gated_run
     assert trees_equal(resumed.train_state.params, whole.train_state.params)
     assert trees_equal(resumed.train_state.best_params, whole.train_state.best_params)
     gates = [(r["iteration"], r["gate_score"], r["best_iteration"])
-             for r in read_metrics(run_dir) if "gate_score" in r]
+             for r in RunDir(run_dir).metrics.read() if "gate_score" in r]
     assert gates == [(r["iteration"], r["gate_score"], r["best_iteration"])
                      for r in whole.records if "gate_score" in r]
 
@@ -193,7 +192,7 @@ def test_training_logs_scores_against_chosen_baselines(tmp_path):
                            eval_opponents=("random", "solver", "alphabeta:1"),
                            eval_games=16, eval_openings=0)
     result = train(config, tmp_path / "run", progress=None)
-    evaluated = [r for r in read_metrics(tmp_path / "run") if "vs random" in r]
+    evaluated = [r for r in RunDir(tmp_path / "run").metrics.read() if "vs random" in r]
     assert [r["iteration"] for r in evaluated] == [1, 2]
     for record in evaluated:
         assert 0.0 <= record["vs random"] <= 1.0
@@ -247,4 +246,4 @@ def test_a_gated_group_gates_each_experiment_as_its_own_run(gated_run, tmp_path)
             for r in strict_gates] == [(i, 0.5, 0.0, 0) for i in (2, 4, 6)]
     assert int(second.train_state.best_iteration) == 0
     assert trees_equal(second.train_state.best_params, initial)
-    assert read_metrics(tmp_path / "b") == second.records
+    assert RunDir(tmp_path / "b").metrics.read() == second.records

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import envs
-from azjax.arena import main as arena
+from azjax.commands.arena import main as arena
 from azjax.driver.driver import train
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.evaluators import versus

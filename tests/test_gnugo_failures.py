@@ -26,7 +26,7 @@ from cli_in_process import command, experiment
 from gnugo_start_up import wait_for_start_up
 
 import envs
-from azjax import arena, gtp_referee
+from azjax.commands import arena, gtp_referee
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.evaluators import versus
 from azjax.evaluation.match import play_match

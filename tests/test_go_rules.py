@@ -948,7 +948,7 @@ def test_bad_options():
 
 
 def test_ko_option_from_configs_and_the_command_line():
-    from azjax.arena import _arena_env
+    from azjax.commands.arena import _arena_env
     from azjax.run.config import TrainConfig
 
     config = TrainConfig().replace(game="go", game_options={"size": 5, "ko": "simple"})

@@ -20,15 +20,16 @@ from sgfmill import sgf
 from test_games_training import TINY
 
 import envs
-from azjax import Agent, gtp
+from azjax import Agent
+from azjax.commands import gtp
+from azjax.commands.gtp import main as gtp_main
+from azjax.commands.gtp_referee import main as referee_main
 from azjax.core.networks import NetworkConfig
 from azjax.go.gtp_client import gnugo_command
 from azjax.go.gtp_engine import Engine, serve
 from azjax.go.gtp_protocol import parse_score
 from azjax.go.referee import referee
 from azjax.go.sgf import sgf_result
-from azjax.gtp import main as gtp_main
-from azjax.gtp_referee import main as referee_main
 from envs.go_board import COLUMNS, format_move, parse_move
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,14 +13,15 @@ from tiny import CONFIG
 
 import envs
 from azjax import train
+from azjax.commands.league import main
 from azjax.evaluation.baselines import random_player, solver_player
 from azjax.evaluation.league import CSV_COLUMNS, fit_league, round_robin, run_league
 from azjax.evaluation.match import MatchResult
 from azjax.evaluation.player_specs import make_player
 from azjax.evaluation.ratings import fit_elo
-from azjax.league import main
 from azjax.run.agent import Agent
-from azjax.run.checkpoint import RunDirError, read_metrics
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import RunDirError
 
 # The tiny program (tests/tiny.py) for three iterations, a checkpoint after each.
 TINY = CONFIG.replace(iterations=3, checkpoint_every=1)
@@ -92,8 +93,8 @@ def test_round_robin_rejects_duplicate_names():
 
 
 def test_run_league_writes_one_row_per_player(run_dir):
-    league = run_league(run_dir, baselines=("random", "solver"), games_per_pair=4,
-                        kind="network", progress=None)
+    league = run_league(RunDir.open(run_dir), baselines=("random", "solver"),
+                        games_per_pair=4, kind="network", progress=None)
     names = ["it1", "it2", "it3", "random", "solver"]
     assert league.names == names
     assert len(league.matches) == 10 and all(m.num_games == 4 for m in league.matches)
@@ -105,7 +106,7 @@ def test_run_league_writes_one_row_per_player(run_dir):
         rows = list(reader)
     assert tuple(reader.fieldnames) == CSV_COLUMNS
     assert [r["name"] for r in rows] == names
-    metrics = {r["iteration"]: r for r in read_metrics(run_dir)}
+    metrics = {r["iteration"]: r for r in RunDir(run_dir).metrics.read()}
     for row in rows[:3]:
         step = int(row["iteration"])
         assert row["kind"] == "checkpoint" and row["name"] == f"it{step}"
@@ -139,8 +140,8 @@ def test_run_league_overrides_simulations(run_dir, monkeypatch):
         return original(self, kind, name, greedy)
 
     monkeypatch.setattr(Agent, "player", spy)
-    league = run_league(run_dir, baselines=["random"], steps=[3], games_per_pair=2,
-                        simulations=2, progress=None)
+    league = run_league(RunDir.open(run_dir), baselines=["random"], steps=[3],
+                        games_per_pair=2, simulations=2, progress=None)
     assert budgets == [("alphazero", 2)]
     assert league.names == ["it3", "random"]
     assert league.entrants[0].iteration == 3
@@ -148,19 +149,20 @@ def test_run_league_overrides_simulations(run_dir, monkeypatch):
 
 def test_run_league_errors(run_dir, tmp_path):
     messages = []
+    run = RunDir.open(run_dir)
     with pytest.raises(RunDirError, match=r"step\(s\) \[7\].*available steps: \[1, 2, 3\]"):
-        run_league(run_dir, steps=[7], progress=messages.append)
+        run_league(run, steps=[7], progress=messages.append)
     with pytest.raises(RunDirError, match="does not exist"):
-        run_league(tmp_path / "missing", progress=messages.append)
+        run_league(RunDir.open(tmp_path / "missing"), progress=messages.append)
     with pytest.raises(ValueError, match="anchor 'solver' is not among the players"):
-        run_league(run_dir, baselines=["random"], anchor="solver", progress=messages.append)
+        run_league(run, baselines=["random"], anchor="solver", progress=messages.append)
     with pytest.raises(ValueError, match="simulations applies only"):
-        run_league(run_dir, kind="network", simulations=4, progress=messages.append)
+        run_league(run, kind="network", simulations=4, progress=messages.append)
     empty = tmp_path / "empty"
     empty.mkdir()
     shutil.copy(run_dir / "config.json", empty / "config.json")
     with pytest.raises(RunDirError, match="no checkpoint"):
-        run_league(empty, progress=messages.append)
+        run_league(RunDir.open(empty), progress=messages.append)
     assert messages == []  # every error comes before any game is played
 
 

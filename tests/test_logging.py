@@ -10,8 +10,8 @@ import pytest
 from test_training import SMALL
 
 from azjax import train
-from azjax.run import checkpoint as ckpt
 from azjax.run.progress import Progress, format_duration
+from azjax.run.run_dir import RunDir
 
 
 def read_events(log_dir: Path) -> dict[str, dict[int, float]]:
@@ -37,7 +37,7 @@ def test_tensorboard_gets_the_same_scalars_as_metrics_jsonl(tmp_path):
     run_dir = tmp_path / "run"
     train(config, run_dir, progress=None)
     scalars = read_events(run_dir / "tensorboard")
-    records = ckpt.read_metrics(run_dir)
+    records = RunDir(run_dir).metrics.read()
     assert [r["iteration"] for r in records] == [1, 2, 3]
     # Every iteration logs its training scalars; evaluations (every 2nd, and the last)
     # log theirs.

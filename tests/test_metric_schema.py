@@ -10,17 +10,16 @@ import pytest
 
 import envs
 from azjax.driver import plots, status
-from azjax.evaluation import evaluators
 from azjax.evaluation.evaluators import RandomOpponentEvaluator, make_evaluator
 from azjax.run import metric_schema as ms
-from azjax.run.checkpoint import read_metrics
+from azjax.run.run_dir import RunDir
 from azjax.sweep.table import best_config, markdown_table, results_table
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "getting-started.md"
 
 
 def test_every_key_of_a_real_run_is_in_the_schema(tiny_run):
-    records = read_metrics(tiny_run)
+    records = RunDir(tiny_run).metrics.read()
     keys = {k for r in records for k in r}
     assert {m.name for m in ms.LOSSES} <= keys
     assert [k for k in keys if not ms.is_known(k)] == []
@@ -107,19 +106,6 @@ def test_the_best_configuration_goes_the_metrics_way():
     loss_rows = [{**r, "loss": "0.5"} for r in rows]
     assert "| 0.5 ± 0 |" in markdown_table(results_table(loss_rows, ["x"], ["loss"]),
                                            ["x"], ["loss"])
-
-
-def test_the_removed_names_still_work_with_a_warning():
-    with pytest.warns(DeprecationWarning, match="metric_schema"):
-        assert status.LOSSES == ("loss", "value_loss", "policy_loss")
-    with pytest.warns(DeprecationWarning, match="metric_schema"):
-        assert plots.LOSS_KEYS == ("loss", "value_loss", "policy_loss")
-    with pytest.warns(DeprecationWarning, match="metric_schema"):
-        assert evaluators.METRIC_LABELS["net_optimal_share"] == "net optimal"
-    with pytest.warns(DeprecationWarning):
-        assert (evaluators.OPPONENT_PREFIX, evaluators.MARGIN_PREFIX) == ("vs ", "margin vs ")
-    with pytest.raises(AttributeError):
-        _ = status.NO_SUCH_NAME
 
 
 def test_the_docs_table_is_the_schema():

@@ -2,17 +2,22 @@
 point, the Hex game they carry, and the outputs of a full run they show.
 
 The project's repository has one home, `[project.urls] Repository` in pyproject.toml:
-every notebook's install cell defaults to `git+` that URL, and every Colab link (in the
-notebooks and in docs/) is built from it, so a fork changes one line. The notebooks are
-committed with the outputs of a full (not smoke) run, which the documentation site shows
-(mkdocs-jupyter, `execute: false`): every cell that shows something has its output, none
-an error, in the order of a run from the top. tests/test_notebooks.py runs them (at a
-smoke budget, outside the checkout).
+every notebook's install cell defaults to `git+` that URL at the tag of the release the
+notebook was saved with (`@v` pyproject.toml's version), and every Colab link (in the
+notebooks and in docs/) is built from it, so a fork changes one line. On a GPU runtime the
+install cell installs azjax's `cuda` extra (JAX's CUDA build), not a CPU-only JAX. The
+notebooks are committed with the outputs of a full (not smoke) run, which the documentation
+site shows (mkdocs-jupyter, `execute: false`): every cell that shows something has its
+output, none an error, in the order of a run from the top. tests/test_notebooks.py runs
+them (at a smoke budget, outside the checkout).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -22,8 +27,10 @@ tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"][
-    "Repository"]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+REPOSITORY = PROJECT["urls"]["Repository"]
+VERSION = PROJECT["version"]
+RELEASE = f"git+{REPOSITORY}@v{VERSION}"  # the install cells' default: the release's tag
 COLAB = re.compile(r"https://colab\.research\.google\.com/github/[^\s)\]\"'>]+")
 # Code cells that show nothing where azjax is installed: the install cell, the parameters.
 SILENT = {"setup", "parameters"}
@@ -47,16 +54,84 @@ def test_there_are_the_four_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_install_cell_installs_from_the_repository_only_where_azjax_is_missing(path):
-    nb = nbformat.read(path, as_version=4)
-    code = [cell for cell in nb.cells if cell.cell_type == "code"]
-    setup = code[0]
-    assert "setup" in _tags(setup)
-    assert (f'AZJAX_SOURCE = os.environ.get("AZJAX_SOURCE", "git+{REPOSITORY}")'
+def test_install_cell_installs_the_release_from_the_repository_only_where_azjax_is_missing(
+        path):
+    setup = _setup(path)
+    # The tag is pyproject.toml's version: bumping the version means saving the notebooks
+    # with it (and tagging the release v<version>).
+    assert f'AZJAX_VERSION = "{VERSION}"' in setup.source
+    assert ('AZJAX_SOURCE = os.environ.get("AZJAX_SOURCE",\n'
+            f'                              f"git+{REPOSITORY}@v{{AZJAX_VERSION}}")'
             in setup.source)
     assert 'if importlib.util.find_spec("azjax") is None:\n    %pip install' in setup.source
-    assert '"{AZJAX_SOURCE}"' in setup.source
+    assert '"{AZJAX_REQUIREMENT}"' in setup.source
     assert ("apt-get install" in setup.source) == (path.stem == "go")  # GNU Go, in Colab
+
+
+def _setup(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    setup = next(cell for cell in nb.cells if cell.cell_type == "code")
+    assert "setup" in _tags(setup)
+    return setup
+
+
+_FIND_SPEC, _EXISTS = importlib.util.find_spec, os.path.exists  # as the runtime has them
+
+
+def _run_setup(path: Path, monkeypatch, *, gpu: bool, source: str | None = None,
+               installed: bool = False) -> list[tuple[str, str]]:
+    """Runs the install cell as IPython would (its `%pip` and `!` lines turned into
+    calls), on a runtime with or without an NVIDIA GPU, AZJAX_SOURCE `source` (None:
+    unset) and azjax installed or not: the magics it called, with their lines expanded,
+    and nothing installed."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    calls: list[tuple[str, str]] = []
+    namespace: dict = {}
+
+    class Shell:
+        def run_line_magic(self, name, line, _stack_depth=1):
+            calls.append((name, line.format(**namespace)))
+
+        def system(self, command):
+            calls.append(("!", command))
+
+    namespace["get_ipython"] = Shell
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: (
+        _FIND_SPEC(name, *args) if name != "azjax" or installed else None))
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: (
+        f"/usr/bin/{name}" if gpu and name == "nvidia-smi" else None))
+    monkeypatch.setattr(os.path, "exists", lambda p: (
+        gpu if str(p).startswith("/dev/nvidia") else _EXISTS(p)))
+    if source is None:
+        monkeypatch.delenv("AZJAX_SOURCE", raising=False)
+    else:
+        monkeypatch.setenv("AZJAX_SOURCE", source)
+    python = TransformerManager().transform_cell(_setup(path).source)
+    exec(compile(python, f"{path.name}:setup", "exec"), namespace)
+    return calls
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_install_cell_installs_the_cuda_extra_on_a_gpu_runtime(path, monkeypatch, tmp_path):
+    """By default the release tagged with pyproject.toml's version; on a GPU runtime
+    (nvidia-smi, or /dev/nvidia0) with the `cuda` extra, whatever the source, so that pip
+    keeps or installs JAX's CUDA build rather than put a CPU-only JAX in its place."""
+    assert any(r.startswith("jax[cuda") for r in PROJECT["optional-dependencies"]["cuda"])
+
+    def pip(requirement: str) -> list[tuple[str, str]]:
+        return [("pip", f'install --quiet "{requirement}"')]
+
+    assert _run_setup(path, monkeypatch, gpu=False) == pip(RELEASE)
+    assert _run_setup(path, monkeypatch, gpu=True) == pip(f"azjax[cuda] @ {RELEASE}")
+    wheel = tmp_path / f"azjax-{VERSION}-py3-none-any.whl"
+    wheel.touch()
+    assert _run_setup(path, monkeypatch, gpu=False, source=str(wheel)) == pip(str(wheel))
+    assert _run_setup(path, monkeypatch, gpu=True, source=str(wheel)) == pip(
+        f"azjax[cuda] @ {wheel.as_uri()}")
+    assert _run_setup(path, monkeypatch, gpu=True, source=f"azjax=={VERSION}") == pip(
+        f"azjax[cuda]=={VERSION}")
+    assert _run_setup(path, monkeypatch, gpu=True, installed=True) == []  # nothing to do
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -37,7 +37,7 @@ from users_build import users_environment
 
 import azjax
 import envs
-from azjax.run.checkpoint import read_metrics
+from azjax.run.run_dir import RunDir
 
 pytestmark = pytest.mark.slow
 
@@ -206,7 +206,7 @@ def test_kernel_runs_the_fresh_venv_and_installs_azjax_once(executed, fresh_kern
     python, wheel = fresh_kernel
     setup = _cell(nb, "setup")
     assert 'importlib.util.find_spec("azjax") is None' in setup.source
-    assert 'os.environ.get("AZJAX_SOURCE", "git+' in setup.source
+    assert 'os.environ.get("AZJAX_SOURCE",' in setup.source
     if installed_before:  # an earlier notebook installed it: this one does nothing
         assert _text(setup) == ""
     else:  # the first notebook installs the wheel with its install cell
@@ -228,7 +228,7 @@ def test_training_writes_metrics_and_checkpoints(executed):
     out = _text(_cell(nb, "train"))
     count = re.search(r"(\d+) metrics records; last: iteration (\d+)", out)
     assert count, out
-    records = read_metrics(run_dir)
+    records = RunDir(run_dir).metrics.read()
     assert len(records) == int(count[1]) == SMOKE_ITERATIONS  # logged every iteration
     assert [r["iteration"] for r in records] == list(range(1, SMOKE_ITERATIONS + 1))
     assert int(count[2]) == SMOKE_ITERATIONS
@@ -411,5 +411,5 @@ def test_the_installed_command_trains_tictactoe_to_perfect_play(fresh_kernel, tm
     out = _run(python.parent / "azjax", "train", "tictactoe", cwd=tmp_path,
                env=users_environment())  # compiled as a user's, not as the tests
     assert re.search(r"^perfect play reached at iteration \d+; stopping$", out, re.MULTILINE), out
-    records = read_metrics(tmp_path / "runs" / "tictactoe")
+    records = RunDir(tmp_path / "runs" / "tictactoe").metrics.read()
     assert records[-1]["perfect"] and records[-1]["net_optimal_share"] == 1.0

@@ -15,7 +15,8 @@ import pytest
 from test_games_training import TINY
 
 import envs
-from azjax import Agent, play
+from azjax import Agent
+from azjax.commands import play
 from azjax.core.networks import NetworkConfig, init_params
 from envs.connect_four import state_from_moves
 

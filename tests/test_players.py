@@ -36,7 +36,7 @@ from azjax.evaluation.rollout_mcts import (
     uct_action_selection,
     uct_actions,
 )
-from azjax.run import checkpoint as ckpt
+from azjax.run.run_dir import RunDir
 from azjax.run.specs import parse_spec
 from envs import coin_split
 from envs import tictactoe_minimax as ttt_solver
@@ -677,14 +677,15 @@ def run(tmp_path_factory):
     path = tmp_path_factory.mktemp("players") / "run"
     env = TINY.make_env()
     path.mkdir()
-    ckpt.save_config(path, TINY)
-    manager = ckpt.checkpoint_manager(path)
+    run = RunDir(path)
+    run.save_config(TINY)
+    run.checkpoints.open_for_saving()
     params = {}
     for step in (1, 2):
         state = init_train_state(env, TINY.program, jax.random.key(step))
-        ckpt.save(manager, step, state, TINY)
+        run.checkpoints.save(step, state, TINY, records=[])
         params[step] = state.params
-    manager.close()
+    run.checkpoints.close()
     return path, params
 
 

@@ -19,9 +19,9 @@ import envs.limits
 from azjax import TrainConfig, train
 from azjax.core.program import program_bytes
 from azjax.driver.warm_up import warm_up, warm_up_config
-from azjax.run import checkpoint as ckpt
-from azjax.run.checkpoint import RunDirError, load_config, read_metrics
 from azjax.run.recipes import CPU_RECIPES, GPU_RECIPES, PRESETS, defaults_for, recipe
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import RunDirError
 from azjax.sweep import parse_params
 from azjax.sweep.sweep import check_out_dir
 
@@ -90,7 +90,7 @@ def test_go9x9_and_its_go7x7_warm_up_search_as_their_figures_were_measured(
     gpu variants keep playout cap randomisation, as measured on an H200. go9x9's warm-up
     takes go7x7's self-play in the same preset, so the two parts agree."""
     config = recipe("go9x9", preset)
-    warm = warm_up_config(config, tmp_path / "run")
+    warm = warm_up_config(config, RunDir(tmp_path / "run"))
     assert warm.program.game_options["size"] == 7 and config.program.game_options["size"] == 9
     for program in (config.program, warm.program):
         assert program.selfplay.full_search_prob == full_search_prob
@@ -123,7 +123,7 @@ def test_preset_gpu_trains_that_variant_and_a_resumed_run_keeps_it(tmp_path, cap
         f"tictactoe, preset gpu (its own, from {run_dir / 'config.json'}; resuming with "
         "the settings it records, which differ from the tictactoe recipe's in "), first
     assert first.endswith("): at most 2 iterations")
-    assert [r["iteration"] for r in read_metrics(run_dir)] == [1, 2]
+    assert [r["iteration"] for r in RunDir(run_dir).metrics.read()] == [1, 2]
     assert json.loads((run_dir / "config.json").read_text())["run"]["preset"] == "gpu"
 
     # --preset cpu: another variant than the run's is one line naming the fix.
@@ -199,13 +199,13 @@ def test_a_run_from_before_presets_resumes_with_its_own_settings(tmp_path, monke
 def test_a_recipe_changed_since_a_run_began_does_not_block_its_resume(tiny_run_copy, capsys):
     """The recipe has changed since (here: the run is the tiny program, not the recipe
     at all): the rerun resumes with the run's own settings and says which differ."""
-    before = load_config(tiny_run_copy)
+    before = RunDir(tiny_run_copy).load_config()
     config, why = parse_why([], run_dir=tiny_run_copy)
     assert config == before
     assert "which differ from the tictactoe recipe's in gradient_steps, learner.batch_size" in why
     assert main(["tictactoe", "--run-dir", str(tiny_run_copy), "--iterations", "3"]) == 0
-    assert [r["iteration"] for r in read_metrics(tiny_run_copy)] == [1, 2, 3]
-    assert load_config(tiny_run_copy) == before.replace(iterations=3)
+    assert [r["iteration"] for r in RunDir(tiny_run_copy).metrics.read()] == [1, 2, 3]
+    assert RunDir(tiny_run_copy).load_config() == before.replace(iterations=3)
     assert "resuming with the settings it records" in capsys.readouterr().out.splitlines()[0]
 
 
@@ -264,8 +264,9 @@ def test_go9x9_max_minutes_bounds_its_warm_up_too(preset, argv, minutes):
 
 def test_go9x9_iterations_bound_its_warm_up_too(tmp_path):
     config = recipe("go9x9", "cpu")
-    assert warm_up_config(config, tmp_path / "run").run.iterations == config.run.iterations
-    warm = warm_up_config(config.replace(iterations=2), tmp_path / "run")
+    run_dir = RunDir(tmp_path / "run")
+    assert warm_up_config(config, run_dir).run.iterations == config.run.iterations
+    warm = warm_up_config(config.replace(iterations=2), run_dir)
     assert (warm.run.iterations, warm.run.max_minutes) == (2, 14)
 
 
@@ -274,17 +275,17 @@ def test_a_warm_up_in_progress_resumes_with_its_own_config(tmp_path, monkeypatch
     the config.json it began with (and its preset), saying how it differs."""
     run_dir = tmp_path / "run"
     config = recipe("go9x9", "gpu")
-    began = warm_up_config(config, run_dir)
+    began = warm_up_config(config, RunDir(run_dir))
     for path, value in (("selfplay.full_search_prob", 0.5), ("selfplay.cheap_simulations", 4)):
         began = began.with_value(path, value)
     (run_dir / "warm-up").mkdir(parents=True)
     began.save(run_dir / "warm-up" / "config.json")
 
-    warm = warm_up_config(config, run_dir)
+    warm = warm_up_config(config, RunDir(run_dir))
     assert warm == began
-    ckpt.check_run_dir(run_dir / "warm-up", warm)  # not refused
+    RunDir(run_dir).warm_up.check(warm)  # not refused
     said = []
-    warm_up(config, warm, run_dir, lambda *_: None, said.append)
+    warm_up(config, warm, RunDir(run_dir), lambda *_: None, said.append)
     assert said == [(f"warm-up: resuming {run_dir / 'warm-up'} with its config.json (it "
                      "differs from today's go7x7 recipe in selfplay.cheap_simulations, "
                      "selfplay.full_search_prob) for 3 minutes (at most 10,000,000 "
@@ -299,18 +300,19 @@ def test_a_warm_up_in_progress_resumes_with_its_own_config(tmp_path, monkeypatch
     with pytest.raises(ValueError, match=r"holds a warm-up of another network \(it differs "
                        r"in network.channels\): rerun with the network options it began "
                        r"with, or delete that directory"):
-        warm_up_config(other, run_dir)
+        warm_up_config(other, RunDir(run_dir))
 
 
-def test_recipe_without_a_preset_is_deprecated_and_no_call_here_leaves_it_out():
-    """What a recipe with no preset gives depends on the machine: the tests, benchmarks,
-    docs and notebooks name the preset."""
-    with pytest.warns(DeprecationWarning, match=r"recipe\('go7x7'\) without a preset picks "
-                      r"the variant by the backend JAX runs on; name one: "
-                      r"recipe\('go7x7', 'cpu'\), 'gpu', or 'auto'"):
-        assert recipe("go7x7") == recipe("go7x7", "auto")  # the deprecated call
-    with pytest.warns(DeprecationWarning, match=r"defaults_for\('go7x7'\) without"):
-        assert defaults_for("go7x7") == recipe("go7x7", "auto")
+def test_a_recipe_needs_a_preset_and_no_call_here_leaves_it_out():
+    """What a recipe with no preset would give depends on the machine, so the preset is
+    required (since 0.2.0): the tests, benchmarks, docs and notebooks name it."""
+    with pytest.raises(TypeError, match=r"^recipe\('go7x7'\) needs a preset: "
+                       r"recipe\('go7x7', 'cpu'\), 'gpu', or 'auto' for the variant of the "
+                       r"backend JAX runs on$"):
+        recipe("go7x7")  # the call left out
+    with pytest.raises(TypeError, match=r"^defaults_for\('go7x7'\) needs a preset"):
+        defaults_for("go7x7")  # the call left out
+    assert defaults_for("go7x7", "auto") == recipe("go7x7", "auto")
     assert defaults_for("pgx:hex").run.preset == ""  # a game of no recipe has no preset
     bare = re.compile(r"\brecipe\(\s*(\\?[\"'][\w:]+\\?[\"']|[\w.\[\]]+)\s*\)")
     paths = [ROOT / "README.md", *(path for folder in ("azjax", "benchmarks", "docs",
@@ -320,7 +322,7 @@ def test_recipe_without_a_preset_is_deprecated_and_no_call_here_leaves_it_out():
                                    if path.suffix in (".py", ".md", ".ipynb"))]
     found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for path in paths
              for n, line in enumerate(path.read_text().splitlines(), 1)
-             if bare.search(line) and "the deprecated call" not in line]
+             if bare.search(line) and "the call left out" not in line]
     assert found == []
 
 
@@ -335,11 +337,12 @@ def test_evaluations_and_checkpoints_by_minutes(tmp_path):
     every_time = SMALL.replace(iterations=3, eval_every=0, eval_every_minutes=1e-7,
                                checkpoint_every=0, checkpoint_every_minutes=1e-7)
     train(every_time, tmp_path / "often", progress=None)
-    assert [r["iteration"] for r in read_metrics(tmp_path / "often") if "perfect" in r] == [
-        1, 2, 3]
-    assert ckpt.checkpoint_steps(tmp_path / "often") == [3, 2, 1]
+    assert [r["iteration"] for r in RunDir(tmp_path / "often").metrics.read()
+            if "perfect" in r] == [1, 2, 3]
+    assert RunDir(tmp_path / "often").checkpoints.steps() == [3, 2, 1]
 
     seldom = every_time.replace(eval_every_minutes=1000.0, checkpoint_every_minutes=1000.0)
     train(seldom, tmp_path / "seldom", progress=None)
-    assert [r["iteration"] for r in read_metrics(tmp_path / "seldom") if "perfect" in r] == [3]
-    assert ckpt.checkpoint_steps(tmp_path / "seldom") == [3]
+    assert [r["iteration"] for r in RunDir(tmp_path / "seldom").metrics.read()
+            if "perfect" in r] == [3]
+    assert RunDir(tmp_path / "seldom").checkpoints.steps() == [3]

@@ -21,7 +21,9 @@ from tiny import FLAGS
 
 from azjax import TrainConfig, train, train_group
 from azjax.core.iteration import init_train_state
-from azjax.run import checkpoint as ckpt
+from azjax.run.checkpoint_files import UNFINISHED, is_unfinished
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import DAMAGED_DIR
 from azjax.sweep import merge, parse_params, run_sweep
 
 # Fields that measure the machine, not the run.
@@ -57,11 +59,8 @@ def without_timing(records):
 
 def final_state(config: TrainConfig, run_dir: Path):
     env = config.make_env()
-    manager = ckpt.checkpoint_manager(run_dir)
-    try:
-        return ckpt.restore(manager, init_train_state(env, config.program, jax.random.key(0)))
-    finally:
-        manager.close()
+    return RunDir(run_dir).checkpoints.restore(
+        init_train_state(env, config.program, jax.random.key(0)))
 
 
 @pytest.mark.slow  # about 50 s each; the kill tests below cover the same resume quickly
@@ -76,20 +75,20 @@ def test_twice_interrupted_run_matches_the_uninterrupted_run(tmp_path, kind):
         with pytest.raises(Interrupted):
             train_group(configs, run_dirs, progress=None, on_iteration=interrupt_after(stop))
         for run_dir in run_dirs:  # records are written with the checkpoint they belong to
-            assert ckpt.read_metrics(run_dir)[-1]["iteration"] == stop - 1
+            assert RunDir(run_dir).metrics.read()[-1]["iteration"] == stop - 1
     messages = []
     resumed = train_group(configs, run_dirs, progress=messages.append)
     assert sum("resumed" in m and "iteration 4" in m for m in messages) == len(configs)
 
     for config, run_dir, a, b in zip(configs, run_dirs, straight, resumed):
-        records = ckpt.read_metrics(run_dir)
+        records = RunDir(run_dir).metrics.read()
         assert [r["iteration"] for r in records] == list(range(1, 7))
         # Evaluation history included: network, search and arena metrics at 2, 4 and 6.
         assert {"net_optimal_share", "search_optimal_share", "vs random"} <= set(records[-1])
         assert "search_optimal_share" in records[3]
         assert without_timing(records) == without_timing(a.records)
-        assert without_timing(records) == without_timing(ckpt.read_metrics(
-            tmp_path / "straight" / run_dir.name))
+        assert without_timing(records) == without_timing(RunDir(
+            tmp_path / "straight" / run_dir.name).metrics.read())
         s, r = a.train_state, b.train_state
         for field in ("params", "opt_state", "replay", "selfplay", "iteration", "games",
                       "positions"):
@@ -120,7 +119,7 @@ def test_a_group_resumes_experiments_cut_off_between_their_saves(tmp_path):
     assert any("[e0] resumed" in m and "iteration 4" in m for m in messages)
     assert any("[e1] resumed" in m and "iteration 2" in m for m in messages)
     for run_dir, a, b in zip(run_dirs, straight, resumed):
-        assert without_timing(ckpt.read_metrics(run_dir)) == without_timing(a.records)
+        assert without_timing(RunDir(run_dir).metrics.read()) == without_timing(a.records)
         assert leaves_equal(a.train_state.params, b.train_state.params)
 
 
@@ -134,12 +133,12 @@ def test_changed_cadences_on_resume_take_effect_and_leave_the_training_alone(tmp
     messages = []
     result = train(changed, run_dir, progress=messages.append)
     assert f"resumed {run_dir} at iteration 4" in messages
-    assert ckpt.load_config(run_dir) == changed.replace(devices=1)  # and its device count
-    records = ckpt.read_metrics(run_dir)
+    assert RunDir(run_dir).load_config() == changed.replace(devices=1)  # and its device count
+    records = RunDir(run_dir).metrics.read()
     assert [r["iteration"] for r in records] == [1, 2, 3, 4, 6, 8, 9]
     assert [r["iteration"] for r in records if "perfect" in r] == [2, 4, 6, 9]
     assert [r["iteration"] for r in records if "vs random" in r] == [6, 9]
-    assert ckpt.checkpoint_steps(run_dir) == [9, 6, 4, 2]  # newest 3 + keep_every
+    assert RunDir(run_dir).checkpoints.steps() == [9, 6, 4, 2]  # newest 3 + keep_every
     straight = train(SMALL.replace(iterations=9, eval_every=0), None, progress=None)
     assert leaves_equal(result.train_state.params, straight.train_state.params)
 
@@ -171,7 +170,7 @@ def test_changed_stopping_rules_on_resume_take_effect(tmp_path):
     iteration, messages = resume(base.replace(iterations=4, max_minutes=1e-6))
     assert iteration == 2 and any("already used its 1e-06 minutes" in m for m in messages)
     assert resume(base.replace(iterations=4))[0] == 4
-    assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2, 3, 4]
+    assert [r["iteration"] for r in RunDir(run_dir).metrics.read()] == [1, 2, 3, 4]
     # Asked for fewer iterations than it trained, it says so (a sweep reads it at them).
     iteration, messages = resume(base.replace(iterations=3))
     assert iteration == 4 and any(
@@ -247,20 +246,22 @@ def test_a_process_killed_during_a_save_resumes_and_loses_nothing_complete(
     victim = saving.parents[1]
     assert victim == run_dirs[nth - 1]
     if where == "orbax":
-        assert KILL_STEP not in ckpt.checkpoint_steps(victim) and list(saving.rglob(".zarray"))
+        assert KILL_STEP not in RunDir(victim).checkpoints.steps() and list(saving.rglob(".zarray"))
     else:
-        assert saving == ckpt.step_dir(victim, KILL_STEP) and list(saving.rglob(".zarray"))
-        assert ckpt.is_unfinished(saving)
+        assert saving == RunDir(victim).checkpoints.step_dir(KILL_STEP)
+        assert list(saving.rglob(".zarray"))
+        assert is_unfinished(saving)
     committed = {d: KILL_STEP - (d == victim) for d in run_dirs}
     for run_dir, step in committed.items():
-        intact = [s for s in ckpt.checkpoint_steps(run_dir) if ckpt.verify(run_dir, s) is None]
+        checkpoints = RunDir(run_dir).checkpoints
+        intact = [s for s in checkpoints.steps() if checkpoints.verify(s) is None]
         assert intact[0] == step
-        assert ckpt.read_metrics(run_dir)[-1]["iteration"] == step
+        assert RunDir(run_dir).metrics.read()[-1]["iteration"] == step
 
     # Resumed from disk alone, in this process.
     messages = []
     if kind == "run":
-        config = ckpt.load_config(out)
+        config = RunDir(out).load_config()
         # the device count it trained on, and the variant of the recipe it started from
         assert config == KILLED.replace(devices=1, preset="cpu")
         train(config, out, progress=messages.append)
@@ -272,13 +273,13 @@ def test_a_process_killed_during_a_save_resumes_and_loses_nothing_complete(
     for run_dir, step in committed.items():
         assert any(f"resumed {run_dir} at iteration {step}" in m for m in messages)
         assert all(p.name.isdigit() for p in (run_dir / "checkpoints").iterdir())
-    passed_over = f"passed over damaged checkpoint {KILL_STEP}: {ckpt.UNFINISHED}"
+    passed_over = f"passed over damaged checkpoint {KILL_STEP}: {UNFINISHED}"
     assert any(passed_over in m for m in messages) == (where == "manifest")
-    set_aside = [p.name.split("-")[0] for p in (victim / ckpt.DAMAGED_DIR).glob("*")]
+    set_aside = [p.name.split("-")[0] for p in (victim / DAMAGED_DIR).glob("*")]
     assert set_aside == ([str(KILL_STEP)] if where == "manifest" else [])
 
     if kind == "run":
-        assert without_timing(ckpt.read_metrics(out)) == without_timing(uninterrupted.records)
+        assert without_timing(RunDir(out).metrics.read()) == without_timing(uninterrupted.records)
         assert leaves_equal(final_state(config, out).params, uninterrupted.train_state.params)
         return
     # The same sweep, never killed, in this process.
@@ -286,9 +287,9 @@ def test_a_process_killed_during_a_save_resumes_and_loses_nothing_complete(
     run_sweep(base, parse_params(SWEPT[1:2]), [0], reference, write=None)
     for run_dir in run_dirs:
         twin = reference / run_dir.relative_to(out)
-        assert without_timing(ckpt.read_metrics(run_dir)) == without_timing(
-            ckpt.read_metrics(twin))
-        config = ckpt.load_config(run_dir)
+        assert without_timing(RunDir(run_dir).metrics.read()) == without_timing(
+            RunDir(twin).metrics.read())
+        config = RunDir(run_dir).load_config()
         assert leaves_equal(final_state(config, run_dir).params,
                             final_state(config, twin).params)
     assert [r["config"] for r in merge(out, write=None).table] == [

@@ -12,24 +12,24 @@ import pytest
 from tiny import CONFIG
 
 import azjax
-from azjax.driver import warm_up
-from azjax.run import checkpoint as ckpt
-from azjax.run import run_dir as layout
-from azjax.run.run_dir import LAYOUT, RunDir, RunDirError
+from azjax.run import checkpoint, run_dir
+from azjax.run import run_layout as layout
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import CHECKPOINT_DIR, LAYOUT, LOCK_FILE, RunDirError
 
 AZJAX = Path(azjax.__file__).resolve().parent
-# The modules that spell the layout: run_dir.py, and checkpoint_files.py for what lies
+# The modules that spell the layout: run_layout.py, and checkpoint_files.py for what lies
 # inside the checkpoints folder.
-SPELLERS = {"run/run_dir.py", "run/checkpoint_files.py"}
+SPELLERS = {"run/run_layout.py", "run/checkpoint_files.py"}
 # Keyword arguments whose strings are text for the reader, not paths.
 TEXT_ARGUMENTS = {"label", "title", "help", "description"}
 
 
 def _named(run: RunDir) -> set[str]:
     """The names of the files and folders `run` names, as properties."""
-    paths = [run.config_file, run.metrics_file, run.provenance_file, run.lock_file,
-             run.checkpoints, run.training_plot, run.tensorboard, run.warm_up.path,
-             *run.league_files]
+    paths = [run.config_file, run.metrics.file, run.provenance_file, run.path / LOCK_FILE,
+             run.checkpoints.folder, run.training_plot, run.metrics.tensorboard,
+             run.warm_up.path, *run.league_files]
     return {path.relative_to(run.path).as_posix() for path in paths}
 
 
@@ -38,11 +38,11 @@ def test_the_layout_of_a_trained_run_is_what_run_dir_names(tiny_run):
     written = {p.name for p in tiny_run.iterdir()}
     assert written <= set(LAYOUT), written - set(LAYOUT)
     assert _named(run) <= set(LAYOUT)
-    for path in (run.config_file, run.metrics_file, run.provenance_file, run.lock_file,
+    for path in (run.config_file, run.metrics.file, run.provenance_file, run.path / LOCK_FILE,
                  run.training_plot):
         assert path.is_file(), path
-    assert run.checkpoint_steps() == [2, 1]
-    assert run.step_dir(2).parent == run.checkpoints
+    assert run.checkpoints.steps() == [2, 1]
+    assert run.checkpoints.step_dir(2).parent == run.checkpoints.folder
     assert run.warm_up == RunDir(tiny_run / layout.WARM_UP_DIR)
 
 
@@ -53,7 +53,7 @@ def test_a_bad_path_is_one_line_refused_when_opened(tmp_path, where):
             "checkpoints_file": tmp_path / "run", "empty": ""}[where]
     if where == "checkpoints_file":
         path.mkdir()
-        (path / ckpt.CHECKPOINT_DIR).write_text("")
+        (path / CHECKPOINT_DIR).write_text("")
     unchecked = RunDir(path)  # naming a path checks nothing
     with pytest.raises(RunDirError) as err:
         RunDir.open(path)
@@ -68,38 +68,50 @@ def test_a_run_dir_is_opened_once_and_passes_as_a_path(tmp_path):
     run = RunDir.open(tmp_path / "run")
     assert RunDir.open(run) is run
     assert Path(run) == tmp_path / "run" and str(run) == str(tmp_path / "run")
-    assert not run.exists() and run.checkpoint_steps() == [] and run.read_metrics() == []
+    assert not run.exists() and run.checkpoints.steps() == [] and run.metrics.read() == []
     assert run.saved_config() is None
     with pytest.raises(RunDirError, match="does not exist"):
         run.load_config()
 
 
-def test_the_operations_of_a_run_and_of_its_path_agree(tiny_run_copy):
+# The module-level functions that once mirrored `RunDir`'s operations on a path.
+MIRRORS = ("load_config", "read_metrics", "save_config", "saved_config", "append_metrics",
+           "checkpoint_steps", "restore_newest", "checkpoint_manager", "save", "restore",
+           "restore_params", "metrics_text", "check_run_dir", "check_device_count",
+           "read_provenance", "append_provenance", "lock_run_dir", "resume_records")
+
+
+def test_each_operation_of_a_run_directory_has_one_door(tiny_run_copy):
+    # No module-level function mirrors a `RunDir` operation (checkpoint.py may import
+    # checkpoint_files' helpers for its own use; it defines none).
+    for module in (run_dir, checkpoint):
+        mirrors = [name for name in MIRRORS if callable(getattr(module, name, None))
+                   and getattr(module, name).__module__ == module.__name__]
+        assert mirrors == [], module.__name__
+    assert not hasattr(run_dir, "load_config") and not hasattr(checkpoint, "load_config")
+    # The door: the run directory and its parts.
     run = RunDir.open(tiny_run_copy)
     config = run.load_config()
-    assert run.saved_config() == config == ckpt.load_config(str(tiny_run_copy))
+    assert run.saved_config() == config == RunDir(str(tiny_run_copy)).load_config()
     run.check(config)
     with pytest.raises(RunDirError, match="different config"):
         run.check(config.replace(seed=config.seed + 1))
     run.check_device_count(1)
     with pytest.raises(RunDirError, match="--devices 1"):
         run.check_device_count(2)
-    records = run.read_metrics()
+    assert run.checkpoints.steps() == [2, 1]
+    manifest = run.checkpoints.manifest(2)
+    assert manifest["step"] == 2 and manifest["config"]["program"] == config.to_dict()["program"]
+    assert run.checkpoints.verify(2) is None and run.checkpoints.damaged() == {}
+    records = run.metrics.read()
     assert [r["iteration"] for r in records] == [1, 2]
-    assert ckpt.read_metrics(tiny_run_copy) == records
-    run.append_metrics([{"iteration": 3}])
-    assert [r["iteration"] for r in run.read_metrics()] == [1, 2, 3]
+    run.metrics.append([{"iteration": 3}])
+    assert [r["iteration"] for r in run.metrics.read()] == [1, 2, 3]
     run.config_file.unlink()  # then the newest intact checkpoint's copy
     assert run.saved_config() == config
     run.save_config(config)
-    assert ckpt.saved_config(tiny_run_copy) == config
-
-
-def test_old_names_keep_working():
-    assert ckpt.CONFIG_FILE == layout.CONFIG_FILE == "config.json"
-    assert ckpt.METRICS_FILE == "metrics.jsonl" and ckpt.CHECKPOINT_DIR == "checkpoints"
-    with pytest.warns(DeprecationWarning, match="RunDir.warm_up"):
-        assert warm_up.WARM_UP_DIR == layout.WARM_UP_DIR
+    assert RunDir(tiny_run_copy).saved_config() == config
+    assert layout.CONFIG_FILE == "config.json" and run.config_file.is_file()
 
 
 def _spelled(text: str) -> set[str]:

@@ -30,8 +30,18 @@ from azjax.core import counters
 from azjax.core.iteration import init_train_state
 from azjax.driver import host_run
 from azjax.driver.status import TrainingDiverged
-from azjax.run import checkpoint as ckpt
+from azjax.run.checkpoint import DamagedCheckpointWarning
+from azjax.run.checkpoint_files import ITEM_DIR, MANIFEST_FILE
 from azjax.run.lock import RunLock
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import (
+    CHECKPOINT_DIR,
+    CONFIG_FILE,
+    DAMAGED_DIR,
+    LOCK_FILE,
+    METRICS_FILE,
+    RunDirError,
+)
 
 # Checkpoints at 2, 4 and 6 (the newest three are kept): the tiny program, not evaluated.
 RUN = SMALL.replace(iterations=6, eval_every=0)
@@ -110,7 +120,7 @@ def straight(trained):
 
 def data_files(run_dir: Path, step: int) -> list[Path]:
     """The array data files of a checkpoint, largest first."""
-    item = ckpt.step_dir(run_dir, step) / ckpt.ITEM_DIR
+    item = RunDir(run_dir).checkpoints.step_dir(step) / ITEM_DIR
     files = [p for p in item.rglob("*") if p.is_file() and not p.name.startswith((".", "_"))
              and p.parent.name != "process_0"]
     return sorted(files, key=lambda p: -p.stat().st_size)
@@ -136,7 +146,7 @@ def test_run_directory_with_glob_characters_saves_resumes_and_loads(tmp_path, tr
     assert "resumed" in messages[0] and "iteration 4" in messages[0]
     assert leaves_equal(resumed.train_state.params, straight.train_state.params)
     assert leaves_equal(Agent.load(run_dir).params, straight.train_state.params)
-    assert ckpt.checkpoint_steps(run_dir) == [6, 4, 2]
+    assert RunDir(run_dir).checkpoints.steps() == [6, 4, 2]
 
 
 def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
@@ -153,30 +163,30 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
     try:
         assert read_line(holder, timeout=120).strip() == "locked"
         in_use = f"in use by another process \\(PID {holder.pid}\\)"
-        with pytest.raises(ckpt.RunDirError, match=in_use):
+        with pytest.raises(RunDirError, match=in_use):
             train(RUN.replace(iterations=2), run_dir, progress=None)
         line = one_line_error(command(run_dir, "--iterations", "2"),
                               f"PID {holder.pid}")
         assert "--run-dir" in line
-        assert sorted(p.name for p in run_dir.iterdir()) == [ckpt.LOCK_FILE]
+        assert sorted(p.name for p in run_dir.iterdir()) == [LOCK_FILE]
     finally:
         holder.kill()
         holder.wait()
     # The lock dies with its holder.
     result = train(RUN.replace(iterations=2), run_dir, progress=None)
-    assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2]
+    assert [r["iteration"] for r in RunDir(run_dir).metrics.read()] == [1, 2]
     assert len(result.records) == 2
 
 
 def test_the_lock_is_released_when_a_run_ends_or_fails(tmp_path):
     run_dir = tmp_path / "run"
     train(RUN.replace(iterations=2), run_dir, progress=None)
-    with pytest.raises(ckpt.RunDirError, match="different config"):
+    with pytest.raises(RunDirError, match="different config"):
         train(RUN.replace(iterations=2, seed=5), run_dir, progress=None)
     train(RUN.replace(iterations=2), run_dir, progress=None)  # not locked out by either
     lock = RunLock(run_dir).acquire()
     try:
-        with pytest.raises(ckpt.RunDirError, match=f"PID {os.getpid()}"):
+        with pytest.raises(RunDirError, match=f"PID {os.getpid()}"):
             train(RUN.replace(iterations=2), run_dir, progress=None)
     finally:
         lock.release()
@@ -184,34 +194,34 @@ def test_the_lock_is_released_when_a_run_ends_or_fails(tmp_path):
 
 def test_a_deleted_config_is_recovered_and_a_changed_program_refused(tmp_path, trained):
     run_dir = copy_of(trained, 4, tmp_path / "run")
-    (run_dir / ckpt.CONFIG_FILE).unlink()
+    (run_dir / CONFIG_FILE).unlink()
     before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
 
     wider = RUN.replace(network=dataclasses.replace(RUN.program.network, channels=64))
-    with pytest.raises(ckpt.RunDirError, match="network.channels: saved 16, given 64"):
+    with pytest.raises(RunDirError, match="network.channels: saved 16, given 64"):
         train(wider, run_dir, progress=None)
     assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
 
     # what it was given, and the device count it trained on
-    assert ckpt.load_config(run_dir) == RUN.replace(iterations=4, devices=1)
+    assert RunDir(run_dir).load_config() == RUN.replace(iterations=4, devices=1)
     assert Agent.load(run_dir).evaluate(
         np.zeros((1, *Agent.load(run_dir).env.observation_shape), np.float32))[0].shape == (1, 9)
     messages = []
     train(RUN, run_dir, progress=messages.append)
     assert any("config.json was missing; wrote it again (its program and seed are those "
                "checkpoint 4 records)" in m for m in messages)
-    assert ckpt.load_config(run_dir) == RUN.replace(devices=1)
+    assert RunDir(run_dir).load_config() == RUN.replace(devices=1)
 
 
 def test_checkpoints_without_a_config_anywhere_are_refused(tmp_path, trained):
     run_dir = copy_of(trained, 2, tmp_path / "run")
-    (run_dir / ckpt.CONFIG_FILE).unlink()
-    manifest = ckpt.step_dir(run_dir, 2) / ckpt.MANIFEST_FILE
+    (run_dir / CONFIG_FILE).unlink()
+    manifest = RunDir(run_dir).checkpoints.step_dir(2) / MANIFEST_FILE
     data = json.loads(manifest.read_text())
     manifest.write_text(json.dumps({**data, "config": None}))
-    with pytest.raises(ckpt.RunDirError, match="no config.json"):
+    with pytest.raises(RunDirError, match="no config.json"):
         train(RUN, run_dir, progress=None)
-    assert not (run_dir / ckpt.CONFIG_FILE).exists()
+    assert not (run_dir / CONFIG_FILE).exists()
 
 
 @pytest.mark.parametrize("damage", ["flipped bytes", "truncated data", "no _METADATA",
@@ -219,27 +229,27 @@ def test_checkpoints_without_a_config_anywhere_are_refused(tmp_path, trained):
 def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, trained,
                                                                     straight, damage):
     run_dir = copy_of(trained, 6, tmp_path / "run")
-    newest = ckpt.step_dir(run_dir, 6)
+    newest = RunDir(run_dir).checkpoints.step_dir(6)
     if damage == "flipped bytes":
         flip_bytes(params_file(run_dir, 6))
     elif damage == "truncated data":
         for path in data_files(run_dir, 6)[:3]:
             path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     elif damage == "no _METADATA":
-        (newest / ckpt.ITEM_DIR / "_METADATA").unlink()
+        (newest / ITEM_DIR / "_METADATA").unlink()
     elif damage == "emptied":
         shutil.rmtree(newest)
         newest.mkdir()
     else:
-        (newest / ckpt.MANIFEST_FILE).unlink()
+        (newest / MANIFEST_FILE).unlink()
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         agent = Agent.load(run_dir)
-    assert [w.category for w in caught] == [ckpt.DamagedCheckpointWarning]
+    assert [w.category for w in caught] == [DamagedCheckpointWarning]
     assert "checkpoint 6" in str(caught[0].message) and "using checkpoint 4" in str(
         caught[0].message)
-    step4 = ckpt.restore(ckpt.checkpoint_manager(run_dir), straight.train_state, step=4)
+    step4 = RunDir(run_dir).checkpoints.restore(straight.train_state, step=4)
     assert leaves_equal(agent.params, step4.params)
 
     messages = []
@@ -250,23 +260,23 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, tr
     # The same run as if never damaged, on disk too.
     assert leaves_equal(resumed.train_state.params, straight.train_state.params)
     assert leaves_equal(final_state(RUN, run_dir).params, straight.train_state.params)
-    assert without_timing(ckpt.read_metrics(run_dir)) == without_timing(straight.records)
-    assert ckpt.verify(run_dir, 6) is None
-    assert len(list((run_dir / ckpt.DAMAGED_DIR).iterdir())) == 1
+    assert without_timing(RunDir(run_dir).metrics.read()) == without_timing(straight.records)
+    assert RunDir(run_dir).checkpoints.verify(6) is None
+    assert len(list((run_dir / DAMAGED_DIR).iterdir())) == 1
 
 
 def test_no_intact_checkpoint_is_a_clear_error_and_nothing_is_overwritten(tmp_path, trained):
     run_dir = copy_of(trained, 4, tmp_path / "run")
     for step in (2, 4):
         flip_bytes(params_file(run_dir, step))
-    metrics = (run_dir / ckpt.METRICS_FILE).read_text()
-    with pytest.raises(ckpt.RunDirError, match="no intact checkpoint") as err:
-        train(ckpt.load_config(run_dir).replace(iterations=6), run_dir, progress=None)
+    metrics = (run_dir / METRICS_FILE).read_text()
+    with pytest.raises(RunDirError, match="no intact checkpoint") as err:
+        train(RunDir(run_dir).load_config().replace(iterations=6), run_dir, progress=None)
     assert "checkpoint 4" in str(err.value) and "checkpoint 2" in str(err.value)
     assert "\n" not in str(err.value)
-    assert (run_dir / ckpt.METRICS_FILE).read_text() == metrics
-    assert ckpt.checkpoint_steps(run_dir) == [4, 2]
-    with pytest.raises(ckpt.RunDirError, match="no intact checkpoint"):
+    assert (run_dir / METRICS_FILE).read_text() == metrics
+    assert RunDir(run_dir).checkpoints.steps() == [4, 2]
+    with pytest.raises(RunDirError, match="no intact checkpoint"):
         Agent.load(run_dir)
     one_line_error(command(run_dir, "--iterations", "6"), "no intact checkpoint")
 
@@ -275,7 +285,7 @@ def test_no_intact_checkpoint_is_a_clear_error_and_nothing_is_overwritten(tmp_pa
 def test_damaged_metrics_are_repaired_from_the_checkpoint(tmp_path, trained, straight,
                                                           damage):
     run_dir = copy_of(trained, 4, tmp_path / "run")
-    path = run_dir / ckpt.METRICS_FILE
+    path = run_dir / METRICS_FILE
     text = path.read_text()
     lines = text.splitlines(keepends=True)
     if damage == "truncated":
@@ -298,7 +308,7 @@ def test_damaged_metrics_are_repaired_from_the_checkpoint(tmp_path, trained, str
     }[damage]
     assert any(expected in m for m in messages), messages
     assert without_timing(resumed.records) == without_timing(straight.records)
-    records = ckpt.read_metrics(run_dir)
+    records = RunDir(run_dir).metrics.read()
     assert without_timing(records) == without_timing(straight.records)
     times = [r["wall_time"] for r in records]
     assert times == sorted(times)  # the clock goes on from the checkpoint's records
@@ -309,7 +319,7 @@ def test_a_finished_run_with_truncated_metrics_does_not_train_again(tmp_path):
     run_dir = tmp_path / "run"
     first = train(config, run_dir, progress=None)
     assert len(first.records) == 1
-    path = run_dir / ckpt.METRICS_FILE
+    path = run_dir / METRICS_FILE
     path.write_text("")
     messages = []
     again = train(config, run_dir, progress=messages.append)
@@ -331,8 +341,8 @@ def test_metrics_hold_only_checkpointed_iterations(tmp_path):
     from azjax import train_group
     with pytest.raises(Stop):
         train_group([RUN], [run_dir], progress=None, on_iteration=stop_at_3)
-    assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2]
-    assert ckpt.checkpoint_steps(run_dir) == [2]
+    assert [r["iteration"] for r in RunDir(run_dir).metrics.read()] == [1, 2]
+    assert RunDir(run_dir).checkpoints.steps() == [2]
 
 
 def test_a_diverging_run_stops_without_saving_the_diverged_state(tmp_path, trained,
@@ -356,8 +366,8 @@ def test_a_diverging_run_stops_without_saving_the_diverged_state(tmp_path, train
                                                "iteration 2 was saved \\(train again in a "
                                                "new --run-dir"):
         train(RUN, run_dir, progress=None)
-    assert ckpt.checkpoint_steps(run_dir) == [2]
-    assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2]
+    assert RunDir(run_dir).checkpoints.steps() == [2]
+    assert [r["iteration"] for r in RunDir(run_dir).metrics.read()] == [1, 2]
 
 
 @pytest.mark.parametrize("where", ["empty", "a file", "under a file"])
@@ -365,7 +375,7 @@ def test_run_directories_that_cannot_be_refused_before_any_work(tmp_path, where)
     (tmp_path / "file").write_text("not a directory\n")
     run_dir = {"empty": "", "a file": tmp_path / "file",
                "under a file": tmp_path / "file" / "run"}[where]
-    with pytest.raises(ckpt.RunDirError):
+    with pytest.raises(RunDirError):
         train(RUN, run_dir, progress=None)
     words = {"empty": "must not be empty", "a file": "is a file",
              "under a file": "which is a file"}[where]
@@ -379,9 +389,9 @@ def test_unwritable_run_and_checkpoint_directories_are_one_line_errors(tmp_path)
     one_line_error(command("/sys/azjax-run"), "cannot write to run directory")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    (run_dir / ckpt.CHECKPOINT_DIR).write_text("in the way\n")
+    (run_dir / CHECKPOINT_DIR).write_text("in the way\n")
     one_line_error(command(run_dir, "--iterations", "2"), "checkpoints' is a file")
-    assert sorted(p.name for p in run_dir.iterdir()) == [ckpt.CHECKPOINT_DIR]
+    assert sorted(p.name for p in run_dir.iterdir()) == [CHECKPOINT_DIR]
 
 
 def test_a_full_disk_is_one_line_and_the_run_resumes_after(tmp_path):
@@ -397,11 +407,12 @@ def test_a_full_disk_is_one_line_and_the_run_resumes_after(tmp_path):
     result = cli(run_dir, "--iterations", "4", env=env, max_file_bytes=10_000)
     one_line_error(result, "could not write the checkpoint of iteration 2",
                    "File too large")
-    assert ckpt.checkpoint_steps(run_dir) == [] or ckpt.verify(run_dir, 2) is not None
-    assert ckpt.read_metrics(run_dir) == []
+    checkpoints = RunDir(run_dir).checkpoints
+    assert checkpoints.steps() == [] or checkpoints.verify(2) is not None
+    assert RunDir(run_dir).metrics.read() == []
     resumed = command(run_dir, "--iterations", "4")
     assert resumed.returncode == 0, resumed.stderr
-    assert [r["iteration"] for r in ckpt.read_metrics(run_dir)] == [1, 2, 3, 4]
+    assert [r["iteration"] for r in RunDir(run_dir).metrics.read()] == [1, 2, 3, 4]
 
 
 def test_a_first_save_that_did_not_finish_starts_the_run_afresh(tmp_path, trained):
@@ -410,8 +421,8 @@ def test_a_first_save_that_did_not_finish_starts_the_run_afresh(tmp_path, traine
     run_dir = copy_of(trained, 2, tmp_path / "run")
     config = RUN.replace(iterations=2)
     first = trained(2)[1]
-    (ckpt.step_dir(run_dir, 2) / ckpt.MANIFEST_FILE).unlink()
-    (run_dir / ckpt.METRICS_FILE).write_text("")  # records follow the manifest
+    (RunDir(run_dir).checkpoints.step_dir(2) / MANIFEST_FILE).unlink()
+    (run_dir / METRICS_FILE).write_text("")  # records follow the manifest
     messages = []
     again = train(config, run_dir, progress=messages.append)
     assert any("checkpoint 2: it is incomplete" in m and "starting afresh" in m
@@ -419,37 +430,7 @@ def test_a_first_save_that_did_not_finish_starts_the_run_afresh(tmp_path, traine
     assert not any("resumed" in m for m in messages)
     assert without_timing(again.records) == without_timing(first.records)
     assert leaves_equal(again.train_state.params, first.train_state.params)
-    assert ckpt.verify(run_dir, 2) is None
-
-
-@pytest.mark.slow  # it compiles the old run's program; test_training.py restores
-# the same old run in the default suite
-def test_checkpoints_written_before_manifests_stay_intact_beside_new_ones(tmp_path):
-    """tests/data/run_v1 (a flat config.json, written before the config had two halves,
-    and a checkpoint of iteration 2 without a manifest) resumes, counts on and gets
-    checkpoints with manifests beside its own."""
-    from test_training import OLD_RUN
-
-    from azjax.evaluation.league import checkpoint_steps
-    run_dir = tmp_path / "old"
-    shutil.copytree(OLD_RUN, run_dir)
-    config = ckpt.load_config(run_dir)
-    messages = []
-    train(config.replace(iterations=4), run_dir, progress=messages.append)
-    assert any(f"resumed {run_dir} at iteration 2" in m for m in messages)
-    records = ckpt.read_metrics(run_dir)
-    assert [r["iteration"] for r in records] == [1, 2, 3, 4]
-    # Its counters were one int32 each; they restored into two words and count on.
-    assert records[2]["positions"] == (records[1]["positions"]
-                                       + config.program.positions_per_iteration)
-    assert records[2]["games"] >= records[1]["games"]
-    assert "program" in json.loads((run_dir / "config.json").read_text())
-    assert ckpt.checkpoint_steps(run_dir) == [4, 2]
-    assert ckpt.verify(run_dir, 2) is None and ckpt.verify(run_dir, 4) is None
-    assert checkpoint_steps(run_dir) == [2, 4]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no damage reported
-        assert not leaves_equal(Agent.load(run_dir, step=2).params, Agent.load(run_dir).params)
+    assert RunDir(run_dir).checkpoints.verify(2) is None
 
 
 def test_a_checked_checkpoint_that_fails_to_restore_is_an_error_not_damage(tmp_path,
@@ -458,18 +439,18 @@ def test_a_checked_checkpoint_that_fails_to_restore_is_an_error_not_damage(tmp_p
     env = RUN.make_env()
     other = init_train_state(env, RUN.replace(replay_capacity=4096).program,
                              jax.random.key(0))
-    with pytest.raises(ckpt.RunDirError, match="checkpoint 2 of .* passed its checksums but "
+    with pytest.raises(RunDirError, match="checkpoint 2 of .* passed its checksums but "
                                                "cannot be read"):
-        ckpt.restore_newest(run_dir, other)
+        RunDir(run_dir).checkpoints.restore_newest(other)
     # A state whose fields changed since the run was written (a new field in a game's
     # state, as Go's superko hashes): the same error, saying why and what still works.
     changed = {"state": init_train_state(env, RUN.program, jax.random.key(0)),
                "new field": jnp.zeros(2)}
-    with pytest.raises(ckpt.RunDirError, match="laid out otherwise than this version of "
+    with pytest.raises(RunDirError, match="laid out otherwise than this version of "
                                                "azjax .* its network still loads"):
-        ckpt.restore_newest(run_dir, changed)
-    assert ckpt.checkpoint_steps(run_dir) == [2]
-    assert not (run_dir / ckpt.DAMAGED_DIR).exists()
+        RunDir(run_dir).checkpoints.restore_newest(changed)
+    assert RunDir(run_dir).checkpoints.steps() == [2]
+    assert not (run_dir / DAMAGED_DIR).exists()
 
 
 def poison(monkeypatch, experiment: int, after: int, what: str):
@@ -504,7 +485,7 @@ def test_non_finite_parameters_are_never_saved(tmp_path, monkeypatch):
     with pytest.raises(TrainingDiverged, match="the network's parameters are not finite at "
                                                "iteration 4; nothing after iteration 2"):
         train(RUN, run_dir, progress=None)
-    assert ckpt.checkpoint_steps(run_dir) == [2]
+    assert RunDir(run_dir).checkpoints.steps() == [2]
 
 
 def test_one_diverging_experiment_of_a_group_stops_alone(tmp_path, monkeypatch):
@@ -516,7 +497,7 @@ def test_one_diverging_experiment_of_a_group_stops_alone(tmp_path, monkeypatch):
     results = train_group(configs, run_dirs, progress=messages.append)
     assert any(m.startswith("[e1] training diverged: loss is nan at iteration 3")
                and "the other experiments go on" in m for m in messages)
-    assert ckpt.checkpoint_steps(run_dirs[0]) == [6, 4, 2]
-    assert ckpt.checkpoint_steps(run_dirs[1]) == [2]
+    assert RunDir(run_dirs[0]).checkpoints.steps() == [6, 4, 2]
+    assert RunDir(run_dirs[1]).checkpoints.steps() == [2]
     assert [r["iteration"] for r in results[0].records] == list(range(1, 7))
-    assert [r["iteration"] for r in ckpt.read_metrics(run_dirs[1])] == [1, 2]
+    assert [r["iteration"] for r in RunDir(run_dirs[1]).metrics.read()] == [1, 2]

@@ -20,7 +20,7 @@ from tiny import CONFIG
 
 import azjax
 from azjax import Agent, train, train_group
-from azjax.export import main as export_main
+from azjax.commands.export import main as export_main
 from azjax.run import process_record
 from azjax.run.run_dir import RunDir
 from azjax.run.run_provenance import code_commit, trained_by, training_command
@@ -159,7 +159,7 @@ def test_a_failing_git_does_not_stop_training(tiny_run_copy, monkeypatch, fresh_
 
     monkeypatch.setattr(subprocess, "run", run)
     train(CONFIG.replace(iterations=3), tiny_run_copy, progress=None)
-    assert RunDir(tiny_run_copy).checkpoint_steps()[0] == 3
+    assert RunDir(tiny_run_copy).checkpoints.steps()[0] == 3
     if (ROOT / ".git").exists():
         assert asked and all(t is not None and t <= 2 for t in asked), asked
     first, second = RunDir(tiny_run_copy).read_provenance()

@@ -30,10 +30,10 @@ from cli_in_process import command
 from test_games_training import TINY
 
 from azjax import Agent
+from azjax.commands.serve import MAX_BODY, OwnAddress, Server
+from azjax.commands.serve import main as serve_main
 from azjax.core.networks import NetworkConfig, init_params
 from azjax.run.web_games import GameError, GameTable
-from azjax.serve import MAX_BODY, OwnAddress, Server
-from azjax.serve import main as serve_main
 from envs.picture import Picture
 
 ROOT = Path(__file__).resolve().parents[1]

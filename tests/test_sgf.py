@@ -20,14 +20,15 @@ from sgfmill import sgf as sgfmill_sgf  # required (the test extras): no silent 
 
 import envs
 from azjax import TrainConfig
-from azjax.arena import main as arena_main
+from azjax.commands.arena import main as arena_main
+from azjax.commands.league import main as league_main
 from azjax.core.players import Player
 from azjax.evaluation import match
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.league import pair_dirs, round_robin, run_league
 from azjax.evaluation.match import play_match, record_plies
 from azjax.go import sgf
-from azjax.league import main as league_main
+from azjax.run.run_dir import RunDir
 
 N_GAMES, OPENING = 6, 2
 
@@ -352,7 +353,7 @@ def test_league_refuses_sgf_for_other_games_before_playing(tmp_path, capsys):
     TrainConfig().replace(game="tictactoe").save(run_dir / "config.json")
     messages = []
     with pytest.raises(ValueError, match="--sgf: SGF game records are written for Go only"):
-        run_league(run_dir, sgf_dir=tmp_path / "sgf", progress=messages.append)
+        run_league(RunDir.open(run_dir), sgf_dir=tmp_path / "sgf", progress=messages.append)
     assert messages == [] and not (tmp_path / "sgf").exists()
     assert league_main(["--run-dir", str(run_dir), "--sgf", str(tmp_path / "sgf")]) == 2
     err = capsys.readouterr().err

@@ -32,19 +32,19 @@ from flax import serialization
 
 from azjax import Agent, make_evaluator
 from azjax import __main__ as azjax_main
-from azjax.arena import main as arena_main
+from azjax.commands.arena import main as arena_main
+from azjax.commands.gtp import main as gtp_main
+from azjax.commands.play import main as play_main
+from azjax.commands.serve import Server
+from azjax.commands.serve import main as serve_main
 from azjax.core.networks import init_params
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.match import play_match
 from azjax.evaluation.player_specs import game_of
-from azjax.gtp import main as gtp_main
-from azjax.play import main as play_main
 from azjax.run import shipped_agents
 from azjax.run.files import sha256_digest
-from azjax.run.run_dir import RunDirError
+from azjax.run.run_layout import RunDirError
 from azjax.run.shipped_agents import SHIPPED, resolve, shipped_path
-from azjax.serve import Server
-from azjax.serve import main as serve_main
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each shipped agent's game: its env's name and its board's number of moves.

@@ -23,10 +23,10 @@ from azjax import train
 from azjax.driver import train_group
 from azjax.evaluation.evaluators import PositionEvaluator
 from azjax.run import EXIT_STOPPED, Stopped
-from azjax.run.checkpoint import checkpoint_steps, read_metrics
 from azjax.run.checkpoint_files import step_dir, verify
 from azjax.run.guard import _is_native_fault, lost_process
 from azjax.run.peers import EXIT_PEER_LOST, PeerWatch
+from azjax.run.run_dir import RunDir
 from azjax.run.stop_signals import StopSignals
 
 # Iteration 4 is no checkpoint of its own: only the stop writes one there.
@@ -77,8 +77,8 @@ def test_a_signal_stops_after_the_iteration_with_a_checkpoint_that_resumes_exact
         f"stopped by {signal.Signals(signum).name} after iteration 4, with a checkpoint in "
         f"{run_dir}; rerun the same command to resume")
     assert signal.getsignal(signum) is before  # the handlers are put back
-    assert checkpoint_steps(run_dir)[0] == 4
-    stop = read_metrics(run_dir)[-1]
+    assert RunDir(run_dir).checkpoints.steps()[0] == 4
+    stop = RunDir(run_dir).metrics.read()[-1]
     assert stop["iteration"] == 4 and stop["evaluation_skipped"] == 1.0  # it was due
     assert "perfect" not in stop
 
@@ -89,8 +89,9 @@ def test_a_signal_stops_after_the_iteration_with_a_checkpoint_that_resumes_exact
     assert same_leaves(resumed.train_state, straight.train_state)
     # The resumed run keeps the uninterrupted run's evaluation cadence: 2, 4 (skipped), 6
     # and the last, 7, evaluated alike.
-    assert evaluated_at(read_metrics(run_dir)) == evaluated_at(straight.records) == [2, 4, 6, 7]
-    after = [r for r in read_metrics(run_dir) if r["iteration"] > 4 and "perfect" in r]
+    records = RunDir(run_dir).metrics.read()
+    assert evaluated_at(records) == evaluated_at(straight.records) == [2, 4, 6, 7]
+    after = [r for r in records if r["iteration"] > 4 and "perfect" in r]
     assert after == [{**r, "wall_time": a["wall_time"], "positions_per_s": a["positions_per_s"]}
                      for r, a in zip([r for r in straight.records if r["iteration"] > 4
                                       and "perfect" in r], after, strict=True)]
@@ -109,7 +110,7 @@ def test_a_stop_during_the_last_iteration_evaluates_it_when_resumed(tmp_path, st
 
     with pytest.raises(Stopped):
         train_group([STOPPABLE], [run_dir], progress=None, on_iteration=signal_at_six)
-    stopped = read_metrics(run_dir)[-1]
+    stopped = RunDir(run_dir).metrics.read()[-1]
     assert stopped["iteration"] == 7 and "evaluation_skipped" in stopped
     assert "perfect" not in stopped
 
@@ -120,7 +121,7 @@ def test_a_stop_during_the_last_iteration_evaluates_it_when_resumed(tmp_path, st
     assert "evaluation_skipped" not in last
     evaluation = {k: v for k, v in expected.items() if k.startswith(("net_", "perfect"))}
     assert evaluation and {k: last[k] for k in evaluation} == evaluation
-    assert read_metrics(run_dir) == resumed.records
+    assert RunDir(run_dir).metrics.read() == resumed.records
     assert verify(run_dir, 7) is None  # the amended checkpoint is intact
     again = train(STOPPABLE, run_dir, progress=messages.append)
     assert again.records == resumed.records
@@ -132,31 +133,31 @@ def test_a_second_signal_in_training_raises_at_once_and_the_next_call_resumes(
     """A second signal (Ctrl-C after SIGTERM) as the stop's checkpoint begins: the run
     raises `Interrupted` without writing it, the signal handlers are the caller's again,
     and training again resumes from the newest checkpoint to the same end."""
-    import azjax.run.checkpoint as ckpt
+    from azjax.run.checkpoint import Checkpoints
     from azjax.run.stop_signals import Interrupted
 
     run_dir = tmp_path / "run"
     before = [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)]
-    save = ckpt.save
+    save = Checkpoints.save
 
-    def interrupted_save(manager, step, *args, **kwargs):
+    def interrupted_save(checkpoints, step, *args, **kwargs):
         if step == 6:
             os.kill(os.getpid(), signal.SIGINT)
-        return save(manager, step, *args, **kwargs)
+        return save(checkpoints, step, *args, **kwargs)
 
     def signal_at_five(iterations):
         if iterations == [5]:
             os.kill(os.getpid(), signal.SIGTERM)
 
-    monkeypatch.setattr(ckpt, "save", interrupted_save)
+    monkeypatch.setattr(Checkpoints, "save", interrupted_save)
     with pytest.raises(Interrupted) as interrupted:
         train_group([STOPPABLE], [run_dir], progress=None, on_iteration=signal_at_five)
     assert interrupted.value.signum == signal.SIGINT
     assert [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)] == before
-    assert checkpoint_steps(run_dir) == [5]  # nothing of iteration 6, whole or in part
+    assert RunDir(run_dir).checkpoints.steps() == [5]  # nothing of iteration 6, whole or in part
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["5"]
-    assert read_metrics(run_dir)[-1]["iteration"] == 5
-    monkeypatch.setattr(ckpt, "save", save)
+    assert RunDir(run_dir).metrics.read()[-1]["iteration"] == 5
+    monkeypatch.setattr(Checkpoints, "save", save)
     resumed = train(STOPPABLE, run_dir, progress=None)
     assert same_leaves(resumed.train_state, straight.train_state)
 

@@ -1,7 +1,9 @@
 """The packages' shape (azjax and envs), read from the code itself: layers that import
 downwards only, no import circle (type-checking imports included), no imports hidden in
-functions, few modules at the top, every command behind `azjax COMMAND`, and a public API
-that is listed and documented. Module size is left to judgement: a module is one idea."""
+functions, few modules at the top, every command in `azjax.commands` behind `azjax
+COMMAND` and importing no other command, entry points at the top that are only entry
+points, and a public API that is listed and documented. Module size is left to judgement:
+a module is one idea."""
 
 from __future__ import annotations
 
@@ -15,13 +17,15 @@ import pytest
 
 import azjax
 import envs
+from azjax.__main__ import COMMANDS as TABLE
 
 PACKAGES = {
     "azjax": Path(azjax.__file__).resolve().parent,
     "envs": Path(envs.__file__).resolve().parent,
 }
 # The layers, lowest first: a module may import its own layer and those before it. The
-# top-level modules of `azjax` (the public API and the commands) are the last layer.
+# top-level modules of `azjax` (the public API, `azjax COMMAND` and the entry points of
+# `python -m azjax.<command>`) are the last layer.
 LAYERS = (
     "envs",
     "azjax.core",
@@ -34,7 +38,16 @@ LAYERS = (
     "azjax",
 )
 SUBPACKAGES = [layer for layer in LAYERS if layer.startswith("azjax.")]
-COMMANDS = ("arena", "export", "gtp", "gtp_referee", "league", "play", "serve")
+# Every command's module (`azjax COMMAND`), by the table of `azjax/__main__.py`; `check`
+# is the games' own (`envs.check`), every other lives in `azjax.commands`.
+COMMAND_MODULES = {module for module, _ in TABLE.values()}
+OUTSIDE_COMMANDS = {"envs.check"}
+# The helpers of `azjax.commands` that commands share; they are no command themselves.
+COMMAND_HELPERS = {"azjax.commands.command_line", "azjax.commands.errors"}
+# `python -m azjax.<name>` for these: a module at the top that only runs the command.
+ENTRY_POINTS = ("arena", "export", "gtp", "gtp_referee", "league", "play", "serve")
+# The top-level modules that are not entry points: the public API and `azjax COMMAND`.
+TOP_NOT_ENTRY_POINTS = {"__init__", "__main__"}
 MAX_TOP_MODULES = 10
 # Imported only where used (inside a function), by module name prefix, per package:
 # optional extras, so that the package works without them, and matplotlib, imported while
@@ -171,28 +184,101 @@ def test_imports_are_at_the_top_of_every_module(package):
     assert hidden == []
 
 
-def test_few_modules_at_the_top_and_the_commands_among_them():
+def test_few_modules_at_the_top():
     top = sorted(path.stem for path in PACKAGES["azjax"].glob("*.py"))
     assert len(top) <= MAX_TOP_MODULES, top
-    for command in COMMANDS:
-        assert command in top, command
-        tree = ast.parse((PACKAGES["azjax"] / f"{command}.py").read_text())
-        functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-        guards = [n for n in tree.body if isinstance(n, ast.If)
-                  and "__main__" in ast.unparse(n.test)]
-        assert "main" in functions and guards, command
+    assert set(ENTRY_POINTS) <= set(top), top
 
 
-def test_every_command_is_one_word_of_the_azjax_command():
-    """`azjax COMMAND` (`azjax/__main__.py`) reaches each command module's `main`, the
-    training and sweep commands of `azjax.commands` included."""
-    from azjax.__main__ import COMMANDS as TABLE
+def entry_point_problems(path: Path, command: str) -> list[str]:
+    """What makes the module at `path` more than the entry point of `python -m
+    azjax.<command>`: anything but a docstring and one `if __name__ == "__main__":` that
+    imports `run_script` and the command's `main` and runs `run_script(main)`, as the
+    command's own module does."""
+    tree = ast.parse(path.read_text())
+    body = tree.body[1:] if ast.get_docstring(tree) is not None else tree.body
+    if len(body) != 1 or not isinstance(body[0], ast.If) or body[0].orelse or (
+            ast.unparse(body[0].test) != "__name__ == '__main__'"):
+        return [f"{path.name}: more than a docstring and `if __name__ == '__main__':`"]
+    ran = ast.unparse(ast.Module(body=body[0].body, type_ignores=[]))
+    wanted = ("from azjax.commands.errors import run_script\n"
+              f"from azjax.commands.{command} import main\nrun_script(main)")
+    return [] if ran == wanted else [f"{path.name} runs {ran!r}, not {wanted!r}"]
 
-    modules_run = {module for module, _ in TABLE.values()}
-    assert {f"azjax.{c}" for c in COMMANDS} | {"azjax.commands.train",
-                                               "azjax.commands.sweep"} <= modules_run
-    for module in modules_run:
+
+def test_each_module_at_the_top_but_the_api_and_the_dispatcher_is_only_an_entry_point():
+    """`python -m azjax.arena` (and the rest of ENTRY_POINTS) runs `azjax.commands.arena`'s
+    `main` as `python -m azjax.commands.arena` does, and holds nothing to import: no
+    library name is reached through the old module names."""
+    problems = []
+    for path in sorted(PACKAGES["azjax"].glob("*.py")):
+        if path.stem in TOP_NOT_ENTRY_POINTS:
+            continue
+        assert f"azjax.commands.{path.stem}" in COMMAND_MODULES, f"{path.name}: no command"
+        problems += entry_point_problems(path, path.stem)
+        names = {name for name in vars(importlib.import_module(f"azjax.{path.stem}"))
+                 if not name.startswith("__")}
+        if names:
+            problems.append(f"azjax.{path.stem} gives names to import: {sorted(names)}")
+    assert problems == []
+
+
+def test_an_entry_point_that_does_more_is_caught(tmp_path):
+    """The check above fails on a module that also imports a library name, or runs
+    anything else."""
+    good = tmp_path / "good.py"
+    good.write_text('"""Doc."""\n\nif __name__ == "__main__":\n'
+                    "    from azjax.commands.errors import run_script\n"
+                    "    from azjax.commands.play import main\n\n    run_script(main)\n")
+    assert entry_point_problems(good, "play") == []
+    assert entry_point_problems(good, "serve") != []
+    door = tmp_path / "door.py"
+    door.write_text("from azjax.commands.play import play_game  # noqa\n" + good.read_text())
+    assert entry_point_problems(door, "play") != []
+    more = tmp_path / "more.py"
+    more.write_text(good.read_text().replace("run_script(main)", "run_script(main, [])"))
+    assert entry_point_problems(more, "play") != []
+
+
+def test_every_command_lives_in_azjax_commands_behind_one_word_of_azjax():
+    """`azjax COMMAND` (`azjax/__main__.py`) reaches each command module's `main`; every
+    one lives in `azjax.commands` (but `check`, the games' own `envs.check`), and each
+    runs as `python -m azjax.commands.<module>` too."""
+    assert {f"azjax.commands.{name}" for name in ENTRY_POINTS} | {
+        "azjax.commands.train", "azjax.commands.sweep", "azjax.commands.info"} <= COMMAND_MODULES
+    for module in COMMAND_MODULES:
         assert callable(importlib.import_module(module).main), module
+        if module in OUTSIDE_COMMANDS:
+            continue
+        assert module.startswith("azjax.commands.") and module.count(".") == 2, module
+        assert module not in COMMAND_HELPERS, module
+        tree = ast.parse(ALL_MODULES[module].read_text())
+        guards = [ast.unparse(n) for n in tree.body if isinstance(n, ast.If)
+                  and "__main__" in ast.unparse(n.test)]
+        assert guards == ["if __name__ == '__main__':\n    run_script(main)"], module
+    # Each module of azjax.commands is a command or a helper of theirs.
+    own = {name for name in ALL_MODULES if name.startswith("azjax.commands.")}
+    assert own == (COMMAND_MODULES - OUTSIDE_COMMANDS) | COMMAND_HELPERS
+
+
+def commands_importing_commands(graph: dict[str, set[str]]) -> list[str]:
+    """`A -> B` for each module of `azjax.commands` (a command, a helper or the package)
+    that imports a command B other than itself."""
+    return sorted(f"{name} -> {dep}" for name, deps in graph.items()
+                  if name.startswith("azjax.commands")
+                  for dep in deps & COMMAND_MODULES - {name})
+
+
+def test_no_command_imports_another_command():
+    """What two commands share lives in a layer below them (`azjax.run.agent_source`,
+    say) or in the helpers, never in one of them: each command can change alone."""
+    assert commands_importing_commands(GRAPH) == []
+    # The check reads the real graph, and catches a command importing another.
+    assert "azjax.commands.errors" in GRAPH["azjax.commands.play"]
+    faulty = {**GRAPH, "azjax.commands.serve": GRAPH["azjax.commands.serve"]
+              | {"azjax.commands.play"}}
+    assert commands_importing_commands(faulty) == [
+        "azjax.commands.serve -> azjax.commands.play"]
 
 
 def test_envs_never_imports_azjax():

@@ -24,7 +24,8 @@ from azjax.commands import sweep as sweep_command
 from azjax.driver import host_run
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.evaluation.stats import mean_ci, t_quantile
-from azjax.run import checkpoint as ckpt
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import RunDirError
 from azjax.sweep.table import markdown_table, results_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -249,8 +250,8 @@ def test_every_experiment_is_a_run_directory_and_the_sweep_a_table(swept):
     assert runs == sorted(e.run_name for e in experiments)
     for e in experiments:
         run_dir = out / "runs" / e.run_name
-        assert ckpt.load_config(run_dir) == e.config.replace(devices=1)  # its own config
-        records = ckpt.read_metrics(run_dir)
+        assert RunDir(run_dir).load_config() == e.config.replace(devices=1)  # its own config
+        records = RunDir(run_dir).metrics.read()
         assert [r["iteration"] for r in records] == [1, 2]
         assert all("net_optimal_share" in r for r in records)  # evaluated every iteration
         assert (run_dir / "training.png").read_bytes()[:4] == b"\x89PNG"
@@ -331,7 +332,7 @@ def test_rerun_skips_finished_runs_and_reruns_only_missing_ones(swept, no_plots)
     # Lose the first group's runs (as if never run): only that group runs again.
     rows = read_csv(out / "seeds.csv")
     lost = [r for r in rows if r["gradient_steps"] == "4"]
-    records = {r["run_dir"]: ckpt.read_metrics(out / "runs" / r["run_dir"]) for r in lost}
+    records = {r["run_dir"]: RunDir(out / "runs" / r["run_dir"]).metrics.read() for r in lost}
     for r in lost:
         shutil.rmtree(out / "runs" / r["run_dir"])
     third = sw.run_sweep(TINY, sweep_grid.parse_params(GRID), SEEDS, out, write=None)
@@ -343,7 +344,8 @@ def test_rerun_skips_finished_runs_and_reruns_only_missing_ones(swept, no_plots)
     assert without_timing(r for r in rerun if r["gradient_steps"] == "4") == (
         without_timing(lost))
     for name, before in records.items():
-        assert without_timing(ckpt.read_metrics(out / "runs" / name)) == without_timing(before)
+        assert without_timing(RunDir(out / "runs" / name).metrics.read()) == (
+            without_timing(before))
 
     with pytest.raises(ValueError, match="another base config"):
         sw.run_sweep(TINY.replace(value_target_mix=0.25), sweep_grid.parse_params(GRID), SEEDS, out,
@@ -474,7 +476,7 @@ def test_a_group_must_share_one_program(tmp_path):
     # A directory holding another run stops the whole group before anything is written.
     (tmp_path / "b").mkdir()
     TINY.replace(seed=5).save(tmp_path / "b" / "config.json")
-    with pytest.raises(ckpt.RunDirError, match="seed: saved 5, given 1"):
+    with pytest.raises(RunDirError, match="seed: saved 5, given 1"):
         train_group([TINY, TINY.replace(seed=1)], [tmp_path / "a", tmp_path / "b"],
                     progress=None)
     assert not (tmp_path / "a").exists()

@@ -50,8 +50,8 @@ def fake_sweep(out: Path, base, records_of) -> dict[tuple[str, int], Path]:
         run.path.mkdir(parents=True)
         e.config.save(run.config_file)
         records = records_of(e)
-        run.metrics_file.write_text("".join(json.dumps(r) + "\n" for r in records))
-        run.step_dir(records[-1][ms.ITERATION.name]).mkdir(parents=True)
+        run.metrics.file.write_text("".join(json.dumps(r) + "\n" for r in records))
+        run.checkpoints.step_dir(records[-1][ms.ITERATION.name]).mkdir(parents=True)
         dirs[e.key] = run.path
     return dirs
 

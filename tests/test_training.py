@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import shutil
 from pathlib import Path
 
 import binomial
@@ -26,8 +25,8 @@ from azjax.core.players import network_player
 from azjax.core.search import SearchConfig
 from azjax.core.selfplay import SelfPlayConfig
 from azjax.evaluation.evaluators import make_evaluator
-from azjax.run import checkpoint as ckpt
-from azjax.run.checkpoint import RunDirError, load_config, read_metrics
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import RunDirError
 from envs.tictactoe import states_from_boards
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -258,7 +257,7 @@ def test_checkpoint_round_trip_and_exact_resume(tmp_path):
     assert int(resumed.train_state.iteration) == 4
     assert leaves_equal(resumed.train_state.params, straight.params)
     assert leaves_equal(resumed.train_state.replay, straight.replay)
-    assert [r["iteration"] for r in read_metrics(run_dir)] == [1, 2, 3, 4]
+    assert [r["iteration"] for r in RunDir(run_dir).metrics.read()] == [1, 2, 3, 4]
     assert json.loads((run_dir / "config.json").read_text())["run"]["iterations"] == 4
     assert (run_dir / "training.png").stat().st_size > 0
 
@@ -270,7 +269,7 @@ def test_resume_drops_metrics_after_the_last_checkpoint(tmp_path):
         f.write(json.dumps({"iteration": 3, "games": 0}) + "\n")
         f.write('{"iteration": 4, "gam')  # torn line of a killed process
     train(SMALL.replace(iterations=3), run_dir, progress=None)
-    records = read_metrics(run_dir)
+    records = RunDir(run_dir).metrics.read()
     assert [r["iteration"] for r in records] == [1, 2, 3]
     assert "loss" in records[-1]
 
@@ -362,7 +361,7 @@ def test_resuming_a_perfect_run_trains_no_further(tmp_path):
     run_dir = tmp_path / "run"
     train_group([SMALL.replace(iterations=2)], [run_dir], progress=None,
                 evaluator=SaysPerfect())
-    assert read_metrics(run_dir)[-1]["perfect"] == 1.0
+    assert RunDir(run_dir).metrics.read()[-1]["perfect"] == 1.0
     messages = []
     result = train(
         SMALL.replace(stop_when_perfect=True), run_dir, progress=messages.append
@@ -375,30 +374,15 @@ def test_resuming_a_perfect_run_trains_no_further(tmp_path):
     assert int(result.train_state.iteration) == 4
 
 
-OLD_RUN = ROOT / "tests" / "data" / "run_v1"
-
-
-def test_a_run_written_before_the_two_halves_loads_and_restores(tmp_path):
-    """tests/data/run_v1 was written by azjax before the config had two halves: a flat
-    config.json and a checkpoint of iteration 2 (2 iterations of a tiny network). Its
-    training state restores as a resumed run restores it; resuming it, counting on and
-    rewriting its config: tests/test_run_integrity.py (slow), which trains it on."""
-    flat = json.loads((OLD_RUN / "config.json").read_text())
-    assert "program" not in flat and flat["game"] == "tictactoe"
-    run_dir = tmp_path / "old"
-    shutil.copytree(OLD_RUN, run_dir)
-    config = load_config(run_dir)
-    assert config.program.network.channels == flat["network"]["channels"] == 4
-    assert config.run.iterations == flat["iterations"] and config.seed == flat["seed"]
-    agent = Agent.load(run_dir)
-    fresh = init_train_state(agent.env, config.program, jax.random.key(0))
-    assert jax.tree.structure(agent.params) == jax.tree.structure(fresh.params)
-    # Its counters were one int32 each; they restore into two words.
-    restored = ckpt.restore_newest(run_dir, fresh)
-    records = read_metrics(run_dir)
-    assert restored.step == 2 == int(restored.tree.iteration)
-    assert int(restored.tree.positions) == records[-1]["positions"] > 0
-    assert int(restored.tree.games) == records[-1]["games"]
-    assert leaves_equal(restored.tree.params, agent.params)
-    with pytest.raises(ValueError, match="unknown config field 'colour'"):
-        TrainConfig.from_dict({**flat, "colour": "red"})
+def test_a_config_from_before_0_1_0_is_refused_in_one_line(tmp_path):
+    """azjax before 0.1.0 wrote a flat config.json (no program and run halves); 0.2.0
+    reads runs of 0.1.0 and later (tests/test_old_runs.py), and refuses an older one in
+    one line that says how to move it."""
+    flat = {"game": "tictactoe", "iterations": 2, "seed": 0, "network": {"channels": 4}}
+    (tmp_path / "config.json").write_text(json.dumps(flat))
+    with pytest.raises(RunDirError, match="before 0.1.0.*resume the run once with azjax "
+                                          "0.1.0") as err:
+        RunDir(tmp_path).load_config()
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="unknown config field"):
+        TrainConfig.from_dict({"program": {}, "colour": "red"})

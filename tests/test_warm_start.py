@@ -22,8 +22,9 @@ from azjax.core.search import SearchConfig
 from azjax.core.selfplay import SelfPlayConfig
 from azjax.driver import train
 from azjax.run.agent import Agent
-from azjax.run.checkpoint import RunDirError, checkpoint_steps, load_config
 from azjax.run.config import RunConfig, TrainConfig
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import RunDirError
 
 POOLED = NetworkConfig(channels=8, num_blocks=1, value_hidden=8, pooled_heads=True,
                        ownership_head=True, score_head=True)
@@ -205,18 +206,18 @@ def test_a_warm_up_recipe_trains_first_and_starts_the_run(tmp_path):
     lines = []
     train(config, tmp_path / "run", progress=lines.append)
     warm_dir = tmp_path / "run" / "warm-up"
-    warm = load_config(warm_dir)
+    warm = RunDir(warm_dir).load_config()
     assert warm.program.game_options == {"size": 7, "komi": 9.0, "history": 4}
     assert warm.program.network == config.program.network and warm.seed == config.seed
     assert warm.run.max_minutes == 0.02
     assert any(line.startswith("[warm-up] ") for line in lines)
     assert leaves_equal(Agent.load(tmp_path / "run").params, Agent.load(warm_dir).params)
-    assert load_config(tmp_path / "run").run.warm_up == "go7x7"
+    assert RunDir(tmp_path / "run").load_config().run.warm_up == "go7x7"
     # The run resumes from its own checkpoint; the warm-up is not trained again.
-    before = checkpoint_steps(warm_dir)
+    before = RunDir(warm_dir).checkpoints.steps()
     lines.clear()
     train(config.replace(iterations=2), tmp_path / "run", progress=lines.append)
-    assert checkpoint_steps(warm_dir) == before
+    assert RunDir(warm_dir).checkpoints.steps() == before
     assert not any(line.startswith("[warm-up]") for line in lines)
 
 
@@ -231,9 +232,9 @@ def test_a_warm_up_recipe_trains_first_and_starts_the_run(tmp_path):
 ])
 def test_a_warm_up_that_cannot_start_the_run_is_refused_before_any_training(
         tmp_path, changes, message):
-    config = _config(9, warm_up_minutes=1.0).replace(
-        game_options={"size": 9, "komi": 7.5, "history": 4}, **changes)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=message):  # the config's own rules, or train's
+        config = _config(9, warm_up_minutes=1.0).replace(
+            game_options={"size": 9, "komi": 7.5, "history": 4}, **changes)
         train(config, tmp_path / "run")
     assert not (tmp_path / "run" / "warm-up").exists()
     with pytest.raises(ValueError, match="warm_up must be a string"):

@@ -25,7 +25,7 @@ from azjax.driver.warm_up import share_minutes
 from azjax.run.config import TrainConfig, setting_paths
 from azjax.run.game_options import split_game_options
 from azjax.run.recipes import PRESETS, RECIPES, backend_preset, recipe
-from azjax.run.run_dir import RunDirError
+from azjax.run.run_layout import RunDirError
 
 Options = TypeVar("Options")
 DEFAULT_GAME = "tictactoe"

@@ -62,7 +62,7 @@ from typing import Annotated, Literal
 import tyro
 
 from azjax.commands.command_line import Saved, parse_with_preset, read_command_line
-from azjax.commands.errors import one_line_errors
+from azjax.commands.errors import one_line_errors, run_script
 from azjax.driver.status import budget_text, opening_line
 from azjax.run import compile_cache
 from azjax.run.config import RUN_SEED_MAX, TrainConfig
@@ -161,3 +161,7 @@ def sweep_seeds(first: int, count: int) -> list[int]:
         raise ValueError(f"--seed + --seeds - 1 ({first} + {count} - 1) must be at most "
                          f"{RUN_SEED_MAX}, the largest seed of a run")
     return [first + i for i in range(count)]
+
+
+if __name__ == "__main__":
+    run_script(main)

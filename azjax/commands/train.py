@@ -17,7 +17,6 @@ import re
 import signal
 import sys
 import traceback
-from pathlib import Path
 from typing import Annotated, Literal
 
 import tyro
@@ -38,7 +37,8 @@ from azjax.run.config import TrainConfig
 from azjax.run.devices import arrange, is_primary
 from azjax.run.guard import guard
 from azjax.run.peers import HEARTBEAT_TIMEOUT_S
-from azjax.run.run_dir import RunDir, RunDirError
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import RunDirError
 from azjax.run.stop_signals import EXIT_STOPPED, Stopped
 
 
@@ -81,7 +81,7 @@ def saved_run(run_dir: str) -> Saved | None:
     if not run_dir:
         return None
     try:
-        run = RunDir.open(run_dir)
+        run = RunDir(run_dir)  # only looked at: training opens it
         config = run.saved_config()
         warm = run.warm_up.saved_config() if config is None else None
     except (RunDirError, OSError, ValueError):
@@ -110,7 +110,7 @@ def opening(defaults: TrainConfig | str, config: TrainConfig, why: str,
     """
     name = defaults if isinstance(defaults, str) else config.program.game
     return opening_line(name, config.run.preset, why,
-                        plan(config, Path(run_dir) if run_dir else None, name))
+                        plan(config, RunDir(run_dir) if run_dir else None, name))
 
 
 @one_line_errors
@@ -203,3 +203,7 @@ def script(game: str) -> None:
     """Runs `azjax train GAME` with this process's command line after GAME: the body of
     `experiments/<game>.py`."""
     run_script(main, [game, *sys.argv[1:]])
+
+
+if __name__ == "__main__":
+    run_script(main)

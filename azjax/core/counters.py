@@ -6,9 +6,6 @@ positions a second. A `Count` keeps the low 31 bits and the number of 2**31 carr
 two uint32 words, up to 2**63 - 1: at a billion positions a second, 292 years. Adding
 costs two integer ops and a shift per iteration, inside the compiled program; the host
 reads the whole number with `int(count)` (or `value(count, index)` for a stacked one).
-
-Checkpoints written when the counters were one int32 each restore into a `Count`
-(`from_int32`, through `azjax.run.checkpoint`).
 """
 
 from __future__ import annotations
@@ -70,13 +67,6 @@ def of(number: int) -> Count:
     if not 0 <= number <= MAX_VALUE:
         raise ValueError(f"a count must be in [0, 2**63 - 1], got {number}")
     return Count(low=jnp.uint32(number & LOW_MASK), high=jnp.uint32(number >> LOW_BITS))
-
-
-def from_int32(old: chex.Array) -> Count:
-    """A count restored from a checkpoint that held it as one int32 (never negative:
-    the old program refused runs that could overflow it)."""
-    old = jnp.asarray(old).astype(jnp.uint32)
-    return Count(low=old & jnp.uint32(LOW_MASK), high=jnp.zeros_like(old))
 
 
 def is_count(x: object) -> bool:

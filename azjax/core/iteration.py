@@ -75,13 +75,13 @@ def init_train_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> Trai
 
     Args:
       env: the game.
-      config: the program (checked against `env` first).
+      config: the program, checked against `env` (`ProgramConfig.check`: a training
+        run's preflight does).
       key: PRNG key (consumed).
 
     Returns:
       The `TrainState` of iteration 0.
     """
-    config.check(env)
     return _fresh_state_program(env, config)(key, config.search, config.learner)
 
 
@@ -152,7 +152,8 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
 
     Args:
       env: the game.
-      config: the program (checked against `env` first).
+      config: the program, checked against `env` (`ProgramConfig.check`: a training
+        run's preflight does).
       devices: with more than one, the function is one device's part of the iteration,
         to run under `shard_map` over `DATA_AXIS`: its state holds that device's share of
         the games and the replay ring, and the gradients are averaged by one all-reduce.
@@ -162,7 +163,6 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
       by name (self-play outcome shares, game lengths, replay fill and, with gradient
       steps, the loss terms averaged over the iteration's steps).
     """
-    config.check(env)
     positions_per_iteration = config.positions_per_iteration
     config = per_device(config, devices)
     split = devices > 1

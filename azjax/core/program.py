@@ -119,9 +119,18 @@ class ProgramConfig:
         return self.positions_per_iteration * copies
 
     def check(self, env: envs.Env) -> None:
-        """`validate`, and the checks that need the game (ValueError): the replay holds
-        an iteration of self-play, its indices fit int32, and the program fits in memory
-        (`program_bytes`, estimated from shapes before anything is built)."""
+        """The checks that need the game (ValueError): `check_rules`, and whether the
+        program fits in memory (`program_bytes`, estimated from shapes before anything is
+        built). A training run is checked by `azjax.run.config.TrainConfig.check`, which
+        counts the run's matches too; the core functions trust their caller to have
+        checked (`azjax.core.iteration.make_iteration_fn`)."""
+        self.check_rules(env)
+        check_program_fits(self, env)
+
+    def check_rules(self, env: envs.Env) -> None:
+        """The rules that need the game (ValueError): the replay holds an iteration of
+        self-play, its indices fit int32, the auxiliary heads have their targets and
+        pooled heads a board."""
         needed = self.replay_entries_per_iteration(env)
         symmetries = " x symmetries" if self.augment == "write" else ""
         check_int32("replay entries per iteration: selfplay.num_games x "
@@ -138,7 +147,6 @@ class ProgramConfig:
             self.check_learn_after(env.symmetries.size)
         self.check_auxiliary(env)
         self.check_pooled_heads(env)
-        check_program_fits(self, env)
 
     @property
     def keeps_score(self) -> bool:

@@ -26,34 +26,22 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import Mesh
 
-from azjax.core.identity import Identity
 from azjax.core.iteration import TrainState
-from azjax.core.stacked import (
-    cached,
-    compile_ahead,
-    group_step,
-    placed,
-    stack,
-    unstack,
-)
+from azjax.core.stacked import compile_ahead, group_step, placed, stack, unstack
 from azjax.driver.host_run import HostRun, Say
 from azjax.driver.plots import preload
 from azjax.driver.program_players import ProgramPlayers
-from azjax.driver.warm_up import warm_up, warm_up_config
+from azjax.driver.preflight import preflight
+from azjax.driver.warm_up import warm_up
 from azjax.evaluation.evaluators import Evaluator, PositionEvaluator
-from azjax.run.config import TrainConfig, check_run_fits, game_settings, run_parts
-from azjax.run.devices import agreed_max, data_mesh, device_count, is_primary
-from azjax.run.game_check import check_game
-from azjax.run.lock import RunLock, lock_run_dir
-from azjax.run.metrics_log import check_tensorboard
+from azjax.run.config import TrainConfig
+from azjax.run.devices import agreed_max, is_primary
+from azjax.run.lock import RunLock
 from azjax.run.progress import Progress
 from azjax.run.run_dir import RunDir
 from azjax.run.stop_signals import REPEAT_S, Stopped, StopSignals
-from azjax.run.warm_start import warm_start_params
 from envs import Env
-from envs.registry import registered_at_runtime
 
 STATUS_EVERY_S = 2.0
 """Seconds between status lines of a group of several experiments."""
@@ -82,64 +70,6 @@ def _names(run_dirs: Sequence[RunDir | None]) -> list[str]:
         if len(set(names)) == len(names):
             return names
     return ["/".join(p) for p in parts]
-
-
-def _game(configs: Sequence[TrainConfig], env: Env | None) -> tuple[list[TrainConfig], Env]:
-    """The group's configs naming the game as `envs.make` builds it again, and the env:
-    `env` when given, else the configs' game (one object per game and options, so that
-    compiled steps are reused)."""
-    if env is None:
-        program = configs[0].program
-        options = tuple(sorted(program.game_options.items()))
-        env = cached(("env", program.game, options), program.make_env)
-        if program.game not in registered_at_runtime():
-            return list(configs), env
-    if not isinstance(env, Env):
-        raise ValueError(f"env must be an envs.Env, got {type(env).__name__}")
-    game = game_settings(env)
-    return [c.replace(**game) for c in configs], env
-
-
-def _check_group(configs: Sequence[TrainConfig], run_dirs: Sequence[RunDir | None],
-                 env: Env) -> None:
-    if len(run_dirs) != len(configs):
-        raise ValueError(f"{len(configs)} configs but {len(run_dirs)} run directories")
-    named = [d.path.resolve() for d in run_dirs if d is not None]
-    if len(set(named)) != len(named):
-        raise ValueError("two experiments of a group cannot share a run directory")
-    for config, run_dir in zip(configs, run_dirs):
-        config.check(env)
-        if config.program.compile_key() != configs[0].program.compile_key():
-            raise ValueError("the experiments of a group must compile to one program (they "
-                             "may differ in seeds, traced settings and run options only)")
-        if run_dir is not None:
-            run_dir.check(config)  # every run is checked before any is written
-            if config.run.tensorboard:
-                check_tensorboard()
-    if len(configs) > 1:  # E experiments in one program need E times the memory
-        largest = max(configs, key=lambda c: sum(run_parts(c, env).values()))
-        check_run_fits(largest, env, len(configs))
-
-
-def _devices(configs: Sequence[TrainConfig], run_dirs: Sequence[RunDir | None],
-             warm_ups: Sequence[TrainConfig | None], say: Say
-             ) -> tuple[list[TrainConfig], list[TrainConfig | None], Mesh | None]:
-    """The group's configs and their warm-ups' recording the device count they train on,
-    and its data mesh (None for one device); ValueError, before anything trains, for a
-    count that the runs or the warm-ups still to train cannot be split over."""
-    requested = {c.run.devices for c in configs}
-    if len(requested) > 1:
-        raise ValueError(f"a group trains on one set of devices, not on {sorted(requested)}")
-    pending = [warm.program for warm, run_dir in zip(warm_ups, run_dirs)
-               if warm is not None and not run_dir.checkpoint_steps()]
-    count, notice = device_count(requested.pop(), configs[0].program, pending)
-    if notice:
-        say(notice)
-    for run_dir in filter(None, run_dirs):
-        run_dir.check_device_count(count)
-    return ([c.replace(devices=count) for c in configs],
-            [None if w is None else w.replace(devices=count) for w in warm_ups],
-            data_mesh(count) if count > 1 else None)
 
 
 def _writing(run_dir: RunDir | None, write: Callable, *args: Any) -> Any:
@@ -233,30 +163,14 @@ def train_group(
     """
     clock_start = time.perf_counter()
     configs = list(configs)
-    # A run directory is checked here, once, and passed on as a RunDir.
+    # A path becomes a RunDir here, checked, and passes on as one.
     run_dirs = [None if d is None else RunDir.open(d)
                 for d in (run_dirs or [None] * len(configs))]
-    if not configs:
-        raise ValueError("no experiments to train")
-    configs, env = _game(configs, env)
-    check_game(env, configs[0].program.game)  # a game of the user's, before any write
-    _check_group(configs, run_dirs, env)
     say = progress or (lambda _: None)
-    # A warm-up that cannot start its run fails here, before any write or training.
-    warm_ups = [warm_up_config(config, run_dir) if config.run.warm_up else None
-                for config, run_dir in zip(configs, run_dirs)]
-    configs, warm_ups, mesh = _devices(configs, run_dirs, warm_ups, say)
+    plan = preflight(configs, run_dirs, env, say)  # every check, once, before any write
+    configs, env, players, mesh = plan.configs, plan.env, plan.players, plan.mesh
     program = configs[0].program
-    players = cached(("players", Identity(env), program.compile_key()),
-                      lambda: ProgramPlayers(env, program))
-    env = players.env
-    players.forget_loaded()
-    for config, run_dir in zip(configs, run_dirs):
-        players.opponents(config.run.eval_opponents)  # bad baselines fail before any write
-        # A warm start that cannot start the run fails before anything compiles.
-        if config.run.warm_start and (run_dir is None or not run_dir.checkpoint_steps()):
-            warm_start_params(config.run.warm_start, env, config.program)
-    for config, warm, run_dir in zip(configs, warm_ups, run_dirs):
+    for config, warm, run_dir in zip(configs, plan.warm_ups, run_dirs):
         if warm is not None:
             warm_up(config, warm, run_dir, train, say)
             clock_start = time.perf_counter()  # the run's minutes start after its warm-up
@@ -272,7 +186,7 @@ def train_group(
     try:
         for config, run_dir in zip(configs, run_dirs):
             if run_dir is not None and is_primary():
-                locks.append(lock_run_dir(run_dir))
+                locks.append(run_dir.lock())
                 run_dir.check(config)  # again: another writer may have been first
         restored = [run.restore(env, mesh) for run in runs]  # every run reads before writes
         for run, run_state in zip(runs, restored):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -35,14 +34,15 @@ from azjax.driver.status import (
 from azjax.driver.warm_up import warm_start_source
 from azjax.evaluation.evaluators import Evaluator, versus
 from azjax.evaluation.gating import Gate
-from azjax.run import checkpoint as ckpt
+from azjax.run.checkpoint import all_finite
 from azjax.run.config import TrainConfig
 from azjax.run.devices import agree, barrier, is_primary, local, peak_device_bytes
 from azjax.run.files import error_line
-from azjax.run.metrics_log import MetricsLog, resume_records
+from azjax.run.metrics_log import MetricsLog
 from azjax.run.process_record import start_record
 from azjax.run.progress import Progress
 from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import RunDirError
 from azjax.run.stop_signals import StopSignals
 from azjax.run.warm_start import placed_like, warm_start_params
 from envs import Env
@@ -60,15 +60,14 @@ PLOT_EVERY_S = 30.0
 class HostRun:
     """The host side of one experiment: its records, run directory, budget and clock."""
 
-    def __init__(self, config: TrainConfig, run_dir: RunDir | Path | None, name: str,
+    def __init__(self, config: TrainConfig, run_dir: RunDir | None, name: str,
                  say: Say, alone: bool = True):
         self.config, self.run = config, config.run
-        run_dir = None if run_dir is None else RunDir.open(run_dir)
         self.run_dir, self.name, self.say, self.alone = run_dir, name, say, alone
         self.diverged = False
         self.said_stalled = False
         self.records: list[dict[str, Any]] = []
-        self.manager = self.log = None
+        self.log = None
         self.eval_key = jax.random.key(config.seed + 1)
         self.arena_key = jax.random.key(config.seed + 2)
         self.last_plot = time.perf_counter()
@@ -82,11 +81,11 @@ class HostRun:
                  else init_placed(env, self.config.program, key, mesh))
         self.restored = None
         if self.run_dir is not None:
-            self.restored = ckpt.restore_newest(self.run_dir, state)
+            self.restored = self.run_dir.checkpoints.restore_newest(state)
             resumed = self.restored if self.restored and self.restored.tree is not None else None
             if resumed is not None:
                 state = resumed.tree
-            self.records, self.metrics_notice = resume_records(self.run_dir, resumed)
+            self.records, self.metrics_notice = self.run_dir.metrics.resume(resumed)
         source = warm_start_source(self.config, self.run_dir)
         if source and (self.restored is None or self.restored.tree is None):
             state = self._warm_started(env, state, source)
@@ -109,7 +108,8 @@ class HostRun:
                 damaged = self.restored.notice(self.run_dir)
                 if damaged:
                     self.say(damaged)
-                    moved = ckpt.set_aside(self.run_dir, [s for s, _ in self.restored.damaged])
+                    moved = self.run_dir.checkpoints.set_aside(
+                        [s for s, _ in self.restored.damaged])
                     self.say(f"moved the damaged checkpoints to {moved[0].parent}")
             if not self.run_dir.config_file.is_file() and step is not None:
                 self.say(f"{self.run_dir.config_file} was missing; wrote it again (its "
@@ -119,14 +119,13 @@ class HostRun:
             self.run_dir.append_provenance(start_record(0 if step is None else step))
             if self.metrics_notice:
                 self.say(self.metrics_notice)
-            self.log = MetricsLog(self.run_dir, tensorboard=self.run.tensorboard)
+            self.log = MetricsLog(self.run_dir.metrics, tensorboard=self.run.tensorboard)
             self.log.start(self.records, self.metrics_notice is not None, step)
             if step is not None:
                 self.say(f"resumed {self.run_dir} at iteration {step}")
         if self.run_dir is not None:  # every process saves its part of the checkpoints
             barrier("azjax run directory")
-            self.manager = ckpt.checkpoint_manager(self.run_dir,
-                                                   keep_period=self.run.keep_every or None)
+            self.run_dir.checkpoints.open_for_saving(keep_period=self.run.keep_every or None)
         self.iteration = self.saved_at = int(state.iteration)
         self.clock_start = clock_start
         self.time_offset = self.records[-1]["wall_time"] if self.records else 0.0
@@ -273,7 +272,7 @@ class HostRun:
         if record.get("perfect") and self.perfect_at is None:
             self.perfect_at = record
         if self.run_dir is not None and is_primary():
-            ckpt.amend_records(self.run_dir.path, self.iteration, self.records)
+            self.run_dir.checkpoints.amend_records(self.iteration, self.records)
             self.log.amend_last(self.records)
             plot_run(self.records, self.run_dir.training_plot)
         if self.alone:
@@ -333,17 +332,17 @@ class HostRun:
         """Checkpoints the experiment's state (never a diverged one), then appends the
         records it covers to metrics.jsonl (and redraws the plot now and then)."""
         experiment = unstack(state, index)
-        if not ckpt.all_finite(experiment.params):
+        if not all_finite(experiment.params):
             self.stop_diverged("the network's parameters are not finite")
             return
         try:
-            ckpt.save(self.manager, self.iteration, experiment, self.config, self.records)
+            self.run_dir.checkpoints.save(self.iteration, experiment, self.config, self.records)
             self.saved_at = self.iteration
             if self.log is not None:
                 self.log.flush(self.iteration)
         except Exception as err:  # noqa: BLE001 - OS errors, and the same wrapped by orbax
             why = error_line(err)
-            raise ckpt.RunDirError(
+            raise RunDirError(
                 f"could not write the checkpoint of iteration {self.iteration} to {self.run_dir} "
                 f"({why}); rerun the command to resume from iteration {self.saved_at} "
                 "once the cause is fixed") from None
@@ -353,8 +352,8 @@ class HostRun:
             self.last_plot = time.perf_counter()
 
     def close(self) -> None:
-        if self.manager is not None:
-            self.manager.close()
+        if self.run_dir is not None:
+            self.run_dir.checkpoints.close()
         if self.log is not None:
             self.log.close()
 

@@ -7,12 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from azjax.run import metric_schema as ms
-from azjax.run.deprecation import moved_names
-from azjax.run.run_dir import TRAINING_PLOT as PLOT_FILE  # noqa: F401 - the name scripts import
-
-__getattr__ = moved_names(__name__, {"LOSS_KEYS": (
-    tuple(m.name for m in ms.LOSSES),
-    "azjax.run.metric_schema's LOSSES (metrics; their .name is the key)")})
 
 
 def preload() -> None:

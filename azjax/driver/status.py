@@ -10,7 +10,6 @@ import numpy as np
 
 from azjax.run import metric_schema as ms
 from azjax.run.config import RunConfig, TrainConfig
-from azjax.run.deprecation import moved_names
 from azjax.run.progress import format_duration
 
 
@@ -140,9 +139,9 @@ def changed_settings(saved: TrainConfig, config: TrainConfig) -> list[str]:
 
     Returns:
       The paths of the program settings (and 'seed') in which `config` differs from
-      `saved`, sorted (`TrainConfig.program_differences` without the values).
+      `saved`, sorted (`TrainConfig.program_changes`).
     """
-    return [line.split(":")[0] for line in saved.program_differences(config)]
+    return list(saved.program_changes(config))
 
 
 def opening_line(name: str, preset: str, why: str, plan: str) -> str:
@@ -192,11 +191,6 @@ def summarize(result: Any, iterations: int = 0) -> str:
 
 class TrainingDiverged(ValueError):
     """The loss or the network became NaN or infinite: the run stops without saving."""
-
-
-__getattr__ = moved_names(__name__, {"LOSSES": (
-    tuple(m.name for m in ms.LOSSES),
-    "azjax.run.metric_schema's LOSSES (metrics; their .name is the key)")})
 
 
 def divergence(record: dict[str, Any]) -> str | None:

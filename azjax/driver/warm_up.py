@@ -17,23 +17,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 
 from azjax.core.networks import abstract_params
 from azjax.driver.status import budget_text, changed_settings, minutes_text
-from azjax.run import run_dir as layout
 from azjax.run.config import RunConfig, TrainConfig
-from azjax.run.deprecation import moved_names
 from azjax.run.recipes import recipe
 from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import CONFIG_FILE, WARM_UP_DIR
 from azjax.run.warm_start import same_shapes
 
-# The layout of a run directory is azjax.run.run_dir's.
-__getattr__ = moved_names(__name__, {
-    "WARM_UP_DIR": (layout.WARM_UP_DIR, "RunDir.warm_up (azjax.run.run_dir)")})
 
-
-def warm_up_config(config: TrainConfig, run_dir: RunDir | Path | None) -> TrainConfig:
+def warm_up_config(config: TrainConfig, run_dir: RunDir | None) -> TrainConfig:
     """The warm-up run of `config`: the recipe `config.run.warm_up` (in the run's preset)
     with the run's network and seed or, while the run has no checkpoint yet, the
     config.json of the warm-up already in RUN_DIR/warm-up; for `warm_up_minutes` and at
@@ -47,21 +41,14 @@ def warm_up_config(config: TrainConfig, run_dir: RunDir | Path | None) -> TrainC
       The warm-up run's config.
 
     Raises:
-      ValueError: for no run directory, an unknown recipe, a warm start asked for twice, a
+      ValueError: for no run directory, an unknown recipe, a
         network whose weights would not carry over to the run's board, or a warm-up in
         progress of another network than the run's.
     """
     run = config.run
     if run_dir is None:
         raise ValueError("run.warm_up needs a run directory (the warm-up run goes into "
-                         f"RUN_DIR/{layout.WARM_UP_DIR})")
-    if run.warm_start:
-        raise ValueError("run.warm_up trains the run's starting weights; run.warm_start "
-                         "names them: set one of the two")
-    if run.warm_up_minutes <= 0:
-        raise ValueError("run.warm_up needs run.warm_up_minutes > 0, got "
-                         f"{run.warm_up_minutes!r}")
-    run_dir = RunDir.open(run_dir)
+                         f"RUN_DIR/{WARM_UP_DIR})")
     base = _recipe(config)
     network = config.program.network
     saved = _saved(config, run_dir)
@@ -101,7 +88,7 @@ def _budget(run: RunConfig, recipe_run: RunConfig) -> dict[str, float | int]:
 def _saved(config: TrainConfig, run_dir: RunDir) -> TrainConfig | None:
     """The config.json of the warm-up in RUN_DIR/warm-up while the run is still to train
     from it (no checkpoint of its own yet), else None."""
-    if run_dir.checkpoint_steps():
+    if run_dir.checkpoints.steps():
         return None
     return run_dir.warm_up.saved_config()
 
@@ -126,7 +113,7 @@ def share_minutes(total: float, warm_up_minutes: float, max_minutes: float
     return warm, round(total - warm, 6)
 
 
-def plan(config: TrainConfig, run_dir: RunDir | Path | None, name: str) -> str:
+def plan(config: TrainConfig, run_dir: RunDir | None, name: str) -> str:
     """What a run trains, and for how long, in words.
 
     Args:
@@ -143,22 +130,21 @@ def plan(config: TrainConfig, run_dir: RunDir | Path | None, name: str) -> str:
     run = config.run
     if not run.warm_up:
         return budget
-    run_dir = None if run_dir is None else RunDir(run_dir)
-    if run_dir is not None and run_dir.checkpoint_steps():
+    if run_dir is not None and run_dir.checkpoints.steps():
         return f"{budget} (its warm-up on {run.warm_up} is done)"
     try:
         base = _recipe(config).run
     except ValueError:
         return budget  # training says what is wrong with the warm-up
     warm = budget_text(dataclasses.replace(base, **_budget(run, base)))
-    where = f"RUN_DIR/{layout.WARM_UP_DIR}" if run_dir is None else run_dir.warm_up
+    where = f"RUN_DIR/{WARM_UP_DIR}" if run_dir is None else run_dir.warm_up
     total = (f": {minutes_text(run.warm_up_minutes + run.max_minutes)} in all"
              if run.max_minutes > 0 else "")
     return (f"first the {run.warm_up} recipe as a warm-up for {warm} in {where} (--warm-up "
             f"'' skips it), then {name} from its weights for {budget}{total}")
 
 
-def warm_up(config: TrainConfig, warm: TrainConfig, run_dir: RunDir | Path,
+def warm_up(config: TrainConfig, warm: TrainConfig, run_dir: RunDir,
             train: Callable[..., object], say: Callable[[str], None]) -> None:
     """Trains `warm` (`warm_up_config(config, run_dir)`) in RUN_DIR/warm-up, resumed there
     if it stopped, while the run has no checkpoint.
@@ -170,8 +156,7 @@ def warm_up(config: TrainConfig, warm: TrainConfig, run_dir: RunDir | Path,
       train: `azjax.driver.driver.train`.
       say: receives the status lines.
     """
-    run_dir = RunDir.open(run_dir)
-    if run_dir.checkpoint_steps():
+    if run_dir.checkpoints.steps():
         return
     where, budget = run_dir.warm_up, budget_text(warm.run)
     saved = _saved(config, run_dir)
@@ -180,14 +165,14 @@ def warm_up(config: TrainConfig, warm: TrainConfig, run_dir: RunDir | Path,
     else:
         changed = changed_settings(saved, _recipe(config).replace(
             network=saved.program.network, seed=saved.seed))
-        what = f"resuming {where} with its {layout.CONFIG_FILE}" + (
+        what = f"resuming {where} with its {CONFIG_FILE}" + (
             f" (it differs from today's {config.run.warm_up} recipe in {', '.join(changed)})"
             if changed else "") + f" for {budget}"
     say(f"warm-up: {what}, then this run from its weights")
     train(warm, where, lambda line: say(f"[warm-up] {line}"))
 
 
-def warm_start_source(config: TrainConfig, run_dir: RunDir | Path | None) -> str:
+def warm_start_source(config: TrainConfig, run_dir: RunDir | None) -> str:
     """Where a fresh run's starting weights come from.
 
     Args:
@@ -198,5 +183,5 @@ def warm_start_source(config: TrainConfig, run_dir: RunDir | Path | None) -> str
       `run.warm_start`, or the warm-up run's directory; '' for fresh weights.
     """
     if config.run.warm_up and run_dir is not None:
-        return str(RunDir.open(run_dir).warm_up)
+        return str(run_dir.warm_up)
     return config.run.warm_start

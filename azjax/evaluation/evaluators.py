@@ -30,17 +30,13 @@ import numpy as np
 from azjax.core.players import Player, compiled
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.match import play_match
-from azjax.run.deprecation import moved_names
 from azjax.run.metric_schema import (
-    EVALUATION_SHOWN,
     HIGHER,
-    MARGIN,
     NET,
     NET_VALUE_ACCURACY,
     PERFECT,
     SEARCH,
     SHARE,
-    VERSUS,
     VS_RANDOM,
     Metric,
     declare,
@@ -50,12 +46,6 @@ from azjax.run.metric_schema import (
 )
 from azjax.run.specs import PlayerFailed
 from envs import Env, GroundTruth, GroundTruthSource
-
-__getattr__ = moved_names(__name__, {
-    "OPPONENT_PREFIX": (VERSUS.prefix, "azjax.run.metric_schema's versus_key"),
-    "MARGIN_PREFIX": (MARGIN.prefix, "azjax.run.metric_schema's margin_key"),
-    "METRIC_LABELS": ({m.name: m.label for m in EVALUATION_SHOWN},
-                      "azjax.run.metric_schema's EVALUATION_SHOWN")})
 
 
 def _game_declared(env: Env, reported: Sequence[str]

@@ -30,12 +30,12 @@ from azjax.evaluation.match import MatchResult, play_match
 from azjax.evaluation.player_specs import make_player, search_simulations
 from azjax.evaluation.ratings import Ratings, fit_elo
 from azjax.go import sgf
-from azjax.run import checkpoint as ckpt
 from azjax.run.agent import Agent
 from azjax.run.config import check_seed
 from azjax.run.files import check_output_path, write_atomic
 from azjax.run.progress import Progress as ProgressLine
-from azjax.run.run_dir import LEAGUE_FILES, RunDir, RunDirError
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import LEAGUE_FILES, RunDirError
 from azjax.run.specs import split_specs
 from envs import Env
 
@@ -268,33 +268,32 @@ def fit_league(names: Sequence[str], matches: Sequence[MatchResult], anchor: str
     return fit_elo(names, rows, anchor=anchor)
 
 
-def checkpoint_steps(run_dir: str | Path | RunDir, steps: Sequence[int] | None = None) -> list[int]:
+def checkpoint_steps(run_dir: RunDir, steps: Sequence[int] | None = None) -> list[int]:
     """The run's intact checkpoint steps (all, or `steps` after checking that each
     exists and is intact)."""
-    run_dir = RunDir.open(run_dir)
     run_dir.load_config()  # RunDirError for a missing directory or a non-run
-    if not run_dir.checkpoints.is_dir():
+    if not run_dir.checkpoints.folder.is_dir():
         raise RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
-    damaged = ckpt.damaged_steps(run_dir, params_only=True)
-    available = sorted(s for s in run_dir.checkpoint_steps() if s not in damaged)
+    damaged = run_dir.checkpoints.damaged(params_only=True)
+    available = sorted(s for s in run_dir.checkpoints.steps() if s not in damaged)
     if not available:
-        raise ckpt.RunDirError(f"{str(run_dir)!r} holds no intact checkpoint"
-                               if damaged else f"{str(run_dir)!r} holds no checkpoint yet")
+        raise RunDirError(f"{str(run_dir)!r} holds no intact checkpoint"
+                          if damaged else f"{str(run_dir)!r} holds no checkpoint yet")
     if steps is None:
         return available
     broken = [f"{s} ({damaged[s]})" for s in steps if s in damaged]
     if broken:
-        raise ckpt.RunDirError(f"damaged checkpoint(s) in {str(run_dir)!r}: "
-                               f"{'; '.join(broken)}; intact steps: {available}")
+        raise RunDirError(f"damaged checkpoint(s) in {str(run_dir)!r}: "
+                          f"{'; '.join(broken)}; intact steps: {available}")
     missing = [s for s in steps if s not in available]
     if missing:
-        raise ckpt.RunDirError(
+        raise RunDirError(
             f"no checkpoint at step(s) {missing} in {str(run_dir)!r}; available steps: {available}"
         )
     return sorted({int(s) for s in steps})
 
 
-def checkpoint_player(run_dir: str | Path, step: int, kind: str = "alphazero",
+def checkpoint_player(run_dir: RunDir, step: int, kind: str = "alphazero",
                       simulations: int | None = None) -> Player:
     """The checkpoint at `step` as a player named `it{step}` (search budget overridden by
     `simulations` when given)."""
@@ -326,7 +325,7 @@ def _check_options(kind: str, simulations: int | None, games_per_pair: int,
         raise ValueError(f"opening_plies must be >= 0, got {opening_plies}")
 
 
-def run_league(run_dir: str | Path | RunDir, baselines: Sequence[str] = ("random",),
+def run_league(run_dir: RunDir, baselines: Sequence[str] = ("random",),
                steps: Sequence[int] | None = None, games_per_pair: int = 40,
                simulations: int | None = None, kind: str = "alphazero",
                opening_plies: int = DEFAULT_OPENING_PLIES, anchor: str = "random",
@@ -350,12 +349,11 @@ def run_league(run_dir: str | Path | RunDir, baselines: Sequence[str] = ("random
     if isinstance(baselines, str):
         baselines = split_specs(baselines)
     baselines = [spec.strip() for spec in baselines]
-    run_dir = RunDir.open(run_dir)
     env = run_dir.load_config().make_env()
     if sgf_dir is not None:
         sgf_dir = sgf.check_sgf_dir(env, sgf_dir)
     steps = checkpoint_steps(run_dir, steps)
-    metrics = run_dir.read_metrics()
+    metrics = run_dir.metrics.read()
     entrants = [_checkpoint_entrant(s, metrics) for s in steps]
     entrants += [Entrant(spec, "baseline") for spec in baselines]
     names = [e.name for e in entrants]

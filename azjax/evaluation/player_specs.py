@@ -20,7 +20,7 @@ from azjax.core.players import AgentParams, Player
 from azjax.evaluation import alphabeta as _alphabeta  # noqa: F401 - registers `alphabeta`
 from azjax.evaluation import baselines as _baselines  # noqa: F401 - registers its kinds
 from azjax.go import gnugo_kind as _gnugo_kind  # noqa: F401 - registers `gnugo`
-from azjax.run import checkpoint as ckpt
+from azjax.run.run_dir import RunDir
 from azjax.run.agent import Agent
 from azjax.run.shipped_agents import resolve
 from azjax.run.specs import (
@@ -60,7 +60,7 @@ def game_of(texts: list[str]) -> Env | None:
             # an agent file (its config is inside it), or nothing: Agent.load's error
             return Agent.load(run_dir).env
         if run_dir is not None:
-            return ckpt.load_config(run_dir).make_env()
+            return RunDir(run_dir).load_config().make_env()
     return None
 
 

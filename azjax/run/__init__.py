@@ -13,7 +13,6 @@ Modules:
 * `peers`, `guard`: a run of several processes that loses one stops in one line.
 * `stop_signals`: SIGTERM and Ctrl-C stop a run after its iteration, with a checkpoint.
 * `files`: atomic writes and outputs checked before the work.
-* `deprecation`: names that moved still resolve, with a DeprecationWarning.
 * `run_dir`: `RunDir`, which owns a run directory's layout, its checks, `config.json`,
   `metrics.jsonl` and `provenance.jsonl`.
 * `checkpoint_files`, `checkpoint`: checked orbax checkpoints of the whole training state.
@@ -28,9 +27,11 @@ Modules:
 * `process_record`: what a training process records of itself (code, command, machine)
   in the run directory's `provenance.jsonl` when it starts or resumes a run.
 * `shipped_agents`: the trained agents that ship with azjax, by name (`go7x7`).
+* `agent_source`: the agent a command line names (run directory, agent file or shipped
+  name), checked and loaded.
 * `warm_start`: a run started from another run's network weights.
 * `analysis_board`: a position drawn with the agent's search on it (SVG).
-* `web_games`: the games the browser page plays against an agent (`azjax.serve`).
+* `web_games`: the games the browser page plays against an agent (`azjax serve`).
 
 May import: `envs`, `azjax.core`.
 """
@@ -43,18 +44,14 @@ from azjax.run.analysis_board import (
     analysis_board,
     analysis_picture,
 )
-from azjax.run.checkpoint import (
-    DamagedCheckpointWarning,
-    RunDirError,
-    load_config,
-    read_metrics,
-)
+from azjax.run.checkpoint import DamagedCheckpointWarning
 from azjax.run.config import RunConfig, TrainConfig
 from azjax.run.devices import arrange
 from azjax.run.progress import Progress
 from azjax.run.provenance import Provenance
 from azjax.run.recipes import recipe
 from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import RunDirError
 from azjax.run.specs import PlayerSpec, parse_spec
 from azjax.run.stop_signals import EXIT_STOPPED, Stopped
 
@@ -77,8 +74,6 @@ __all__ = [
     "analysis_board",
     "analysis_picture",
     "arrange",
-    "load_config",
     "parse_spec",
-    "read_metrics",
     "recipe",
 ]

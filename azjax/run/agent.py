@@ -28,10 +28,11 @@ from azjax.core.search import (
     root_value,
     visit_counts,
 )
-from azjax.run import checkpoint as ckpt
+from azjax.run.checkpoint import DamagedCheckpointWarning
 from azjax.run.agent_file import AgentFileError, read_agent, write_agent_file
 from azjax.run.provenance import Provenance
-from azjax.run.run_dir import RunDir, RunDirError
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import RunDirError
 from azjax.run.run_provenance import run_provenance
 from azjax.run.shipped_agents import listed as shipped_agents
 from azjax.run.shipped_agents import resolve
@@ -123,10 +124,10 @@ class Agent:
             raise RunDirError(f"run directory {str(run.path)!r} does not exist, and no "
                               f"shipped agent has that name ({shipped_agents()})")
         config = run.load_config()
-        restored = ckpt.restore_params(run, params_shapes(config.program), step)
+        restored = run.checkpoints.restore_params(params_shapes(config.program), step)
         notice = restored.notice(run)
         if notice:
-            warnings.warn(notice, ckpt.DamagedCheckpointWarning, stacklevel=2)
+            warnings.warn(notice, DamagedCheckpointWarning, stacklevel=2)
         return cls(games["env"], config.program, restored.tree, search,
                    functools.partial(run_provenance, run, restored.step, config))
 

@@ -6,9 +6,8 @@ The file is msgpack (flax.serialization): a header naming the format and its ver
 the config as JSON, the parameters as nested dicts of arrays, and the agent's
 provenance as JSON (`azjax.run.provenance`: the code, command and budget that trained
 it). `Agent.export` writes it, `Agent.load(FILE)` reads it back (`python -m azjax.export`
-from the shell); nothing else of the run (optimizer, replay) is kept. Version 1 files
-(whole training configs) are read too. The provenance is an optional key of version 2, not a new
-version, so that an azjax from before it still reads new files (it ignores the key), and
+from the shell); nothing else of the run (optimizer, replay) is kept. The provenance is
+an optional key of version 2, not a new version, so that an azjax from before it still reads new files (it ignores the key), and
 files from before it read as "not recorded".
 """
 
@@ -31,7 +30,9 @@ from azjax.run.provenance import Provenance
 
 FORMAT = "azjax-agent"
 VERSION = 2
-READS = (1, 2)
+READS = (2,)
+"""The versions this azjax reads: version 1 files (whole training configs) were written
+before azjax 0.1.0."""
 SUFFIX = ".azjax"
 
 
@@ -123,7 +124,7 @@ def read_agent(path: str | Path, abstract_params_of: Callable[[ProgramConfig], A
         )
     try:
         data = json.loads(payload["config"])
-        config = TrainConfig.from_dict(data if version == 1 else {"program": data}).program
+        config = TrainConfig.from_dict({"program": data}).program
         abstract = abstract_params_of(config)  # builds the game: ValueError if unknown
     except (ValueError, TypeError) as err:
         raise AgentFileError(f"{str(path)!r} holds an invalid config: {err}") from None

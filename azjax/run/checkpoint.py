@@ -1,5 +1,5 @@
-"""Run directories: checked orbax checkpoints of the whole TrainState, and (re-exported
-from `azjax.run.run_dir`) config.json and metrics.jsonl: the run directory's API.
+"""A run's checkpoints (`Checkpoints`, a run directory's `RunDir.checkpoints`): checked
+orbax checkpoints of the whole TrainState.
 
 A checkpoint is `checkpoints/<step>/`: orbax's arrays (written into a temporary directory
 and renamed when complete), then a copy of the run's metrics records and, last, a
@@ -7,7 +7,7 @@ manifest with the config and a SHA-256 of every file. The manifest is the commit
 a step directory without one (a process killed between the two), with a file missing,
 changed or unreadable, is damaged. Restoring takes the newest intact checkpoint and says
 which damaged ones it passed over; a run directory none of whose checkpoints is intact
-is refused. Runs written before checkpoints had manifests restore unchecked.
+is refused. Checkpoints are read as azjax 0.1.0 and later write them.
 """
 
 from __future__ import annotations
@@ -25,13 +25,9 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from azjax.core import counters
-from azjax.run.checkpoint_files import (  # noqa: F401 - re-exported: the run directory's API
+from azjax.run.checkpoint_files import (
     AMENDED_METRICS_COPY,
-    CHECKPOINT_DIR,
-    DAMAGED_DIR,
     ITEM_DIR,
-    MANIFEST_FILE,
     METRICS_COPY,
     UNFINISHED,
     checkpoint_steps,
@@ -40,7 +36,6 @@ from azjax.run.checkpoint_files import (  # noqa: F401 - re-exported: the run di
     metadata_tree,
     params_files,
     read_manifest,
-    restore_without_new_fields,
     set_aside,
     step_dir,
     verify,
@@ -49,24 +44,7 @@ from azjax.run.checkpoint_files import (  # noqa: F401 - re-exported: the run di
 from azjax.run.config import TrainConfig
 from azjax.run.devices import agreed_max, barrier, first_text, is_primary, spans_processes
 from azjax.run.files import error_line, write_atomic
-from azjax.run.run_dir import (  # noqa: F401 - re-exported: the run directory's API
-    CONFIG_FILE,
-    LOCK_FILE,
-    METRICS_FILE,
-    RunDir,
-    RunDirError,
-    append_metrics,
-    cannot_write,
-    check_device_count,
-    check_run_dir,
-    check_run_dir_path,
-    load_config,
-    metrics_text,
-    read_metrics,
-    same_records,
-    save_config,
-    saved_config,
-)
+from azjax.run.run_layout import CHECKPOINT_DIR, RunDirError, records_text
 
 
 class DamagedCheckpointWarning(UserWarning):
@@ -123,32 +101,22 @@ _whole_replicas()
 # --- checkpoints ------------------------------------------------------------------------
 
 
-def checkpoint_manager(run_dir: RunDir | Path, max_to_keep: int = 3,
-                       keep_period: int | None = None) -> ocp.CheckpointManager:
-    """An orbax manager for the run's checkpoints folder (saves synchronously, without
-    OCDBT).
-
-    Args:
-      run_dir: the run directory.
-      max_to_keep: how many of the newest checkpoints it keeps.
-      keep_period: it also keeps every checkpoint whose step is a multiple of this.
-
-    Returns:
-      The manager.
-    """
+def _manager(folder: Path, max_to_keep: int, keep_period: int | None
+             ) -> ocp.CheckpointManager:
+    """An orbax manager for a run's checkpoints folder (saves synchronously, without
+    OCDBT), keeping the newest `max_to_keep` and every step a multiple of `keep_period`."""
     options = ocp.CheckpointManagerOptions(
         max_to_keep=max_to_keep, keep_period=keep_period, create=True,
         enable_async_checkpointing=False, cleanup_tmp_directories=True,
     )
     with _orbax_silenced():
         return ocp.CheckpointManager(
-            RunDir.open(run_dir).checkpoints.absolute(), options=options,
+            folder.absolute(), options=options,
             item_handlers=ocp.StandardCheckpointHandler(use_ocdbt=False))
 
 
-def save(manager: ocp.CheckpointManager, step: int, train_state: Any,
-         config: TrainConfig | None = None,
-         records: Sequence[dict[str, Any]] | None = None) -> None:
+def _save(manager: ocp.CheckpointManager, step: int, train_state: Any,
+          config: TrainConfig, records: Sequence[dict[str, Any]]) -> None:
     """Writes a checkpoint of the whole train state at `step`, then the run's metrics
     records up to it and `config`, then the manifest (checksums of every file) that
     makes it complete. In a run of several processes each one saves its part of the
@@ -160,11 +128,9 @@ def save(manager: ocp.CheckpointManager, step: int, train_state: Any,
     if not is_primary():
         return
     directory = Path(manager.directory) / str(step)
-    if records is not None:
-        write_atomic(directory / METRICS_COPY,
-                     gzip.compress(metrics_text(records).encode(), mtime=0))
-    write_manifest(directory, step, None if config is None else config.to_dict(),
-                   None if records is None else len(records))
+    write_atomic(directory / METRICS_COPY,
+                 gzip.compress(records_text(records).encode(), mtime=0))
+    write_manifest(directory, step, config.to_dict(), len(records))
 
 
 def _local_parts(x: Any) -> list[Any]:
@@ -195,32 +161,8 @@ def _restore_error(err: BaseException) -> str:
 
 def _restore_tree(directory: Path, abstract: Any) -> Any:
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract)
-    old = _int32_counters(directory, abstract)
-    if old:
-        abstract = abstract.replace(**{name: jax.ShapeDtypeStruct(
-            getattr(abstract, name).low.shape, np.int32,
-            sharding=getattr(abstract, name).low.sharding) for name in old})
     with ocp.StandardCheckpointer() as checkpointer:
-        try:
-            tree = checkpointer.restore(directory / ITEM_DIR, abstract)
-        except (ValueError, KeyError, TypeError):
-            tree = restore_without_new_fields(checkpointer, directory / ITEM_DIR, abstract)
-            if tree is None:
-                raise
-    if old:
-        tree = tree.replace(**{name: counters.from_int32(getattr(tree, name)) for name in old})
-    return tree
-
-
-def _int32_counters(directory: Path, abstract: Any) -> list[str]:
-    """The counters of `abstract` (`azjax.core.counters.Count`) that the checkpoint in
-    `directory` holds as one int32 each, as azjax wrote them before counts had two words."""
-    names = [f.name for f in dataclasses.fields(abstract) if counters.is_count(
-        getattr(abstract, f.name))] if dataclasses.is_dataclass(abstract) else []
-    tree = _stored_tree(directory) if names else None
-    if tree is None:  # no counters, or no readable metadata: restore as laid out now
-        return []
-    return [name for name in names if getattr(tree.get(name), "shape", None) is not None]
+        return checkpointer.restore(directory / ITEM_DIR, abstract)
 
 
 def _restore_params_tree(directory: Path, abstract_params: Any) -> Any:
@@ -236,8 +178,9 @@ def _restore_params_tree(directory: Path, abstract_params: Any) -> Any:
 
 @dataclasses.dataclass
 class Restored:
-    """A restored checkpoint: its step, the restored tree, its manifest (None for a run
-    written before manifests) and the newer checkpoints passed over, with why."""
+    """A restored checkpoint: its step, the restored tree, its manifest and the newer
+    checkpoints passed over, with why (step, tree and manifest None: only unfinished saves
+    were there)."""
 
     step: int | None
     tree: Any
@@ -282,16 +225,13 @@ def _first_intact(run_dir: Path, steps: Sequence[int], load: Callable[[Path], An
             kind, failed = agreed_kind(kind), agreed(failed)
             if kind == 2:
                 raise RunDirError(failed)
-            if kind == 1 and manifest is not None:  # its files are as saved: not damage
+            if kind == 1:  # its files are as its manifest says: not damage
                 raise RunDirError(f"checkpoint {step} of {str(run_dir)!r} passed its "
                                   f"checksums but {failed}")
-            if kind == 1:
-                why = f"it {failed}"
-            else:
-                finite = "" if all_finite(tree) else "it holds non-finite numbers"
-                why = agreed(finite) or None
-                if why is None:
-                    return Restored(step, tree, manifest, damaged)
+            finite = "" if all_finite(tree) else "it holds non-finite numbers"
+            why = agreed(finite) or None
+            if why is None:
+                return Restored(step, tree, manifest, damaged)
         damaged.append((step, why))
     described = "; ".join(f"checkpoint {s}: {why}" for s, why in damaged)
     if len(steps) == 1 and len(damaged) == 1:
@@ -301,7 +241,7 @@ def _first_intact(run_dir: Path, steps: Sequence[int], load: Callable[[Path], An
                       "restore the run from a copy, or use another --run-dir")
 
 
-def restore_newest(run_dir: Path, abstract_state: Any) -> Restored | None:
+def _restore_newest(run_dir: Path, abstract_state: Any) -> Restored | None:
     """The newest intact checkpoint of the run restored into `abstract_state`'s shapes,
     or None when the run has no checkpoint; RunDirError when none is intact.
 
@@ -320,17 +260,7 @@ def restore_newest(run_dir: Path, abstract_state: Any) -> Restored | None:
     return restored
 
 
-def restore(manager: ocp.CheckpointManager, abstract_state: Any, step: int | None = None) -> Any:
-    """Restores the checkpoint at `step` (newest intact by default) of the manager's run
-    into `abstract_state`'s shapes."""
-    run_dir = Path(manager.directory).parent
-    steps = [step] if step is not None else checkpoint_steps(run_dir)
-    if not steps:
-        raise RunDirError(f"no checkpoint in {manager.directory}")
-    return _first_intact(run_dir, steps, lambda d: _restore_tree(d, abstract_state)).tree
-
-
-def restore_params(run_dir: Path, abstract_params: Any, step: int | None = None) -> Restored:
+def _restore_params(run_dir: Path, abstract_params: Any, step: int | None = None) -> Restored:
     """Restores only the network parameters of the newest intact checkpoint (or of
     `step`, which must be intact), checking only the files they need.
 
@@ -397,16 +327,14 @@ def _misfit(run_dir: Path, directory: Path, stored: dict, expected: dict) -> Run
         "trained on other game options or another game?")
 
 
-def checkpoint_records(run_dir: Path, restored: Restored) -> list[dict[str, Any]] | None:
-    """The metrics records a checkpoint holds (None for one without a copy)."""
-    if restored.manifest is None or restored.manifest.get("metrics_records") is None:
-        return None
+def _checkpoint_records(run_dir: Path, restored: Restored) -> list[dict[str, Any]]:
+    """The metrics records a checkpoint holds."""
     name = restored.manifest.get("metrics_file", METRICS_COPY)
     data = gzip.decompress((step_dir(run_dir, restored.step) / name).read_bytes())
     return [json.loads(line) for line in data.decode().splitlines()]
 
 
-def amend_records(run_dir: Path, step: int, records: Sequence[dict[str, Any]]) -> None:
+def _amend_records(run_dir: Path, step: int, records: Sequence[dict[str, Any]]) -> None:
     """Replaces the metrics records that intact checkpoint `step` holds (its last record
     amended after the save: the final evaluation a stop skipped, run on resuming).
 
@@ -424,8 +352,211 @@ def amend_records(run_dir: Path, step: int, records: Sequence[dict[str, Any]]) -
     if manifest is None:
         raise RunDirError(f"checkpoint {step} of {run_dir} has no manifest to amend")
     write_atomic(directory / AMENDED_METRICS_COPY,
-                 gzip.compress(metrics_text(records).encode(), mtime=0))
+                 gzip.compress(records_text(records).encode(), mtime=0))
     write_manifest(directory, step, manifest.get("config"), len(records),
                    AMENDED_METRICS_COPY)
 
 
+class Checkpoints:
+    """A run's checkpoints: the `checkpoints/` folder of its run directory
+    (`RunDir.checkpoints`), one step folder per checkpoint, each committed by its manifest.
+
+    Reading needs nothing but the folder; saving first opens orbax's manager
+    (`open_for_saving`), which `close` releases.
+    """
+
+    def __init__(self, run_path: Path):
+        self.run_path = Path(run_path)
+        self.folder = self.run_path / CHECKPOINT_DIR
+        self._manager: ocp.CheckpointManager | None = None
+
+    def __repr__(self) -> str:
+        return f"Checkpoints({str(self.folder)!r})"
+
+    def steps(self) -> list[int]:
+        """The steps of the checkpoint folders, newest first (complete or not).
+
+        Returns:
+          The steps; [] for none.
+        """
+        return checkpoint_steps(self.run_path)
+
+    def step_dir(self, step: int) -> Path:
+        """The folder of checkpoint `step`.
+
+        Args:
+          step: the checkpoint's step (its training iteration).
+
+        Returns:
+          The folder's path (it may not exist).
+        """
+        return step_dir(self.run_path, step)
+
+    def manifest(self, step: int) -> dict[str, Any] | None:
+        """The manifest of checkpoint `step`.
+
+        Args:
+          step: the checkpoint's step.
+
+        Returns:
+          The manifest; None for none, or an unreadable one.
+        """
+        return read_manifest(self.step_dir(step))
+
+    def verify(self, step: int) -> str | None:
+        """Why checkpoint `step` is damaged (its files against its manifest).
+
+        Args:
+          step: the checkpoint's step.
+
+        Returns:
+          The reason in a few words; None when it is intact.
+        """
+        return verify(self.run_path, step)
+
+    def damaged(self, params_only: bool = False) -> dict[int, str]:
+        """The damaged checkpoints, with why.
+
+        Args:
+          params_only: check only the files that loading the network needs.
+
+        Returns:
+          By step, the reason.
+        """
+        return damaged_steps(self.run_path, params_only)
+
+    def recorded_config(self) -> dict[str, Any] | None:
+        """The config the newest intact checkpoint records in its manifest.
+
+        Returns:
+          The config as a dict; None when no intact checkpoint records one.
+        """
+        for step in self.steps():
+            manifest = self.manifest(step)
+            if (manifest is not None and manifest.get("config")
+                    and verify(self.run_path, step, manifest) is None):
+                return manifest["config"]
+        return None
+
+    def set_aside(self, steps: Sequence[int]) -> list[Path]:
+        """Moves damaged checkpoints into `damaged-checkpoints/` (kept for inspection;
+        the run saves those steps again).
+
+        Args:
+          steps: the checkpoints' steps.
+
+        Returns:
+          Where each went.
+        """
+        return set_aside(self.run_path, steps)
+
+    def restore_newest(self, abstract_state: Any) -> Restored | None:
+        """The newest intact checkpoint restored into `abstract_state`'s shapes.
+
+        Saves that did not finish (no manifest) are passed over like damaged
+        checkpoints; when they are all there is, the run starts afresh: a `Restored`
+        with step and tree None lists them.
+
+        Args:
+          abstract_state: the training state (or its shapes) to restore into.
+
+        Returns:
+          The restored checkpoint; None when the run has none.
+
+        Raises:
+          RunDirError: when none is intact.
+        """
+        return _restore_newest(self.run_path, abstract_state)
+
+    def restore(self, abstract_state: Any, step: int | None = None) -> Any:
+        """The state of checkpoint `step` (which must be intact), or of the newest
+        intact one.
+
+        Args:
+          abstract_state: the training state (or its shapes) to restore into.
+          step: the checkpoint's step (None: the newest intact).
+
+        Returns:
+          The restored state.
+
+        Raises:
+          RunDirError: for no such checkpoint, or a damaged one.
+        """
+        steps = [step] if step is not None else self.steps()
+        if not steps:
+            raise RunDirError(f"no checkpoint in {self.folder}")
+        return _first_intact(self.run_path, steps,
+                             lambda d: _restore_tree(d, abstract_state)).tree
+
+    def restore_params(self, abstract_params: Any, step: int | None = None) -> Restored:
+        """Only the network parameters of the newest intact checkpoint (or of `step`,
+        which must be intact), checking only the files they need; reads no replay, and
+        works across changes to the rest of the training state.
+
+        Args:
+          abstract_params: the network's parameters (or their shapes).
+          step: the checkpoint's step (None: the newest intact).
+
+        Returns:
+          The restored checkpoint, whose tree is the parameters.
+
+        Raises:
+          RunDirError: for no checkpoint, a damaged one, or weights that do not fit.
+        """
+        return _restore_params(self.run_path, abstract_params, step)
+
+    def records(self, restored: Restored) -> list[dict[str, Any]]:
+        """The metrics records a restored checkpoint holds.
+
+        Args:
+          restored: the checkpoint.
+
+        Returns:
+          The records up to its step.
+        """
+        return _checkpoint_records(self.run_path, restored)
+
+    def amend_records(self, step: int, records: Sequence[dict[str, Any]]) -> None:
+        """Replaces the records that intact checkpoint `step` holds (its last record
+        amended after the save), atomically by a new copy and a rewritten manifest.
+
+        Args:
+          step: the checkpoint's step.
+          records: every record up to `step`.
+        """
+        _amend_records(self.run_path, step, records)
+
+    def open_for_saving(self, max_to_keep: int = 3, keep_period: int | None = None) -> None:
+        """Opens orbax's manager of the folder, which `save` writes with.
+
+        Args:
+          max_to_keep: how many of the newest checkpoints are kept.
+          keep_period: every checkpoint whose step is a multiple of this is kept too.
+        """
+        self.close()
+        self._manager = _manager(self.folder, max_to_keep, keep_period)
+
+    def save(self, step: int, train_state: Any, config: TrainConfig,
+             records: Sequence[dict[str, Any]]) -> None:
+        """Writes checkpoint `step`: the whole training state, then the metrics
+        records up to it and `config`, then the manifest that commits it. In a run of
+        several processes each saves its part of the arrays and process 0 the rest.
+
+        Args:
+          step: the step (the training iteration).
+          train_state: the state.
+          config: the run's config, recorded in the manifest.
+          records: the run's metrics records up to `step`.
+
+        Raises:
+          RuntimeError: when `open_for_saving` was not called.
+        """
+        if self._manager is None:
+            raise RuntimeError(f"{self!r}: open_for_saving() before save()")
+        _save(self._manager, step, train_state, config, records)
+
+    def close(self) -> None:
+        """Releases orbax's manager, if open."""
+        if self._manager is not None:
+            self._manager.close()
+            self._manager = None

@@ -11,13 +11,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import jax
-from flax import serialization
 
 from azjax.run.files import os_error_text, sha256_digest, write_atomic
-
-CHECKPOINT_DIR = "checkpoints"
-DAMAGED_DIR = "damaged-checkpoints"
+from azjax.run.run_layout import CHECKPOINT_DIR, DAMAGED_DIR
 MANIFEST_FILE = "azjax_manifest.json"
 METRICS_COPY = "azjax_metrics.jsonl.gz"
 AMENDED_METRICS_COPY = "azjax_metrics_amended.jsonl.gz"
@@ -67,17 +63,9 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
     return manifest if isinstance(manifest, dict) and "files" in manifest else None
 
 
-def is_legacy(directory: Path) -> bool:
-    """Whether a step directory without a manifest was written before checkpoints had
-    them (in orbax's OCDBT layout, which azjax no longer writes)."""
-    item = Path(directory) / ITEM_DIR
-    return (item / "manifest.ocdbt").is_file() or (item / "ocdbt.process_0").is_dir()
-
-
 def is_unfinished(directory: Path) -> bool:
-    """Whether a step directory is a save that did not finish: no manifest, and not
-    written before checkpoints had them."""
-    return not (Path(directory) / MANIFEST_FILE).exists() and not is_legacy(directory)
+    """Whether a step directory is a save that did not finish: no manifest."""
+    return not (Path(directory) / MANIFEST_FILE).exists()
 
 
 def verify(run_dir: Path, step: int, manifest: dict[str, Any] | None = None,
@@ -85,15 +73,12 @@ def verify(run_dir: Path, step: int, manifest: dict[str, Any] | None = None,
            share: tuple[int, int] = (0, 1)) -> str | None:
     """Why checkpoint `step` is damaged, or None when it is intact: its files against
     its manifest (those `only` selects, when given; with `share` = (i, n), the i-th of
-    every n, the share of process i of n). A checkpoint written before manifests
-    (`is_legacy`) passes unchecked."""
+    every n, the share of process i of n)."""
     directory = step_dir(run_dir, step)
     manifest = manifest or read_manifest(directory)
     if manifest is None:
         if (directory / MANIFEST_FILE).exists():
             return "its manifest is unreadable"
-        if is_legacy(directory):
-            return None
         return UNFINISHED
     expected = manifest["files"]
     if only is not None:
@@ -160,39 +145,3 @@ def metadata_tree(meta: Any) -> Any:
         if inner is not None:
             meta = inner
     return meta
-
-
-def restore_without_new_fields(checkpointer: Any, path: Path, abstract: Any) -> Any | None:
-    """Restores a checkpoint written before optional fields (None when unused, e.g. the
-    replay's auxiliary targets) were added to the training state: the restore target
-    leaves out the None fields the saved tree lacks, which stay None. None when that is
-    not why the checkpoint failed to restore (no such field is missing, or `abstract` is
-    not a training state)."""
-    if not hasattr(abstract, "opt_state"):
-        return None
-    saved = metadata_tree(checkpointer.metadata(path))
-
-    def prune(target, meta):
-        if not isinstance(target, dict):
-            return target
-        return {k: prune(v, meta.get(k) if isinstance(meta, dict) else None)
-                for k, v in target.items()
-                if not (v is None and isinstance(meta, dict) and k not in meta)}
-
-    def fill(target, restored):
-        if not isinstance(target, dict):
-            return restored
-        return {k: fill(v, restored[k]) if k in restored else None
-                for k, v in target.items()}
-
-    def leaves(tree):
-        return len(jax.tree.leaves(tree, is_leaf=lambda x: x is None))
-
-    template = serialization.to_state_dict(abstract)
-    target = prune(template, saved)
-    if leaves(target) == leaves(template):
-        return None
-    target["opt_state"] = abstract.opt_state  # optax's tuples stay tuples
-    restored = checkpointer.restore(path, target)
-    restored["opt_state"] = serialization.to_state_dict(restored["opt_state"])
-    return serialization.from_state_dict(abstract, fill(template, restored))

@@ -26,7 +26,6 @@ from azjax.core import counters, memory
 from azjax.core.fields import bounded, checked, setting_types
 from azjax.core.program import ProgramConfig, program_parts
 from azjax.core.search import search_changes
-from azjax.run.deprecation import moved_names
 from azjax.run.files import write_atomic
 from azjax.run.specs import parse_spec
 from envs import Env
@@ -120,11 +119,18 @@ class RunConfig:
         return self.eval_every > 0 or self.eval_every_minutes > 0
 
     def _check(self) -> None:
-        """The rules beyond each field's bounds: the preset's name and the search changes
-        read from their text (the player specs are checked with the game, by
-        `TrainConfig.check`: a kind of player may be registered by a later import)."""
+        """The rules beyond each field's bounds: the preset's name, a warm-up with its
+        minutes and without a warm start, and the search changes read from their text
+        (the player specs are checked with the game, by `TrainConfig.check_rules`: a
+        kind of player may be registered by a later import)."""
         if self.preset not in ("", "cpu", "gpu"):
             raise ValueError(f"preset must be 'cpu', 'gpu' or '' (none), got {self.preset!r}")
+        if self.warm_up and self.warm_start:
+            raise ValueError("run.warm_up trains the run's starting weights; run.warm_start "
+                             "names them: set one of the two")
+        if self.warm_up and self.warm_up_minutes <= 0:
+            raise ValueError("run.warm_up needs run.warm_up_minutes > 0, got "
+                             f"{self.warm_up_minutes!r}")
         try:
             search_changes(self.eval_search_with)
         except ValueError as error:
@@ -142,13 +148,27 @@ class TrainConfig:
 
     def check(self, env: envs.Env) -> None:
         """The checks that need the game (the settings were checked when the config was
-        made): `ProgramConfig.check`, and whether the run's evaluation and gating matches
-        fit in memory beside the training program, and the player specs of
-        `run.eval_opponents` (ValueError)."""
-        self.program.check(env)
+        made; ValueError): `check_rules`, and whether the program fits in memory with
+        the run's evaluation and gating matches beside it (`check_run_fits`). The
+        driver checks a run once (`azjax.driver.preflight`).
+
+        Args:
+          env: the game.
+        """
+        self.check_rules(env)
+        check_run_fits(self, env)
+
+    def check_rules(self, env: envs.Env) -> None:
+        """The rules that need the game, without the memory estimate: the program's
+        (`ProgramConfig.check_rules`) and the player specs of `run.eval_opponents`
+        (ValueError).
+
+        Args:
+          env: the game.
+        """
+        self.program.check_rules(env)
         for spec in self.run.eval_opponents:
             parse_spec(spec)
-        check_run_fits(self, env)
 
     def make_env(self) -> envs.Env:
         """The game of the program half."""
@@ -226,8 +246,29 @@ class TrainConfig:
         return self.replace(**top)
 
     def program_differences(self, other: "TrainConfig") -> list[str]:
-        """What a resumed run may not change: the program half and the seed, as
-        'path: saved X, given Y' lines."""
+        """What a resumed run may not change, in words (`program_changes`).
+
+        Args:
+          other: another config.
+
+        Returns:
+          One 'path: saved X, given Y' line per setting that differs, sorted.
+        """
+        return [f"{path}: saved {saved!r}, given {given!r}"
+                for path, (saved, given) in self.program_changes(other).items()]
+
+    def program_changes(self, other: "TrainConfig") -> dict[str, tuple[Any, Any]]:
+        """What a resumed run may not change: the settings of the program half and the
+        seed in which `other` differs from this config (a game option left at its
+        default and one set to it agree).
+
+        Args:
+          other: another config.
+
+        Returns:
+          By dotted path ('search.c_puct', 'game_options.size', 'seed'), sorted: this
+          config's value and `other`'s.
+        """
         a, b = (flatten_settings(c.to_dict()["program"]) for c in (self, other))
         if self.program.game == other.program.game:  # options equal to the defaults agree
             defaults = game_defaults(self.program.game)
@@ -235,10 +276,10 @@ class TrainConfig:
                 del flat["game_options"]
                 flat.update({f"game_options.{k}": v for k, v in
                              {**defaults, **config.program.game_options}.items()})
-        out = [f"{path}: saved {a.get(path)!r}, given {b.get(path)!r}"
-               for path in sorted(set(a) | set(b)) if a.get(path) != b.get(path)]
+        out = {path: (a.get(path), b.get(path))
+               for path in sorted(set(a) | set(b)) if a.get(path) != b.get(path)}
         if self.seed != other.seed:
-            out.append(f"seed: saved {self.seed}, given {other.seed}")
+            out["seed"] = (self.seed, other.seed)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -247,11 +288,23 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
-        """Inverse of `to_dict`. A flat dict (config.json of azjax before the config had
-        two halves) is read too; unknown keys are a ValueError."""
+        """Inverse of `to_dict` (a setting left out takes its default).
+
+        Args:
+          data: the config as plain data.
+
+        Returns:
+          The config.
+
+        Raises:
+          ValueError: for unknown keys, or a flat config (azjax before 0.1.0 wrote one).
+        """
         data = dict(data)
         if not set(HALVES) & set(data):
-            data = _from_flat(data)
+            raise ValueError(
+                "a config without its 'program' and 'run' halves: written by azjax before "
+                "0.1.0, which 0.2.0 does not read (resume the run once with azjax 0.1.0 to "
+                "rewrite it; CHANGELOG.md)")
         unknown = sorted(set(data) - {"program", "run", "seed"})
         if unknown:
             raise ValueError(f"unknown config field(s) {unknown}")
@@ -301,19 +354,6 @@ def _build(kind: type, values: dict[str, Any], where: str) -> Any:
     if unknown:
         raise ValueError(f"unknown config field(s) {unknown} in {where}")
     return kind(**values)
-
-
-def _from_flat(data: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"program": {}, "run": {}}
-    for key, value in data.items():
-        if key == "seed":
-            out["seed"] = value
-            continue
-        try:
-            out[_half_of(key)][key] = value
-        except ValueError:
-            raise ValueError(f"unknown config field {key!r}") from None
-    return out
 
 
 def flatten_settings(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -407,7 +447,3 @@ def check_seed(seed: int, what: str = "--seed") -> int:
         raise ValueError(f"{what} must be an integer from 0 to {COMMAND_SEED_MAX}, "
                          f"got {seed!r}")
     return seed
-
-
-__getattr__ = moved_names(__name__, {"SEED_MAX": (RUN_SEED_MAX, "RUN_SEED_MAX"),
-                                     "MAX_SEED": (COMMAND_SEED_MAX, "COMMAND_SEED_MAX")})

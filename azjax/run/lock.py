@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from azjax.run.run_dir import RunDir, RunDirError
+from azjax.run.run_layout import LOCK_FILE, RunDirError, cannot_write
 
 try:
     import fcntl
@@ -14,13 +14,13 @@ except ImportError:  # not a POSIX system
 
 
 class RunLock:
-    """One writer per run directory: an exclusive OS file lock on the run's lock file
-    (`RunDir.lock_file`), held until `release` (or until the process dies). Holds the
-    holder's PID for the message a second writer gets."""
+    """One writer per run directory: an exclusive OS file lock on the run's lock file,
+    held until `release` (or until the process dies). Holds the holder's PID for the
+    message a second writer gets. `RunDir.lock()` takes it."""
 
-    def __init__(self, run_dir: RunDir | Path | str):
-        self.run = RunDir.open(run_dir)
-        self.path = self.run.lock_file
+    def __init__(self, run_path: Path):
+        self.run_path = Path(run_path)
+        self.path = self.run_path / LOCK_FILE
         self._file = None
 
     def acquire(self) -> RunLock:
@@ -38,7 +38,7 @@ class RunLock:
         try:
             handle = open(self.path, "a+")  # noqa: SIM115 - held open: it is the lock
         except OSError as err:
-            raise self.run.cannot_write(err) from None
+            raise cannot_write(self.run_path, err) from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -46,7 +46,7 @@ class RunLock:
             holder = handle.read().strip() or "unknown"
             handle.close()
             raise RunDirError(
-                f"{str(self.run)!r} is in use by another process (PID {holder}); "
+                f"{str(self.run_path)!r} is in use by another process (PID {holder}); "
                 "wait for it to finish or stop it, or use another --run-dir") from None
         self._file = handle
         try:
@@ -56,7 +56,7 @@ class RunLock:
             handle.flush()
         except OSError as err:
             self.release()
-            raise self.run.cannot_write(err) from None
+            raise cannot_write(self.run_path, err) from None
         return self
 
     def release(self) -> None:
@@ -64,24 +64,3 @@ class RunLock:
         if self._file is not None:
             self._file.close()
             self._file = None
-
-
-def lock_run_dir(run_dir: RunDir | Path | str) -> RunLock:
-    """Creates the run directory (and its parents) and takes its lock.
-
-    Args:
-      run_dir: the run directory.
-
-    Returns:
-      The lock, held.
-
-    Raises:
-      RunDirError: for a directory that cannot be created or written, or that another
-        process holds.
-    """
-    run = RunDir.open(run_dir)
-    try:
-        run.path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise run.cannot_write(err) from None
-    return RunLock(run).acquire()

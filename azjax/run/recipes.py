@@ -15,7 +15,6 @@ config.json records which it used (`run.preset`).
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import jax
 
@@ -290,10 +289,14 @@ def recipe(name: str, preset: str | None = None) -> TrainConfig:
     Args:
       name: a recipe's name (`RECIPES`; ValueError for another).
       preset: 'cpu', 'gpu', or 'auto' for the backend JAX runs on (`backend_preset`);
-        leaving it out is deprecated (a DeprecationWarning, then 'auto').
+        required: without it, a TypeError that names the three.
 
     Returns:
       The recipe's config, its `run.preset` set to the variant taken.
+
+    Raises:
+      ValueError: for a name of no recipe or a preset not in `PRESETS` (or 'auto').
+      TypeError: when `preset` is left out.
     """
     if name not in CPU_RECIPES:
         raise ValueError(f"no recipe {name!r}; recipes: {', '.join(sorted(CPU_RECIPES))}")
@@ -303,16 +306,17 @@ def recipe(name: str, preset: str | None = None) -> TrainConfig:
 
 def defaults_for(game: str, preset: str | None = None) -> TrainConfig:
     """The recipe called `game` (`go9x9` included) in `preset`'s variant (as `recipe`
-    takes it), else plain defaults for the game `game` names (any `envs.make` takes)."""
+    takes it, required for a recipe), else plain defaults for the game `game` names (any
+    `envs.make` takes; `preset` unused)."""
     if game in CPU_RECIPES:
         return recipe(game, _preset_of(preset, f"defaults_for({game!r}"))
     return TrainConfig(program=ProgramConfig(game=game))
 
 
 def _preset_of(preset: str | None, call: str) -> str:
-    """'cpu' or 'gpu' for `preset` (None: 'auto', and a DeprecationWarning on `call`)."""
+    """'cpu' or 'gpu' for `preset` ('auto': the backend's); a TypeError that names the
+    choices for `call` when `preset` is None (left out)."""
     if preset is None:
-        warnings.warn(f"{call}) without a preset picks the variant by the backend JAX runs "
-                      f"on; name one: {call}, 'cpu'), 'gpu', or 'auto' for the backend's",
-                      DeprecationWarning, stacklevel=3)
-    return backend_preset() if preset in (None, "auto") else check_preset(preset)
+        raise TypeError(f"{call}) needs a preset: {call}, 'cpu'), 'gpu', or 'auto' for the "
+                        "variant of the backend JAX runs on")
+    return backend_preset() if preset == "auto" else check_preset(preset)

@@ -238,7 +238,7 @@ def run_provenance(run: RunDir, step: int | None, config: TrainConfig) -> Proven
       or for a run of no such record this code's version and commit and the command
       rebuilt from `config`; `exported` None (`Agent.export` dates it).
     """
-    records = [r for r in run.read_metrics()
+    records = [r for r in run.metrics.read()
                if step is None or _count(r, ITERATION.name) is not None
                and _count(r, ITERATION.name) <= step]
     record = records[-1] if records else {}

@@ -176,12 +176,6 @@ def player_kind(name: str) -> PlayerKind:
     return _KINDS[name]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "KINDS":  # once a constant; now whatever is registered
-        return kinds()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _in_spec(text: str, read: Callable[[Any], Any], raw: Any) -> Any:
     """`read(raw)`, its ValueError's reason prefixed with the spec."""
     try:

@@ -41,7 +41,8 @@ from azjax.evaluation.evaluators import make_evaluator
 from azjax.run import metric_schema as ms
 from azjax.run.config import RunConfig, TrainConfig
 from azjax.run.progress import format_duration
-from azjax.run.run_dir import RunDir, RunDirError
+from azjax.run.run_dir import RunDir
+from azjax.run.run_layout import RunDirError
 from azjax.sweep.grid import (
     Experiment,
     Group,
@@ -84,7 +85,7 @@ SWEEP_PLOT = "sweep.png"
 def _open_run(run_dir: RunDir | Path) -> tuple[RunDir, TrainConfig] | None:
     """A run directory and its config; None where there is no run (no config.json)."""
     try:
-        run = RunDir.open(run_dir)
+        run = RunDir(run_dir)
         return run, run.load_config()
     except RunDirError:
         return None
@@ -117,8 +118,8 @@ def _finished_at(run: RunDir, config: TrainConfig, budget: RunConfig
       that budget (`finished`) with its newest state checkpointed; None for a cut-off or
       unfinished run.
     """
-    records = run.read_metrics()
-    if not records or not run.step_dir(records[-1]["iteration"]).is_dir():
+    records = run.metrics.read()
+    if not records or not run.checkpoints.step_dir(records[-1]["iteration"]).is_dir():
         return None
     records = records_at(records, budget.iterations)
     if not records or not finished(budget, records, records[-1]["iteration"]):
@@ -158,9 +159,9 @@ def run_row(run_dir: Path, paths: Sequence[str], can_be_perfect: bool,
             name: str | None = None, budget: RunConfig | None = None) -> dict[str, Any]:
     """One run as a row of seeds.csv (`_row`), read at `budget` (default: its own
     config's run options) and named `name` (default: the run directory)."""
-    run = RunDir.open(run_dir)
+    run = RunDir(run_dir)
     config = run.load_config()
-    return _row(config, run.read_metrics(), paths, can_be_perfect, name or str(run),
+    return _row(config, run.metrics.read(), paths, can_be_perfect, name or str(run),
                 budget or config.run)
 
 
@@ -463,7 +464,7 @@ def run_sweep(
     groups = group_experiments(experiments)
     mine = split_shards(groups, shard[1])[shard[0] - 1]
     runs = out_dir / RUNS_DIR
-    run_dirs = {e.run_name: RunDir.open(runs / e.run_name)
+    run_dirs = {e.run_name: RunDir(runs / e.run_name)
                 for g in mine for e in g.experiments}
     todo = [g for g in mine if not all(run_finished(run_dirs[e.run_name], e.config.run)
                                        for e in g.experiments)]
