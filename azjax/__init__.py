@@ -33,11 +33,11 @@ from azjax.driver.driver import TrainResult, train, train_group
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.evaluation.match import MatchResult, play_match
 from azjax.evaluation.player_specs import make_player
-from azjax.run.agent import Agent
-from azjax.run.analysis_board import analysis_board
+from azjax.run.agents.agent import Agent
+from azjax.run.browser.analysis_board import analysis_board
 from azjax.run.config import RunConfig, TrainConfig
 from azjax.run.recipes import recipe
-from azjax.run.process_record import installed_version
+from azjax.run.directory.process_record import installed_version
 
 __version__ = installed_version()
 """The installed distribution's version (pyproject.toml's), the one to cite ('0+unknown'

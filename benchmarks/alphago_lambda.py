@@ -22,7 +22,7 @@ import jax
 
 from azjax.evaluation.match import play_match
 from azjax.evaluation.player_specs import make_player
-from azjax.run.run_dir import RunDir
+from azjax.run.directory.run_dir import RunDir
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ import jax
 from azjax import Agent
 from azjax.evaluation.match import play_match
 from azjax.evaluation.player_specs import make_player
-from azjax.run.specs import split_specs
+from azjax.run.grammar.specs import split_specs
 
 
 def row(result, seconds: float) -> str:

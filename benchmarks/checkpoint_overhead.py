@@ -25,7 +25,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from azjax.core.iteration import init_train_state
-from azjax.run.checkpoint import Checkpoints
+from azjax.run.directory.checkpoint import Checkpoints
 from azjax.run.recipes import recipe
 
 

@@ -78,7 +78,7 @@ def budget_table(run_dir: str, budgets: list[int], step: int | None,
 
     from azjax import Agent
     from azjax.core.search import search_changes as parse
-    from azjax.run.run_dir import RunDir
+    from azjax.run.directory.run_dir import RunDir
     from envs import connect_four as c4
     from envs.connect_four import boards_from_moves
 
@@ -141,7 +141,7 @@ def main() -> int:
             return 1
 
     from azjax.run import metric_schema as ms
-    from azjax.run.run_dir import RunDir
+    from azjax.run.directory.run_dir import RunDir
 
     def key(player: str, name: str, subset: str = "") -> str:
         return ms.ground_truth_key(player, name, subset)

@@ -1,7 +1,7 @@
 """Training split over N devices (data parallel): throughput, time to perfect play, accuracy.
 
 Every measurement runs in a fresh process of its own, since the devices must be arranged
-(`azjax.run.devices.arrange`) before JAX starts; on a CPU that makes N host devices (more
+(`azjax.run.process.devices.arrange`) before JAX starts; on a CPU that makes N host devices (more
 than there are cores, too: a simulated curve), on a GPU it changes nothing and N may go
 up to `jax.device_count()` (larger counts are reported as skipped).
 
@@ -104,7 +104,7 @@ def configure(name: str, sets: list[str], **changes: Any):
 def device_info() -> dict[str, Any]:
     import jax
 
-    from azjax.run.devices import cpu_cores
+    from azjax.run.process.devices import cpu_cores
 
     device = jax.devices()[0]
     return {"backend": jax.default_backend(), "device_kind": device.device_kind,
@@ -113,7 +113,7 @@ def device_info() -> dict[str, Any]:
 
 def measure_throughput(spec: dict[str, Any]) -> dict[str, Any]:
     """Times whole training iterations of a recipe on `spec["devices"]` devices."""
-    from azjax.run.devices import arrange
+    from azjax.run.process.devices import arrange
 
     arrange(spec["devices"])  # before anything starts JAX's backend
 
@@ -123,7 +123,7 @@ def measure_throughput(spec: dict[str, Any]) -> dict[str, Any]:
     from azjax.core import counters
     from azjax.core.iteration import init_train_state
     from azjax.core.stacked import group_step, placed, stack
-    from azjax.run.devices import data_mesh, misfits
+    from azjax.run.process.devices import data_mesh, misfits
 
     info = device_info()
     count = spec["devices"] or info["device_count"]
@@ -169,13 +169,13 @@ def measure_throughput(spec: dict[str, Any]) -> dict[str, Any]:
 
 def measure_run(spec: dict[str, Any]) -> dict[str, Any]:
     """A whole run of a recipe by `azjax.driver.driver.train` (no run directory)."""
-    from azjax.run.devices import arrange
+    from azjax.run.process.devices import arrange
 
     arrange(spec["devices"])
 
     from azjax.driver.driver import train
     from azjax.run import metric_schema as ms
-    from azjax.run.devices import device_count, misfits
+    from azjax.run.process.devices import device_count, misfits
 
     info = device_info()
     requested = spec["devices"]

@@ -41,11 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _worker(args: argparse.Namespace) -> None:
-    from azjax.run.devices import arrange
+    from azjax.run.process.devices import arrange
 
     arrange(2, f"127.0.0.1:{args.port}", 2, args.process_id)
     from azjax.driver import train
-    from azjax.run.devices import agreed_max
+    from azjax.run.process.devices import agreed_max
     from azjax.run.recipes import recipe
 
     for _ in range(20):  # compiles the all-gather

@@ -189,7 +189,7 @@ def arena_file(out: Path, variant: str, seed: int, opponent: str) -> Path:
 def read_records(path: Path) -> list[dict]:
     """The records of a run's metrics.jsonl (none if absent; bad lines skipped), as the
     driver reads them (`RunDir.metrics`)."""
-    from azjax.run.run_dir import RunDir
+    from azjax.run.directory.run_dir import RunDir
 
     return RunDir(path).metrics.read()
 

@@ -38,7 +38,7 @@ OPENINGS = 2
 
 def checkpoint_steps(run_dir: Path) -> list[int]:
     """The iterations of the run's kept checkpoints, oldest first."""
-    from azjax.run.run_dir import RunDir
+    from azjax.run.directory.run_dir import RunDir
 
     return sorted(RunDir(run_dir).checkpoints.steps())
 

@@ -169,7 +169,7 @@ def tune_dir(out: Path, label: str, seed: int) -> Path:
 
 def final_share(run_dir: Path) -> float:
     """The network alone's share of optimal dev_set moves at a run's last evaluation."""
-    from azjax.run.run_dir import RunDir
+    from azjax.run.directory.run_dir import RunDir
 
     records = [r for r in RunDir(run_dir).metrics.read() if "net_move_accuracy" in r]
     return float(records[-1]["net_move_accuracy"])
@@ -322,7 +322,7 @@ class Grader:
         import numpy as np
 
         from azjax.core.players import compiled
-        from azjax.run.agent import Agent
+        from azjax.run.agents.agent import Agent
 
         agent = Agent.load(run_dir)
         key = jax.random.key(seed)
@@ -365,7 +365,7 @@ def evaluate_runs(out: Path, simulations: Sequence[int], seeds: dict[int, int],
       One row per run: policy, simulations, seed, the evaluation's settings, iterations,
       games and positions trained on, and every metric.
     """
-    from azjax.run.run_dir import RunDir
+    from azjax.run.directory.run_dir import RunDir
     from azjax.sweep.sweep import run_finished
     from azjax.sweep.table import write_csv
 
@@ -615,7 +615,7 @@ def curves(out: Path, seeds: dict[int, int]) -> dict[tuple[str, int], Curve]:
       (policy, simulations) -> its `Curve`.
     """
     from azjax.evaluation.stats import share_ci
-    from azjax.run.run_dir import RunDir
+    from azjax.run.directory.run_dir import RunDir
 
     metric = "net_move_accuracy"
     lines = {}
@@ -781,8 +781,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.report_only and not (out / "train").is_dir():
             raise ValueError(f"{out} holds no training (no {out / 'train'}); run without "
                              "--report-only first")
-        from azjax.run import compile_cache
-        from azjax.run.devices import arrange
+        from azjax.run.process import compile_cache
+        from azjax.run.process.devices import arrange
 
         arrange()
         compile_cache.enable()

@@ -22,7 +22,7 @@ says), which the experiment scripts turn on.
     python benchmarks/iteration_profile.py --recipe gomoku --recipe go9x9 --repeats 2
     python benchmarks/iteration_profile.py --all --devices 2 --json profile.json
 
---devices N arranges N host devices on a CPU before JAX starts (`azjax.run.devices.arrange`,
+--devices N arranges N host devices on a CPU before JAX starts (`azjax.run.process.devices.arrange`,
 as the experiment scripts do); on a GPU it takes N of the devices there are. A recipe whose
 sizes do not split over N devices is reported as skipped.
 
@@ -86,7 +86,7 @@ def build_step(env, program, count: int):
 
     from azjax.core.iteration import init_train_state
     from azjax.core.stacked import group_step, placed, stack
-    from azjax.run.devices import data_mesh
+    from azjax.run.process.devices import data_mesh
 
     mesh = data_mesh(count) if count > 1 else None
     state = stack([init_train_state(env, program, jax.random.key(0))])
@@ -146,7 +146,7 @@ def eval_players(env, program, state, simulations: int = 0,
     from azjax.core.players import AgentParams
     from azjax.core.stacked import unstack
     from azjax.driver.program_players import ProgramPlayers
-    from azjax.run.devices import local
+    from azjax.run.process.devices import local
 
     players = ProgramPlayers(env, program)
     params = local(unstack(state.params, 0))
@@ -207,7 +207,7 @@ def profile(name: str, requested: int, repeats: int, conv: str | None = None,
     `conv` replaced by `conv` when given; at `_quick`'s sizes when `quick`)."""
     import jax
 
-    from azjax.run.devices import cpu_cores, device_count
+    from azjax.run.process.devices import cpu_cores, device_count
     from azjax.run.recipes import recipe
 
     config = recipe(name, "cpu")
@@ -312,7 +312,7 @@ def show(result: dict[str, Any]) -> None:
 def main() -> int:
     """Parses the options, profiles each recipe, prints and saves the results."""
     from azjax.core.conv import CONV_CHOICES
-    from azjax.run.devices import arrange  # imports JAX; starts no backend
+    from azjax.run.process.devices import arrange  # imports JAX; starts no backend
     from azjax.run.recipes import RECIPES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -338,7 +338,7 @@ def main() -> int:
 
     import jax
 
-    from azjax.run.devices import cpu_cores
+    from azjax.run.process.devices import cpu_cores
 
     device = jax.devices()[0]
     print(f"{platform.node()}, python {platform.python_version()}, jax {jax.__version__}, "

@@ -33,7 +33,7 @@ from azjax import Agent
 from azjax.commands.serve import Server
 from azjax.core.networks import init_params
 from azjax.run.recipes import recipe
-from azjax.run.web_games import GameTable
+from azjax.run.browser.web_games import GameTable
 
 
 def untrained(game: str, quick: bool = False) -> Agent:

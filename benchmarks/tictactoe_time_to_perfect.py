@@ -22,7 +22,7 @@ run's own clock at perfect (or at its end): ours its metrics `wall_time`, the re
 
 Ours runs twice per seed: "ours cold" with an empty compilation cache (a first run on a
 fresh machine compiles everything), then "ours warm" in a new run directory with the
-cache the first filled (every later run: `azjax.run.compile_cache`). --cold-only skips the
+cache the first filled (every later run: `azjax.run.process.compile_cache`). --cold-only skips the
 second.
 
 `--quick`: seed 0 alone, ours at `benchmarks/_quick.py`'s sizes for 1 iteration and the
@@ -44,7 +44,7 @@ from pathlib import Path
 
 import _quick
 
-from azjax.run import compile_cache
+from azjax.run.process import compile_cache
 from azjax.run import metric_schema as ms
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ changed program never loads a stale entry; past 2 GB the oldest entries go.
 is removed at its end (a cold run, as on a fresh machine); `AZJAX_TEST_CACHE=DIR` keeps
 the cache in DIR (CI shares one between its steps). Everything is set before JAX is
 imported; subprocesses and notebook kernels inherit it (and the experiment scripts' own
-cache, `azjax.run.compile_cache`, is pointed at it).
+cache, `azjax.run.process.compile_cache`, is pointed at it).
 
 The tests' programs are small and run briefly, so compiling is most of their cost: XLA
 skips LLVM's optimisation of the generated code and emits its CPU fusions the quicker
@@ -70,7 +70,7 @@ def _cache_directory() -> tuple[str, bool]:
 
 _CACHE_DIR, _OWN_CACHE = _cache_directory()
 os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE_DIR
-# and for scripts started without the JAX_ variables (azjax.run.compile_cache): not ~/.cache
+# and for scripts started without the JAX_ variables (azjax.run.process.compile_cache): not ~/.cache
 os.environ.setdefault("AZJAX_COMPILE_CACHE", _CACHE_DIR)
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
@@ -143,15 +143,15 @@ def tiny_run_copy(tiny_run, tmp_path) -> Path:
 @pytest.fixture
 def search_configs(monkeypatch):
     """The search configs of the players that agents build from now on (a list filled
-    as `azjax.run.agent.search_player` is called)."""
-    import azjax.run.agent
+    as `azjax.run.agents.agent.search_player` is called)."""
+    import azjax.run.agents.agent
 
     configs = []
-    original = azjax.run.agent.search_player
+    original = azjax.run.agents.agent.search_player
 
     def spy(env, apply_fn, params, search, name="alphazero", greedy=True):
         configs.append(search)
         return original(env, apply_fn, params, search, name, greedy)
 
-    monkeypatch.setattr(azjax.run.agent, "search_player", spy)
+    monkeypatch.setattr(azjax.run.agents.agent, "search_player", spy)
     return configs

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import orbax.checkpoint as ocp
 
-from azjax.run import checkpoint
+from azjax.run.directory import checkpoint
 
 where, step, nth, marker, script, *args = sys.argv[1:]
 step, nth = int(step), int(nth)

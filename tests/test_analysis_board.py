@@ -21,7 +21,7 @@ import envs
 from azjax import Agent
 from azjax.core.networks import init_params
 from azjax.core.search import deterministic, make_search_fn, principal_variation, visit_counts
-from azjax.run.analysis_board import (
+from azjax.run.browser.analysis_board import (
     CHOSEN,
     RIGHT,
     SHARE,

@@ -22,8 +22,8 @@ from azjax.commands.command_line import given_settings, overlay, read_command_li
 from azjax.commands.train import main as train_main
 from azjax.run.config import TrainConfig
 from azjax.run.recipes import recipe
-from azjax.run.run_dir import RunDir
-from azjax.run.stop_signals import EXIT_STOPPED
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.process.stop_signals import EXIT_STOPPED
 
 ROOT = Path(__file__).resolve().parents[1]
 # The console script pip installed into this environment (pyproject's [project.scripts]).

@@ -35,7 +35,7 @@ from tiny import FLAGS
 import envs
 from azjax.commands import arena, gtp, gtp_referee, play
 from azjax.go.gtp_client import gnugo_command
-from azjax.run.run_dir import RunDir
+from azjax.run.directory.run_dir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = str(ROOT / "experiments" / "tictactoe.py")

@@ -1,4 +1,4 @@
-"""The persistent compilation cache of the scripts (`azjax.run.compile_cache`): where it lives,
+"""The persistent compilation cache of the scripts (`azjax.run.process.compile_cache`): where it lives,
 that it leaves a cache JAX was given alone, and that a second process loads what the first
 compiled instead of compiling it again."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import jax
 import pytest
 
-from azjax.run import compile_cache
+from azjax.run.process import compile_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +23,7 @@ CHILD = """
 import json, sys
 import jax, jax.numpy as jnp
 from jax import monitoring
-from azjax.run import compile_cache
+from azjax.run.process import compile_cache
 events = []
 monitoring.register_event_listener(lambda name, **kw: events.append(name))
 where = compile_cache.enable(min_compile_seconds=0)

@@ -26,10 +26,10 @@ from test_training import ROOT
 from azjax import Agent, TrainConfig, train
 from azjax.core.device_split import nearest_multiple, per_device
 from azjax.core.iteration import init_train_state
-from azjax.run.devices import arrange, device_count, misfits
+from azjax.run.process.devices import arrange, device_count, misfits
 from azjax.run.recipes import RECIPES, recipe
-from azjax.run.run_dir import RunDir
-from azjax.run.run_layout import CONFIG_FILE, METRICS_FILE, RunDirError
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.directory.layout import CONFIG_FILE, METRICS_FILE, RunDirError
 
 SCRIPT = ROOT / "experiments" / "tictactoe.py"
 # A small tic-tac-toe run: 4 iterations, evaluated (network alone) and checkpointed at 2
@@ -205,8 +205,8 @@ import sys, tempfile
 from pathlib import Path
 import jax, numpy as np
 jax.config.update("jax_num_cpu_devices", 2)
-from azjax.run.devices import data_mesh
-from azjax.run.run_dir import RunDir
+from azjax.run.process.devices import data_mesh
+from azjax.run.directory.run_dir import RunDir
 from azjax.core.iteration import init_train_state
 from azjax.run.recipes import RECIPES, recipe
 from azjax.core.stacked import init_placed, placed
@@ -270,9 +270,9 @@ import jax
 from azjax.core.device_split import per_device
 from azjax.driver.preflight import _devices
 from azjax.driver.warm_up import warm_up_config
-from azjax.run.devices import device_count
+from azjax.run.process.devices import device_count
 from azjax.run.recipes import PRESETS, RECIPES, recipe
-from azjax.run.run_dir import RunDir
+from azjax.run.directory.run_dir import RunDir
 assert jax.device_count() == 16
 out = []
 for name in RECIPES:

@@ -23,7 +23,7 @@ from azjax.evaluation.alphabeta import default_eval, line_count_eval, zero_eval
 from azjax.evaluation.baselines import solver_player
 from azjax.evaluation.evaluators import PositionEvaluator, RandomOpponentEvaluator, make_evaluator
 from azjax.run import metric_schema as ms
-from azjax.run.run_layout import RunDirError
+from azjax.run.directory.layout import RunDirError
 from envs import Env, GroundTruth, GroundTruthSource
 from envs.tictactoe import TicTacToe, states_from_boards
 

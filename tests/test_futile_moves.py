@@ -17,7 +17,7 @@ from azjax.core.networks import NetworkConfig
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig, make_search_fn, play_search, visit_counts
 from azjax.evaluation.player_specs import make_player
-from azjax.run.agent import Agent
+from azjax.run.agents.agent import Agent
 
 
 def reference_true_eye(board: list[int], n: int, point: int, colour: int) -> bool:

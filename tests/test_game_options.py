@@ -22,7 +22,7 @@ from docs_blocks import SMOKE
 from azjax.commands import arena, play
 from azjax.core.program import ProgramConfig
 from azjax.run.config import TrainConfig, game_defaults
-from azjax.run.game_options import split_game_options
+from azjax.run.grammar.game_options import split_game_options
 from azjax.sweep.grid import make_grid, parse_param
 
 GAME = "envs.coin_split:CoinSplit"  # an import path: no recipe, so no options by default

@@ -14,7 +14,7 @@ from azjax.core.iteration import init_train_state
 from azjax.core.stacked import group_step, stack, unstack
 from azjax.evaluation.gating import gate_decision
 from azjax.evaluation.match import MatchResult
-from azjax.run.run_dir import RunDir
+from azjax.run.directory.run_dir import RunDir
 
 # The tiny program (tests/tiny.py; tests/test_sweep.py sweeps it too), for 6 iterations,
 # a checkpoint after every second one.

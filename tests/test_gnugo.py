@@ -29,7 +29,7 @@ from azjax.go import gnugo, gtp_client
 from azjax.go.gnugo import gnugo_player, setup_commands
 from azjax.go.gtp_client import GnuGoMissing, GtpProcess, gnugo_command
 from azjax.run.config import TrainConfig
-from azjax.run.specs import parse_spec
+from azjax.run.grammar.specs import parse_spec
 
 GO9 = envs.make("go", size=9)  # komi 7.5
 STEP9 = jax.jit(GO9.step)

@@ -12,7 +12,7 @@ import envs
 from azjax.driver import plots, status
 from azjax.evaluation.evaluators import RandomOpponentEvaluator, make_evaluator
 from azjax.run import metric_schema as ms
-from azjax.run.run_dir import RunDir
+from azjax.run.directory.run_dir import RunDir
 from azjax.sweep.table import best_config, markdown_table, results_table
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "getting-started.md"

@@ -37,7 +37,7 @@ from users_build import users_environment
 
 import azjax
 import envs
-from azjax.run.run_dir import RunDir
+from azjax.run.directory.run_dir import RunDir
 
 pytestmark = pytest.mark.slow
 

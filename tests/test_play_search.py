@@ -20,7 +20,7 @@ from azjax.core.networks import NetworkConfig
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig, make_search_fn, root_q, visit_counts
 from azjax.evaluation.player_specs import make_player
-from azjax.run.agent import Agent
+from azjax.run.agents.agent import Agent
 
 SIZE, KOMI = 5, 5.5
 CELLS = SIZE * SIZE

@@ -1,4 +1,4 @@
-"""The player registry (`azjax.run.specs`): a kind defined in one place is a player spec
+"""The player registry (`azjax.run.grammar.specs`): a kind defined in one place is a player spec
 everywhere (`parse_spec`, `make_player`, `play_match`), bad specs fail in one line, and
 a host player's `PlayerFailed` is told with the match's game."""
 
@@ -20,7 +20,7 @@ from azjax.evaluation.evaluators import versus
 from azjax.evaluation.match import play_match
 from azjax.evaluation.player_specs import make_player, search_simulations
 from azjax.go.gtp_client import GnuGoFailed
-from azjax.run.specs import (
+from azjax.run.grammar.specs import (
     PlayerFailed,
     PlayerKind,
     choice,
@@ -149,9 +149,9 @@ def test_bad_specs_fail_in_one_line_before_anything_is_built(text, message):
 
 
 def test_every_built_in_kind_is_known_to_the_grammar_in_a_fresh_process():
-    """`azjax.run.specs` alone (below the layers that register most kinds) knows them all:
+    """`azjax.run.grammar.specs` alone (below the layers that register most kinds) knows them all:
     importing any part of azjax imports the package, which registers them."""
-    code = ("from azjax.run.specs import kinds, parse_spec\n"
+    code = ("from azjax.run.grammar.specs import kinds, parse_spec\n"
             "parse_spec('gnugo:1,seed=2'); parse_spec('alphabeta:2,eval=zero')\n"
             "print(' '.join(kinds()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

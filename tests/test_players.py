@@ -36,8 +36,8 @@ from azjax.evaluation.rollout_mcts import (
     uct_action_selection,
     uct_actions,
 )
-from azjax.run.run_dir import RunDir
-from azjax.run.specs import parse_spec
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.grammar.specs import parse_spec
 from envs import coin_split
 from envs import tictactoe_minimax as ttt_solver
 from envs.connect_four import state_from_moves

@@ -21,9 +21,9 @@ from tiny import FLAGS
 
 from azjax import TrainConfig, train, train_group
 from azjax.core.iteration import init_train_state
-from azjax.run.checkpoint_files import UNFINISHED, is_unfinished
-from azjax.run.run_dir import RunDir
-from azjax.run.run_layout import DAMAGED_DIR
+from azjax.run.directory.checkpoint_files import UNFINISHED, is_unfinished
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.directory.layout import DAMAGED_DIR
 from azjax.sweep import merge, parse_params, run_sweep
 
 # Fields that measure the machine, not the run.

@@ -1,4 +1,4 @@
-"""The run directory object, `azjax.run.run_dir.RunDir`: the layout it names is the one a
+"""The run directory object, `azjax.run.directory.run_dir.RunDir`: the layout it names is the one a
 trained run has, a bad path is refused when it is opened, and no other module spells a
 run directory's file names (read from the code, as `tests/test_structure.py` reads it)."""
 
@@ -12,15 +12,16 @@ import pytest
 from tiny import CONFIG
 
 import azjax
-from azjax.run import checkpoint, run_dir
-from azjax.run import run_layout as layout
-from azjax.run.run_dir import RunDir
-from azjax.run.run_layout import CHECKPOINT_DIR, LAYOUT, LOCK_FILE, RunDirError
+from azjax.run.directory import checkpoint
+from azjax.run.directory import run_dir
+from azjax.run.directory import layout
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.directory.layout import CHECKPOINT_DIR, LAYOUT, LOCK_FILE, RunDirError
 
 AZJAX = Path(azjax.__file__).resolve().parent
-# The modules that spell the layout: run_layout.py, and checkpoint_files.py for what lies
+# The modules that spell the layout: directory/layout.py, and checkpoint_files.py for what lies
 # inside the checkpoints folder.
-SPELLERS = {"run/run_layout.py", "run/checkpoint_files.py"}
+SPELLERS = {"run/directory/layout.py", "run/directory/checkpoint_files.py"}
 # Keyword arguments whose strings are text for the reader, not paths.
 TEXT_ARGUMENTS = {"label", "title", "help", "description"}
 

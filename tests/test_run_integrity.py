@@ -30,11 +30,11 @@ from azjax.core import counters
 from azjax.core.iteration import init_train_state
 from azjax.driver import host_run
 from azjax.driver.status import TrainingDiverged
-from azjax.run.checkpoint import DamagedCheckpointWarning
-from azjax.run.checkpoint_files import ITEM_DIR, MANIFEST_FILE
-from azjax.run.lock import RunLock
-from azjax.run.run_dir import RunDir
-from azjax.run.run_layout import (
+from azjax.run.directory.checkpoint import DamagedCheckpointWarning
+from azjax.run.directory.checkpoint_files import ITEM_DIR, MANIFEST_FILE
+from azjax.run.directory.lock import RunLock
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.directory.layout import (
     CHECKPOINT_DIR,
     CONFIG_FILE,
     DAMAGED_DIR,
@@ -154,7 +154,7 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import os, time
-            from azjax.run.lock import RunLock
+            from azjax.run.directory.lock import RunLock
             os.mkdir({str(run_dir)!r})
             lock = RunLock({str(run_dir)!r}).acquire()
             print("locked", flush=True)

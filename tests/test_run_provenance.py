@@ -1,7 +1,7 @@
 """Provenance recorded at training time: each training process that starts or resumes a
-run appends its code, command and machine to provenance.jsonl (`azjax.run.process_record`),
+run appends its code, command and machine to provenance.jsonl (`azjax.run.directory.process_record`),
 and `azjax export` reports the processes that trained the exported checkpoint
-(`azjax.run.run_provenance`), falling back to the exporting code for runs without them."""
+(`azjax.run.agents.run_provenance`), falling back to the exporting code for runs without them."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from tiny import CONFIG
 import azjax
 from azjax import Agent, train, train_group
 from azjax.commands.export import main as export_main
-from azjax.run import process_record
-from azjax.run.run_dir import RunDir
-from azjax.run.run_provenance import code_commit, trained_by, training_command
+from azjax.run.directory import process_record
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.agents.run_provenance import code_commit, trained_by, training_command
 
 REAL_RUN = subprocess.run
 

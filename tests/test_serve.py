@@ -33,7 +33,7 @@ from azjax import Agent
 from azjax.commands.serve import MAX_BODY, OwnAddress, Server
 from azjax.commands.serve import main as serve_main
 from azjax.core.networks import NetworkConfig, init_params
-from azjax.run.web_games import GameError, GameTable
+from azjax.run.browser.web_games import GameError, GameTable
 from envs.picture import Picture
 
 ROOT = Path(__file__).resolve().parents[1]

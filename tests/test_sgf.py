@@ -28,7 +28,7 @@ from azjax.evaluation.baselines import random_player
 from azjax.evaluation.league import pair_dirs, round_robin, run_league
 from azjax.evaluation.match import play_match, record_plies
 from azjax.go import sgf
-from azjax.run.run_dir import RunDir
+from azjax.run.directory.run_dir import RunDir
 
 N_GAMES, OPENING = 6, 2
 

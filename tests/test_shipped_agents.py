@@ -1,4 +1,4 @@
-"""The agents that ship inside the package (`azjax.run.shipped_agents`, the files in
+"""The agents that ship inside the package (`azjax.run.agents.shipped_agents`, the files in
 `azjax/agents/`): each file is the one its checksum records, loads by its name and plays
 its game, a name goes wherever an agent file does (a path that exists wins), an unknown
 name is one line naming the shipped ones, and a changed file is refused. Each plays at
@@ -41,10 +41,10 @@ from azjax.core.networks import init_params
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.match import play_match
 from azjax.evaluation.player_specs import game_of
-from azjax.run import shipped_agents
+from azjax.run.agents import shipped_agents
 from azjax.run.files import sha256_digest
-from azjax.run.run_layout import RunDirError
-from azjax.run.shipped_agents import SHIPPED, resolve, shipped_path
+from azjax.run.directory.layout import RunDirError
+from azjax.run.agents.shipped_agents import SHIPPED, resolve, shipped_path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each shipped agent's game: its env's name and its board's number of moves.

@@ -23,11 +23,11 @@ from azjax import train
 from azjax.driver import train_group
 from azjax.evaluation.evaluators import PositionEvaluator
 from azjax.run import EXIT_STOPPED, Stopped
-from azjax.run.checkpoint_files import step_dir, verify
-from azjax.run.guard import _is_native_fault, lost_process
-from azjax.run.peers import EXIT_PEER_LOST, PeerWatch
-from azjax.run.run_dir import RunDir
-from azjax.run.stop_signals import StopSignals
+from azjax.run.directory.checkpoint_files import step_dir, verify
+from azjax.run.process.guard import _is_native_fault, lost_process
+from azjax.run.process.peers import EXIT_PEER_LOST, PeerWatch
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.process.stop_signals import StopSignals
 
 # Iteration 4 is no checkpoint of its own: only the stop writes one there.
 STOPPABLE = SMALL.replace(iterations=7, checkpoint_every=5, eval_every=2)
@@ -133,8 +133,8 @@ def test_a_second_signal_in_training_raises_at_once_and_the_next_call_resumes(
     """A second signal (Ctrl-C after SIGTERM) as the stop's checkpoint begins: the run
     raises `Interrupted` without writing it, the signal handlers are the caller's again,
     and training again resumes from the newest checkpoint to the same end."""
-    from azjax.run.checkpoint import Checkpoints
-    from azjax.run.stop_signals import Interrupted
+    from azjax.run.directory.checkpoint import Checkpoints
+    from azjax.run.process.stop_signals import Interrupted
 
     run_dir = tmp_path / "run"
     before = [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)]
@@ -325,9 +325,9 @@ def test_the_guard_holds_back_only_the_lines_of_a_native_abort():
 GUARDED = """
 import importlib.util, os, resource, signal, sys, types
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-for name in ("azjax", "azjax.run", "azjax.run.peers"):
+for name in ("azjax", "azjax.run", "azjax.run.process.peers"):
     sys.modules[name] = types.ModuleType(name)
-sys.modules["azjax.run.peers"].EXIT_PEER_LOST = 76
+sys.modules["azjax.run.process.peers"].EXIT_PEER_LOST = 76
 spec = importlib.util.spec_from_file_location("guard", sys.argv[1])
 guard = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(guard)

@@ -163,7 +163,7 @@ def test_the_checks_see_real_imports():
     """The layering and cycle checks read the real import graph (so that an empty graph
     cannot pass them)."""
     assert "azjax.core.search" in GRAPH["azjax.core.selfplay"]
-    assert "azjax.run.checkpoint" in GRAPH["azjax.run.agent"]
+    assert "azjax.run.directory.checkpoint" in GRAPH["azjax.run.agents.agent"]
     assert "envs.core" in GRAPH["envs.go"]
     assert sum(len(deps) for deps in GRAPH.values()) > 200
 
@@ -270,7 +270,7 @@ def commands_importing_commands(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_no_command_imports_another_command():
-    """What two commands share lives in a layer below them (`azjax.run.agent_source`,
+    """What two commands share lives in a layer below them (`azjax.run.agents.agent_source`,
     say) or in the helpers, never in one of them: each command can change alone."""
     assert commands_importing_commands(GRAPH) == []
     # The check reads the real graph, and catches a command importing another.

@@ -16,7 +16,7 @@ import azjax.sweep.sweep as sw
 from azjax.driver.driver import TrainResult
 from azjax.driver.status import past_budget, records_at, summarize
 from azjax.run import metric_schema as ms
-from azjax.run.run_dir import RunDir
+from azjax.run.directory.run_dir import RunDir
 from azjax.sweep.grid import make_grid, parse_params
 
 PARAMS = parse_params(["learning_rate=0.001,0.003"])  # read by every experiment

@@ -21,7 +21,7 @@ from jax.sharding import PartitionSpec as P
 
 from azjax.core import replay as replay_lib
 from azjax.core.iteration import DATA_AXIS, device_key
-from azjax.run.devices import data_mesh
+from azjax.run.process.devices import data_mesh
 
 SAMPLEABLE = [1, 3, 4, 6, 9, 11, 12, 14]
 

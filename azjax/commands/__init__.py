@@ -2,7 +2,7 @@
 (`azjax/__main__.py`), `python -m azjax.commands.<command>` and `python -m
 azjax.<command>` (a few-line entry point at the top of the package) run, and what they
 share. A command never imports another command: what two share lives in a lower layer
-(`azjax.run.agent_source`, say), or in the two helper modules below.
+(`azjax.run.agents.agent_source`, say), or in the two helper modules below.
 
 Modules:
 

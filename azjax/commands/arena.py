@@ -29,11 +29,11 @@ from azjax.evaluation import player_specs
 from azjax.evaluation.match import play_match
 from azjax.evaluation.player_specs import search_simulations
 from azjax.go import sgf
-from azjax.run import shipped_agents
+from azjax.run.agents import shipped_agents
 from azjax.run.config import check_seed
 from azjax.run.files import check_output_path, write_atomic
-from azjax.run.game_options import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
-from azjax.run.progress import Progress
+from azjax.run.grammar.game_options import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
+from azjax.run.process.progress import Progress
 from envs import Env
 
 

@@ -1,8 +1,8 @@
 """Export a trained agent to one file: `python -m azjax.export RUN_DIR OUT.azjax [--step S]`.
 
 The file holds the run's program config (game, network, search), the network weights
-and the agent's provenance (`azjax.run.agent_file`; the code, command and budget that
-trained it, `azjax.run.run_provenance`); `Agent.load(OUT)` reads it back, and `azjax info
+and the agent's provenance (`azjax.run.agents.agent_file`; the code, command and budget that
+trained it, `azjax.run.agents.run_provenance`); `Agent.load(OUT)` reads it back, and `azjax info
 OUT` prints it.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 
 from azjax.commands.errors import one_line_errors, run_script
-from azjax.run.agent import Agent
-from azjax.run.agent_file import SUFFIX
+from azjax.run.agents.agent import Agent
+from azjax.run.agents.agent_file import SUFFIX
 from azjax.run.files import check_output_path
 
 

@@ -17,10 +17,10 @@ import jax
 from azjax.commands.errors import one_line_errors, run_script
 from azjax.core.networks import NetworkConfig
 from azjax.core.search import SearchConfig
-from azjax.run.agent import Agent
-from azjax.run.agent_file import SUFFIX, AgentFileError
-from azjax.run.run_provenance import game_text
-from azjax.run.shipped_agents import SHIPPED, listed, resolve
+from azjax.run.agents.agent import Agent
+from azjax.run.agents.agent_file import SUFFIX, AgentFileError
+from azjax.run.agents.run_provenance import game_text
+from azjax.run.agents.shipped_agents import SHIPPED, listed, resolve
 
 
 def _count(n: int, what: str) -> str:

@@ -33,10 +33,10 @@ from azjax.evaluation.league import (
 )
 from azjax.evaluation.player_specs import make_player, search_simulations
 from azjax.go import sgf
-from azjax.run.agent_source import load_agent
+from azjax.run.agents.agent_source import load_agent
 from azjax.run.config import check_seed
-from azjax.run.run_dir import RunDir
-from azjax.run.specs import split_specs
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.grammar.specs import split_specs
 
 
 def _int_list(text: str | None, what: str) -> list[int] | None:

@@ -13,7 +13,7 @@ to a small JSON API on the standard library's HTTP server:
     POST /api/hint  {"id": ID, "ply": N}
     POST /api/game  {"id": ID}
 
-Each answers with the game as `azjax.run.web_games.GameTable` describes it, or with
+Each answers with the game as `azjax.run.browser.web_games.GameTable` describes it, or with
 status 4xx and `{"error": "..."}` for a request it refuses (unknown game, stale page,
 illegal move, malformed JSON, a body over 16 KiB). The server listens on 127.0.0.1
 unless `--host` says otherwise (an IPv6 address such as `::1` too: the page is then at
@@ -42,10 +42,10 @@ from importlib import resources
 from typing import Any
 
 from azjax.commands.errors import one_line_errors, run_script
-from azjax.run.agent_source import check_source, load_agent
+from azjax.run.agents.agent_source import check_source, load_agent
 from azjax.run.config import check_seed
-from azjax.run.shipped_agents import AGENT_HELP
-from azjax.run.web_games import GameError, GameTable
+from azjax.run.agents.shipped_agents import AGENT_HELP
+from azjax.run.browser.web_games import GameError, GameTable
 
 MAX_BODY = 16 * 1024
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")

@@ -1,6 +1,6 @@
 """E experiments of one program as one: their states stacked along a leading axis, and
 the jitted, vmapped training iteration that advances them together, split over the
-devices of a data mesh (`azjax.run.devices`): each experiment's games and replay ring along
+devices of a data mesh (`azjax.run.process.devices`): each experiment's games and replay ring along
 `DATA_AXIS`, everything else replicated."""
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ vmapped step, each into its own run directory (a single run is a group of one).
 Modules:
 
 * `driver`: `train`, `train_group`, `TrainResult`: the group's jitted steps.
+* `preflight`: a group's runs checked once, before anything is written or compiled: the
+  `Plan` the driver trusts.
 * `host_run`: the host side of one experiment: its run directory, evaluations, gating,
   checkpoints, budget and clock.
 * `program_players`: the players and evaluator of one training program, made once.

@@ -36,11 +36,11 @@ from azjax.driver.preflight import preflight
 from azjax.driver.warm_up import warm_up
 from azjax.evaluation.evaluators import Evaluator, PositionEvaluator
 from azjax.run.config import TrainConfig
-from azjax.run.devices import agreed_max, is_primary
-from azjax.run.lock import RunLock
-from azjax.run.progress import Progress
-from azjax.run.run_dir import RunDir
-from azjax.run.stop_signals import REPEAT_S, Stopped, StopSignals
+from azjax.run.process.devices import agreed_max, is_primary
+from azjax.run.directory.lock import RunLock
+from azjax.run.process.progress import Progress
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.process.stop_signals import REPEAT_S, Stopped, StopSignals
 from envs import Env
 
 STATUS_EVERY_S = 2.0
@@ -156,9 +156,9 @@ def train_group(
     evaluation's record; training goes on (its progress and checkpoints kept), and the
     next evaluation starts GNU Go afresh. SIGTERM or SIGINT (Ctrl-C) while it trains
     stops every experiment after the iteration, with a checkpoint, and raises
-    `azjax.run.stop_signals.Stopped` (a KeyboardInterrupt); the evaluations due are
+    `azjax.run.process.stop_signals.Stopped` (a KeyboardInterrupt); the evaluations due are
     skipped (one under way is abandoned), gates are not. A second signal, not within
-    a second of the first, raises `azjax.run.stop_signals.Interrupted` (a
+    a second of the first, raises `azjax.run.process.stop_signals.Interrupted` (a
     KeyboardInterrupt) at once, without that checkpoint.
     """
     clock_start = time.perf_counter()

@@ -11,7 +11,7 @@ from azjax.core.program import ProgramConfig
 from azjax.core.search import changed, search_changes
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.evaluation.player_specs import make_player
-from azjax.run.specs import RUN_KINDS, parse_spec
+from azjax.run.grammar.specs import RUN_KINDS, parse_spec
 from envs import Env
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from azjax.run import metric_schema as ms
 from azjax.run.config import RunConfig, TrainConfig
-from azjax.run.progress import format_duration
+from azjax.run.process.progress import format_duration
 
 
 def _shown(metric: ms.Metric, value: float) -> str:

@@ -33,7 +33,7 @@ import numpy as np
 
 from azjax.core.identity import cache_by_identity
 from azjax.core.players import Player
-from azjax.run.specs import PlayerKind, PlayerSpec, choice, number, register_player
+from azjax.run.grammar.specs import PlayerKind, PlayerSpec, choice, number, register_player
 from envs import Env, State, lines
 
 EvalFn = Callable[[chex.Array], chex.Array]

@@ -1,6 +1,6 @@
 """Baseline players that need no training: uniform random play, pure MCTS with random
 rollouts (UCT) and a game's exact solver, registered as the player kinds `random`,
-`mcts:N[,c=C]` and `solver` (`azjax.run.specs`). Alpha-beta is
+`mcts:N[,c=C]` and `solver` (`azjax.run.grammar.specs`). Alpha-beta is
 `azjax.evaluation.alphabeta`; the trained agent's players are `azjax.core.players`."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from azjax.core.players import Player
 from azjax.core.rollouts import uniform_choice, uniform_legal_actions
 from azjax.evaluation.rollout_mcts import UCTConfig, uct_actions
-from azjax.run.specs import PlayerKind, PlayerSpec, number, register_player
+from azjax.run.grammar.specs import PlayerKind, PlayerSpec, number, register_player
 from envs import Env, State
 
 

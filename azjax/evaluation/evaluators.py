@@ -44,7 +44,7 @@ from azjax.run.metric_schema import (
     margin_key,
     versus_key,
 )
-from azjax.run.specs import PlayerFailed
+from azjax.run.grammar.specs import PlayerFailed
 from envs import Env, GroundTruth, GroundTruthSource
 
 

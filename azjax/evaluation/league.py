@@ -30,13 +30,13 @@ from azjax.evaluation.match import MatchResult, play_match
 from azjax.evaluation.player_specs import make_player, search_simulations
 from azjax.evaluation.ratings import Ratings, fit_elo
 from azjax.go import sgf
-from azjax.run.agent import Agent
+from azjax.run.agents.agent import Agent
 from azjax.run.config import check_seed
 from azjax.run.files import check_output_path, write_atomic
-from azjax.run.progress import Progress as ProgressLine
-from azjax.run.run_dir import RunDir
-from azjax.run.run_layout import LEAGUE_FILES, RunDirError
-from azjax.run.specs import split_specs
+from azjax.run.process.progress import Progress as ProgressLine
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.directory.layout import LEAGUE_FILES, RunDirError
+from azjax.run.grammar.specs import split_specs
 from envs import Env
 
 FILES = LEAGUE_FILES  # a run's league goes into its run directory: the names are its layout's

@@ -34,7 +34,7 @@ from azjax.core.identity import cache_by_identity
 from azjax.core.players import Player, Policy, compiled
 from azjax.evaluation.ratings import score_to_elo
 from azjax.evaluation.stats import wilson_interval
-from azjax.run.specs import PlayerFailed
+from azjax.run.grammar.specs import PlayerFailed
 from envs import Env, State
 
 MAX_PLIES = 10_000
@@ -359,7 +359,7 @@ def play_match(env: Env, player_a: Player, player_b: Player, key: chex.PRNGKey,
     Raises:
       ValueError: for a bad count, or (with `record`) a game that outlasted its env's
         `max_plies` in a compiled match, so that its moves could not all be kept.
-      PlayerFailed: (`azjax.run.specs`) from a host player that could not give a move,
+      PlayerFailed: (`azjax.run.grammar.specs`) from a host player that could not give a move,
         naming the match's game.
     """
     if num_games < 1:

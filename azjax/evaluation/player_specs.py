@@ -1,14 +1,14 @@
 """Players named by short strings, for the command line and the league: `make_player`.
 
-Importing this module registers every player kind azjax ships (`azjax.run.specs` holds
+Importing this module registers every player kind azjax ships (`azjax.run.grammar.specs` holds
 the registry and the grammar): the baselines from their own modules
 (`azjax.evaluation.baselines`, `azjax.evaluation.alphabeta`, `azjax.go.gnugo_kind`), and
 here the kinds of a trained run's agent (`network`, `alphazero`, `alphago`). The table
-below is built from the registry (`azjax.run.specs.players_help`); the arena prints it.
+below is built from the registry (`azjax.run.grammar.specs.players_help`); the arena prints it.
 
 DIR is a training run directory, an agent file written by `python -m azjax.export`
 (`alphazero:agent.azjax`), or the name of an agent that ships with azjax
-(`alphazero:go7x7`; `azjax.run.shipped_agents`); S picks one of a run's checkpoints
+(`alphazero:go7x7`; `azjax.run.agents.shipped_agents`); S picks one of a run's checkpoints
 (newest by default).
 """
 
@@ -20,10 +20,10 @@ from azjax.core.players import AgentParams, Player
 from azjax.evaluation import alphabeta as _alphabeta  # noqa: F401 - registers `alphabeta`
 from azjax.evaluation import baselines as _baselines  # noqa: F401 - registers its kinds
 from azjax.go import gnugo_kind as _gnugo_kind  # noqa: F401 - registers `gnugo`
-from azjax.run.run_dir import RunDir
-from azjax.run.agent import Agent
-from azjax.run.shipped_agents import resolve
-from azjax.run.specs import (
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.agents.agent import Agent
+from azjax.run.agents.shipped_agents import resolve
+from azjax.run.grammar.specs import (
     RUN_KINDS,
     PlayerKind,
     PlayerSpec,
@@ -45,7 +45,7 @@ def run_dir_of(text: str) -> Path | None:
 
     Returns:
       Its path for a run kind (`RUN_KINDS`), a shipped agent's name turned into its
-      file's (`azjax.run.shipped_agents.resolve`), else None.
+      file's (`azjax.run.agents.shipped_agents.resolve`), else None.
     """
     spec = parse_spec(text)
     return resolve(spec.arg) if spec.kind in RUN_KINDS else None
@@ -127,7 +127,7 @@ def make_player(text: str, env: Env, name: str | None = None) -> Player:
     """The player a spec string names, built by its registered kind.
 
     Args:
-      text: the spec, e.g. `mcts:100,c=2` (`azjax.run.specs.parse_spec`).
+      text: the spec, e.g. `mcts:100,c=2` (`azjax.run.grammar.specs.parse_spec`).
       env: the game it plays.
       name: the player's name (default: the spec's text).
 

@@ -5,7 +5,7 @@ Modules:
 
 * `gtp_client`: a Go engine as a child process spoken to over GTP.
 * `gnugo`: GNU Go as a host `Player`.
-* `gnugo_kind`: the player spec `gnugo:LEVEL`, registered with `azjax.run.specs`.
+* `gnugo_kind`: the player spec `gnugo:LEVEL`, registered with `azjax.run.grammar.specs`.
 * `sgf`: Go games as SGF files, readable by any Go program.
 * `gtp_protocol`: the words of GTP that engines and referees share (colours, scores).
 * `gtp_engine`: the GTP version 2 engine around a Go `Agent` (`python -m azjax.gtp`).

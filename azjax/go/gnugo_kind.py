@@ -1,11 +1,11 @@
 """The player kind `gnugo:LEVEL[,seed=S][,timeout=T]`: GNU Go (`azjax.go.gnugo`) as a
-player spec, registered with `azjax.run.specs`."""
+player spec, registered with `azjax.run.grammar.specs`."""
 
 from __future__ import annotations
 
 from azjax.go.gnugo import GnuGoPlayer, gnugo_player
 from azjax.go.gtp_client import GNUGO_LEVELS
-from azjax.run.specs import PlayerKind, PlayerSpec, number, register_player
+from azjax.run.grammar.specs import PlayerKind, PlayerSpec, number, register_player
 from envs import Env
 
 

@@ -24,7 +24,7 @@ import subprocess
 import threading
 from collections.abc import Sequence
 
-from azjax.run.specs import PlayerFailed
+from azjax.run.grammar.specs import PlayerFailed
 
 GNUGO_LOCATIONS = ("/usr/games/gnugo", "/usr/local/games/gnugo")
 GNUGO_ENV = "AZJAX_GNUGO"

@@ -62,7 +62,7 @@ from azjax.go.gtp_protocol import (
     success,
 )
 from azjax.go.sgf import sgf_result
-from azjax.run.agent import Agent
+from azjax.run.agents.agent import Agent
 from envs.go_board import MAX_SIZE, format_move, parse_move
 
 RESIGN_AFTER = 20

@@ -27,7 +27,7 @@ from azjax.core.fields import bounded, checked, setting_types
 from azjax.core.program import ProgramConfig, program_parts
 from azjax.core.search import search_changes
 from azjax.run.files import write_atomic
-from azjax.run.specs import parse_spec
+from azjax.run.grammar.specs import parse_spec
 from envs import Env
 
 RUN_SEED_MAX = 2**32 - 1

@@ -272,7 +272,7 @@ RECIPES = CPU_RECIPES
 
 def backend_preset() -> str:
     """The preset for the backend JAX runs on: 'cpu' on a CPU, else 'gpu' (this starts
-    JAX's backend: arrange devices first, `azjax.run.devices.arrange`)."""
+    JAX's backend: arrange devices first, `azjax.run.process.devices.arrange`)."""
     return "cpu" if jax.default_backend() == "cpu" else "gpu"
 
 

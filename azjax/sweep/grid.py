@@ -19,7 +19,7 @@ from azjax.core.search import (
     search_changes,
 )
 from azjax.run.config import TrainConfig, setting_paths
-from azjax.run.game_options import option_value
+from azjax.run.grammar.game_options import option_value
 from azjax.run.recipes import RECIPES
 
 NOT_SWEPT = {

@@ -25,7 +25,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from azjax.run.checkpoint_files import (
+from azjax.run.directory.checkpoint_files import (
     AMENDED_METRICS_COPY,
     ITEM_DIR,
     METRICS_COPY,
@@ -42,9 +42,9 @@ from azjax.run.checkpoint_files import (
     write_manifest,
 )
 from azjax.run.config import TrainConfig
-from azjax.run.devices import agreed_max, barrier, first_text, is_primary, spans_processes
+from azjax.run.process.devices import agreed_max, barrier, first_text, is_primary, spans_processes
 from azjax.run.files import error_line, write_atomic
-from azjax.run.run_layout import CHECKPOINT_DIR, RunDirError, records_text
+from azjax.run.directory.layout import CHECKPOINT_DIR, RunDirError, records_text
 
 
 class DamagedCheckpointWarning(UserWarning):

@@ -1,7 +1,7 @@
 """What a training process records about itself when it starts or resumes a run: one
 record of the run directory's provenance.jsonl (`RunDir.append_provenance`), so that
 `azjax export` can say which code and command trained the run
-(`azjax.run.run_provenance`), not which code exports it.
+(`azjax.run.agents.run_provenance`), not which code exports it.
 
 A record (`start_record`) is a JSON object:
 

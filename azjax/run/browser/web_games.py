@@ -19,8 +19,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from azjax.run.agent import Agent
-from azjax.run.analysis_board import analyse_position, analysis_picture
+from azjax.run.agents.agent import Agent
+from azjax.run.browser.analysis_board import analyse_position, analysis_picture
 from envs import State
 from envs.picture import Picture
 

@@ -7,12 +7,12 @@ training loop reads after each iteration: the run finishes that iteration, skips
 evaluations due (one under way is abandoned: `StopSignals.unless_stopped`), saves a
 checkpoint and stops (`Stopped`; the scripts exit with `EXIT_STOPPED`, which a requeue
 can tell from a failure). Every process of a run stops at the same iteration: the loop
-agrees on the request (`StopSignals.agree`, with `azjax.run.devices.agreed_max`), so a
+agrees on the request (`StopSignals.agree`, with `azjax.run.process.devices.agreed_max`), so a
 signal that reached one process stops all. A second signal raises `Interrupted`, a
 KeyboardInterrupt, wherever the run stands (the newest checkpoint is complete, or set
 aside on resume if it was being written), so that the process cleans up and never dies
 of the signal; the same signal again within `REPEAT_S` is taken as the first one's echo
-and ignored (a scheduler may signal both a process and its guard, `azjax.run.guard`,
+and ignored (a scheduler may signal both a process and its guard, `azjax.run.process.guard`,
 which passes it on; a terminal's Ctrl-C reaches both too).
 """
 
@@ -92,7 +92,7 @@ class StopSignals:
       clock: seconds, that tell an echo from a second signal: a test gives its own, so
         that no answer depends on how fast the signals came.
       agree: the signal every process of a run stops at, from this process's `received`
-        (called at the same points in every process: `azjax.run.devices.agreed_max`);
+        (called at the same points in every process: `azjax.run.process.devices.agreed_max`);
         by default this process's own.
     """
 

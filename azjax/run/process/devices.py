@@ -20,7 +20,7 @@ from jax.sharding import Mesh
 
 from azjax.core.device_split import cannot_split, misfits
 from azjax.core.iteration import DATA_AXIS
-from azjax.run import peers
+from azjax.run.process import peers
 
 
 def cpu_cores() -> int:
@@ -38,7 +38,7 @@ def arrange(devices: int = 0, coordinator_address: str | None = None,
     bad values): on a CPU, `devices // num_processes` host devices in this process (0:
     one per core); with `num_processes` > 1, joins the run's other processes through
     `jax.distributed` at `coordinator_address` (HOST:PORT) as process `process_id`, and
-    watches them (`azjax.run.peers`): a process lost for `heartbeat_timeout` seconds
+    watches them (`azjax.run.process.peers`): a process lost for `heartbeat_timeout` seconds
     ends this one in one line (0: no watch; JAX's coordination service then aborts
     after its own 100 s, with its stack trace). With `devices` 0 a count set in the
     environment (`JAX_NUM_CPU_DEVICES`) wins over one per core."""
@@ -70,7 +70,7 @@ def arrange(devices: int = 0, coordinator_address: str | None = None,
     except RuntimeError:  # JAX has started: too late to arrange anything
         if devices or num_processes > 1:
             raise ValueError("JAX has already started its devices; arrange them first "
-                             "(call azjax.run.devices.arrange before anything runs on JAX)") from None
+                             "(call azjax.run.process.devices.arrange before anything runs on JAX)") from None
         return
     if num_processes > 1:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
@@ -111,7 +111,7 @@ def device_count(requested: int, program: Any, warm_ups: Sequence[Any] = (),
                          f"{'s' if available > 1 else ''} here"
                          + ("" if jax.default_backend() != "cpu" else
                             " (a CPU is split into host devices before JAX starts: "
-                            "azjax.run.devices.arrange, which the scripts call)"))
+                            "azjax.run.process.devices.arrange, which the scripts call)"))
 
     def wrong(count: int) -> list[str]:
         found = misfits(program, count)

@@ -8,7 +8,7 @@ back the lines of such an abort and, when the child dies of one, prints one line
 the lost process and how to resume, and exits with `EXIT_PEER_LOST`. Python's own stderr
 (messages, warnings, tracebacks) goes around the pipe, and held lines that were not an
 abort are printed when the child ends otherwise: nothing else is held back or dropped.
-Signals sent to the guard reach the child (`azjax.run.stop_signals` takes a repeat
+Signals sent to the guard reach the child (`azjax.run.process.stop_signals` takes a repeat
 within a second as the same one, since a scheduler, or a terminal's Ctrl-C, may signal
 both); the child dies with the guard (Linux's parent-death signal).
 Set `AZJAX_FAULT_DETAILS=1` to see what JAX printed as well.
@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 from typing import BinaryIO, NoReturn
 
-from azjax.run.peers import EXIT_PEER_LOST
+from azjax.run.process.peers import EXIT_PEER_LOST
 
 FAULT_DETAILS = "AZJAX_FAULT_DETAILS"
 _FATAL = "Terminating process because the JAX distributed service detected fatal errors"

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from azjax.core.identity import cache_by_identity
-from azjax.run.agent import Agent
+from azjax.run.agents.agent import Agent
 from envs import Env, State
 from envs.picture import INK, Picture, disc, place, rect, ring, text
 

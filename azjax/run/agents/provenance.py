@@ -2,7 +2,7 @@
 it, the command that trained it, its game and preset, its budget (iterations, self-play
 games and positions, wall time) and the date it was exported.
 
-An agent file carries a `Provenance` as JSON beside its config (`azjax.run.agent_file`);
+An agent file carries a `Provenance` as JSON beside its config (`azjax.run.agents.agent_file`);
 `Agent.provenance` holds it and `azjax info AGENT` prints it (`lines`). A fact nobody
 recorded is None, shown as "not recorded": every fact of a file written before azjax
 recorded provenance, and the CPU time of any run (metrics.jsonl records wall time only).

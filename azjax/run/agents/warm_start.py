@@ -15,7 +15,7 @@ import numpy as np
 
 from azjax.core.networks import abstract_params
 from azjax.core.program import ProgramConfig
-from azjax.run.agent import Agent
+from azjax.run.agents.agent import Agent
 from envs import Env
 
 

@@ -3,15 +3,15 @@ config and its provenance.
 
 A `RunDir` composes the parts of a run directory, each a member:
 
-    run.checkpoints   the checkpoints (`azjax.run.checkpoint.Checkpoints`): list, save,
+    run.checkpoints   the checkpoints (`azjax.run.directory.checkpoint.Checkpoints`): list, save,
                       restore the newest, read a step's parameters, set aside
-    run.metrics       metrics.jsonl (`azjax.run.metrics_log.Metrics`): append, read,
+    run.metrics       metrics.jsonl (`azjax.run.directory.metrics_log.Metrics`): append, read,
                       resume
-    run.lock()        the one writer's lock (`azjax.run.lock.RunLock`)
+    run.lock()        the one writer's lock (`azjax.run.directory.lock.RunLock`)
 
 and owns `config.json` (saved, loaded, compared with a command's config) and
 `provenance.jsonl` (appended, read) itself. The names of the files and folders are
-`azjax.run.run_layout`'s.
+`azjax.run.directory.layout`'s.
 
 A path becomes a `RunDir` where it enters (`RunDir.open`, which checks it: the commands,
 `train` and `train_group`, `Agent.load`); what the run's modules pass each other from
@@ -25,12 +25,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from azjax.run.checkpoint import Checkpoints
+from azjax.run.directory.checkpoint import Checkpoints
 from azjax.run.config import TrainConfig
 from azjax.run.files import os_error_text
-from azjax.run.lock import RunLock
-from azjax.run.metrics_log import Metrics
-from azjax.run.run_layout import (
+from azjax.run.directory.lock import RunLock
+from azjax.run.directory.metrics_log import Metrics
+from azjax.run.directory.layout import (
     CONFIG_FILE,
     LEAGUE_FILES,
     PROVENANCE_FILE,
@@ -272,7 +272,7 @@ class RunDir(os.PathLike):
     # --- provenance.jsonl ---------------------------------------------------------------
 
     def append_provenance(self, record: dict[str, Any]) -> None:
-        """Appends one record (`azjax.run.process_record.start_record`) to
+        """Appends one record (`azjax.run.directory.process_record.start_record`) to
         provenance.jsonl as one line, in one write, flushed to disk.
 
         A process killed mid-write leaves a torn last line: `read_provenance` skips it,

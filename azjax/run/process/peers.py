@@ -14,7 +14,7 @@ set aside by their manifests, so nothing checkpointed is lost). JAX's own heartb
 timeout is set longer (`jax_heartbeat_timeout`), so that its abort never comes first.
 
 When the coordinator itself dies, JAX's client in every other process learns it at once
-and aborts the process; `azjax.run.guard` turns that abort into the same one line.
+and aborts the process; `azjax.run.process.guard` turns that abort into the same one line.
 
 A process that finished (or stopped at a signal) says so, and is not waited for. A
 process that failed says so too; when it is the coordinator, it waits until its peers

@@ -3,7 +3,7 @@ into the agent file: what the run directory records, and what the exporting code
 
 The budget (iterations, games, positions, wall time) is the run's own (metrics.jsonl).
 The version, commit and command are those the training processes recorded in
-provenance.jsonl as each started or resumed the run (`azjax.run.process_record`): of
+provenance.jsonl as each started or resumed the run (`azjax.run.directory.process_record`): of
 the processes whose training the checkpoint holds (`trained_by`), all of them in order,
 with the iteration each started from, where there were several. A run from before azjax
 kept provenance.jsonl has no such record: then the command is rebuilt from config.json
@@ -22,10 +22,10 @@ from typing import Any
 from azjax.core.program import ProgramConfig
 from azjax.run.config import TrainConfig, flatten_settings, game_defaults
 from azjax.run.metric_schema import GAMES, ITERATION, POSITIONS, WALL_TIME
-from azjax.run.process_record import git_commit, installed_version
-from azjax.run.provenance import NOT_RECORDED, Provenance
+from azjax.run.directory.process_record import git_commit, installed_version
+from azjax.run.agents.provenance import NOT_RECORDED, Provenance
 from azjax.run.recipes import PRESETS, RECIPES, recipe
-from azjax.run.run_dir import RunDir
+from azjax.run.directory.run_dir import RunDir
 
 UNKNOWN = "unknown"
 """The commit where the code is not a git checkout (an installed wheel)."""
@@ -37,7 +37,7 @@ def code_commit() -> str:
     Returns:
       HEAD's full hash, followed by ' with uncommitted changes' where tracked files
       differ from it; `UNKNOWN` where this code is not a git checkout's or git cannot
-      tell (`azjax.run.process_record.git_commit`).
+      tell (`azjax.run.directory.process_record.git_commit`).
     """
     return _commit_text(*git_commit())
 

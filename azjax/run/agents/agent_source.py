@@ -8,8 +8,8 @@ from pathlib import Path
 
 import envs
 from azjax.core import memory
-from azjax.run.agent import Agent
-from azjax.run.shipped_agents import listed, resolve
+from azjax.run.agents.agent import Agent
+from azjax.run.agents.shipped_agents import listed, resolve
 
 
 def load_agent(game: str | None, path: str, simulations: int | None = None,

@@ -28,14 +28,14 @@ from azjax.core.search import (
     root_value,
     visit_counts,
 )
-from azjax.run.checkpoint import DamagedCheckpointWarning
-from azjax.run.agent_file import AgentFileError, read_agent, write_agent_file
-from azjax.run.provenance import Provenance
-from azjax.run.run_dir import RunDir
-from azjax.run.run_layout import RunDirError
-from azjax.run.run_provenance import run_provenance
-from azjax.run.shipped_agents import listed as shipped_agents
-from azjax.run.shipped_agents import resolve
+from azjax.run.directory.checkpoint import DamagedCheckpointWarning
+from azjax.run.agents.agent_file import AgentFileError, read_agent, write_agent_file
+from azjax.run.agents.provenance import Provenance
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.directory.layout import RunDirError
+from azjax.run.agents.run_provenance import run_provenance
+from azjax.run.agents.shipped_agents import listed as shipped_agents
+from azjax.run.agents.shipped_agents import resolve
 from envs import Env, State
 
 
@@ -59,7 +59,7 @@ class Agent:
     `program` is the program config it was trained with; `search_config` the search `act`
     uses (unless overridden: of a run, the training one with its play settings,
     `play_search`; of an agent file, the one it was exported with); `provenance` where
-    it came from (`azjax.run.provenance`).
+    it came from (`azjax.run.agents.provenance`).
     """
 
     def __init__(self, env: Env, program: ProgramConfig, params: chex.ArrayTree,
@@ -84,7 +84,7 @@ class Agent:
         Returns:
           Of an agent file, the provenance it records (nothing recorded, every fact
           "not recorded", for a file written before azjax recorded it); of a run
-          directory, what `export` would record (`azjax.run.run_provenance`), not yet
+          directory, what `export` would record (`azjax.run.agents.run_provenance`), not yet
           dated; of an agent built by hand, nothing recorded.
         """
         if not isinstance(self._provenance, Provenance):
@@ -96,7 +96,7 @@ class Agent:
              search: SearchConfig | None = None, env: Env | None = None) -> "Agent":
         """The agent of a run directory's newest (or `step`) checkpoint, of a file
         written by `export`, or of a shipped agent named by its name (`"go7x7"`,
-        `azjax.run.shipped_agents`; a path that exists wins over a name).
+        `azjax.run.agents.shipped_agents`; a path that exists wins over a name).
 
         Only the network parameters are read, into shapes built from the network config
         alone. The game is the one the config names (`envs.make`), or `env` when given

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from azjax.run.run_layout import LOCK_FILE, RunDirError, cannot_write
+from azjax.run.directory.layout import LOCK_FILE, RunDirError, cannot_write
 
 try:
     import fcntl

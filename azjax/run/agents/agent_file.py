@@ -4,7 +4,7 @@ settings to it again).
 
 The file is msgpack (flax.serialization): a header naming the format and its version,
 the config as JSON, the parameters as nested dicts of arrays, and the agent's
-provenance as JSON (`azjax.run.provenance`: the code, command and budget that trained
+provenance as JSON (`azjax.run.agents.provenance`: the code, command and budget that trained
 it). `Agent.export` writes it, `Agent.load(FILE)` reads it back (`python -m azjax.export`
 from the shell); nothing else of the run (optimizer, replay) is kept. The provenance is
 an optional key of version 2, not a new version, so that an azjax from before it still reads new files (it ignores the key), and
@@ -26,7 +26,7 @@ from flax import serialization
 from azjax.core.program import ProgramConfig
 from azjax.run.config import TrainConfig
 from azjax.run.files import write_atomic
-from azjax.run.provenance import Provenance
+from azjax.run.agents.provenance import Provenance
 
 FORMAT = "azjax-agent"
 VERSION = 2

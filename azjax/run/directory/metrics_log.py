@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from azjax.run.checkpoint import Checkpoints, Restored
+from azjax.run.directory.checkpoint import Checkpoints, Restored
 from azjax.run.files import write_atomic
 from azjax.run.metric_schema import ITERATION
-from azjax.run.run_layout import METRICS_FILE, TENSORBOARD_DIR, json_lines, records_text
+from azjax.run.directory.layout import METRICS_FILE, TENSORBOARD_DIR, json_lines, records_text
 
 # Bookkeeping fields of a record that are not curves worth plotting (a scalar's tag is
 # its key, `azjax.run.metric_schema`, so that a resumed run's curves go on).
@@ -163,7 +163,7 @@ class MetricsLog:
 
     def amend_last(self, records: list[dict[str, Any]]) -> None:
         """Rewrites metrics.jsonl to `records`, all checkpointed, whose last record the
-        checkpoint now holds amended (`azjax.run.checkpoint.amend_records`)."""
+        checkpoint now holds amended (`azjax.run.directory.checkpoint.amend_records`)."""
         self.metrics.rewrite(records)
         self._to_tensorboard(records[-1])
 

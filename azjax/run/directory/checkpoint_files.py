@@ -1,6 +1,6 @@
 """The files of a run's checkpoints: step directories, manifests (a SHA-256 of every file,
 written last, so that a step without one did not finish saving) and their checks. Reads
-no arrays; `azjax.run.checkpoint` restores them."""
+no arrays; `azjax.run.directory.checkpoint` restores them."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 
 from azjax.run.files import os_error_text, sha256_digest, write_atomic
-from azjax.run.run_layout import CHECKPOINT_DIR, DAMAGED_DIR
+from azjax.run.directory.layout import CHECKPOINT_DIR, DAMAGED_DIR
 MANIFEST_FILE = "azjax_manifest.json"
 METRICS_COPY = "azjax_metrics.jsonl.gz"
 AMENDED_METRICS_COPY = "azjax_metrics_amended.jsonl.gz"
