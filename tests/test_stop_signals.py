@@ -202,7 +202,7 @@ print("still here", flush=True)
 
 def test_a_second_signal_raises_keyboard_interrupt_and_the_process_lives_on():
     done = subprocess.run(
-        [sys.executable, "-c", SECOND_SIGNAL, str(ROOT / "azjax" / "run" / "stop_signals.py")],
+        [sys.executable, "-c", SECOND_SIGNAL, str(ROOT / "azjax" / "run" / "process" / "stop_signals.py")],
         capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
     assert done.stdout.splitlines() == [
         f"received {int(signal.SIGTERM)}",
@@ -342,7 +342,7 @@ os.kill(os.getpid(), signal.SIGABRT)
 
 def test_the_guard_drops_only_the_abort_and_shows_the_rest():
     done = subprocess.run(
-        [sys.executable, "-c", GUARDED, str(ROOT / "azjax" / "run" / "guard.py"),
+        [sys.executable, "-c", GUARDED, str(ROOT / "azjax" / "run" / "process" / "guard.py"),
          COORDINATOR_GONE], capture_output=True, text=True, timeout=120, cwd=ROOT,
         check=False)
     lines = done.stderr.splitlines()

@@ -75,8 +75,8 @@ def init_train_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> Trai
 
     Args:
       env: the game.
-      config: the program, checked against `env` (`ProgramConfig.check`: a training
-        run's preflight does).
+      config: the program, checked against `env` by the caller (`ProgramConfig.check`;
+        a training run's preflight checks it once, `azjax.driver.preflight`).
       key: PRNG key (consumed).
 
     Returns:
@@ -152,8 +152,8 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
 
     Args:
       env: the game.
-      config: the program, checked against `env` (`ProgramConfig.check`: a training
-        run's preflight does).
+      config: the program, checked against `env` by the caller (`ProgramConfig.check`;
+        a training run's preflight checks it once, `azjax.driver.preflight`).
       devices: with more than one, the function is one device's part of the iteration,
         to run under `shard_map` over `DATA_AXIS`: its state holds that device's share of
         the games and the replay ring, and the gradients are averaged by one all-reduce.

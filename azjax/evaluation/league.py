@@ -268,7 +268,7 @@ def fit_league(names: Sequence[str], matches: Sequence[MatchResult], anchor: str
     return fit_elo(names, rows, anchor=anchor)
 
 
-def checkpoint_steps(run_dir: RunDir, steps: Sequence[int] | None = None) -> list[int]:
+def league_steps(run_dir: RunDir, steps: Sequence[int] | None = None) -> list[int]:
     """The run's intact checkpoint steps (all, or `steps` after checking that each
     exists and is intact)."""
     run_dir.load_config()  # RunDirError for a missing directory or a non-run
@@ -352,7 +352,7 @@ def run_league(run_dir: RunDir, baselines: Sequence[str] = ("random",),
     env = run_dir.load_config().make_env()
     if sgf_dir is not None:
         sgf_dir = sgf.check_sgf_dir(env, sgf_dir)
-    steps = checkpoint_steps(run_dir, steps)
+    steps = league_steps(run_dir, steps)
     metrics = run_dir.metrics.read()
     entrants = [_checkpoint_entrant(s, metrics) for s in steps]
     entrants += [Entrant(spec, "baseline") for spec in baselines]

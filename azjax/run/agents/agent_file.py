@@ -7,8 +7,8 @@ the config as JSON, the parameters as nested dicts of arrays, and the agent's
 provenance as JSON (`azjax.run.agents.provenance`: the code, command and budget that trained
 it). `Agent.export` writes it, `Agent.load(FILE)` reads it back (`python -m azjax.export`
 from the shell); nothing else of the run (optimizer, replay) is kept. The provenance is
-an optional key of version 2, not a new version, so that an azjax from before it still reads new files (it ignores the key), and
-files from before it read as "not recorded".
+an optional key of version 2, not a new version, so that an azjax from before it still
+reads new files (it ignores the key), and files from before it read as "not recorded".
 """
 
 from __future__ import annotations

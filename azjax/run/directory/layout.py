@@ -1,10 +1,9 @@
 """The names of a run directory's files and folders, and its one error.
 
 Every file and folder name of a run directory is spelled here (what lies inside a
-checkpoint's step folder is `azjax.run.directory.checkpoint_files`'). The parts of a run directory
-(`azjax.run.directory.checkpoint.Checkpoints`, `azjax.run.directory.metrics_log.Metrics`,
-`azjax.run.directory.lock.RunLock`) take their names from here, and `azjax.run.directory.run_dir.RunDir`,
-above them, composes them.
+checkpoint's step folder is `checkpoint_files`'). The parts of a run directory
+(`checkpoint.Checkpoints`, `metrics_log.Metrics`, `lock.RunLock`) take their names from
+here, and `run_dir.RunDir`, above them, composes them (modules of `azjax.run.directory`).
 
     config.json          the run's config
     metrics.jsonl        one JSON record per logged iteration

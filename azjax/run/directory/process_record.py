@@ -39,8 +39,9 @@ from typing import Any
 
 import jax
 
-CHECKOUT = Path(__file__).resolve().parents[2]
-"""Where the git checkout holding this code would be (azjax/run/ is two levels down)."""
+CHECKOUT = Path(__file__).resolve().parents[3]
+"""Where the git checkout holding this code would be (azjax/run/directory/ is three levels
+down)."""
 GIT_TIMEOUT_S = 2
 """Seconds git may take to answer, per call (it answers in milliseconds on a checkout;
 a hung network file system must not hold training up)."""

@@ -3,15 +3,14 @@ config and its provenance.
 
 A `RunDir` composes the parts of a run directory, each a member:
 
-    run.checkpoints   the checkpoints (`azjax.run.directory.checkpoint.Checkpoints`): list, save,
-                      restore the newest, read a step's parameters, set aside
-    run.metrics       metrics.jsonl (`azjax.run.directory.metrics_log.Metrics`): append, read,
-                      resume
-    run.lock()        the one writer's lock (`azjax.run.directory.lock.RunLock`)
+    run.checkpoints   the checkpoints (`checkpoint.Checkpoints`): list, save, restore
+                      the newest, read a step's parameters, set aside
+    run.metrics       metrics.jsonl (`metrics_log.Metrics`): append, read, resume
+    run.lock()        the one writer's lock (`lock.RunLock`)
 
 and owns `config.json` (saved, loaded, compared with a command's config) and
 `provenance.jsonl` (appended, read) itself. The names of the files and folders are
-`azjax.run.directory.layout`'s.
+`layout`'s (modules of `azjax.run.directory`).
 
 A path becomes a `RunDir` where it enters (`RunDir.open`, which checks it: the commands,
 `train` and `train_group`, `Agent.load`); what the run's modules pass each other from
@@ -43,7 +42,9 @@ from azjax.run.directory.layout import (
 
 
 class RunDir(os.PathLike):
-    """A training run's directory: the paths of its files and the operations on them.
+    """A training run's directory: the paths of its files and the operations on them,
+    its own (config.json, provenance.jsonl) and its parts' (members `checkpoints` and
+    `metrics`, and `lock()`).
 
     `RunDir.open(path)` checks the path and is how a path becomes one; `RunDir(path)`
     names a directory without checking it (to word or look at a path that is not to be

@@ -70,7 +70,8 @@ def arrange(devices: int = 0, coordinator_address: str | None = None,
     except RuntimeError:  # JAX has started: too late to arrange anything
         if devices or num_processes > 1:
             raise ValueError("JAX has already started its devices; arrange them first "
-                             "(call azjax.run.process.devices.arrange before anything runs on JAX)") from None
+                             "(call azjax.run.process.devices.arrange before anything runs "
+                             "on JAX)") from None
         return
     if num_processes > 1:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
