@@ -1,6 +1,7 @@
-"""The run directory object, `azjax.run.directory.run_dir.RunDir`: the layout it names is the one a
-trained run has, a bad path is refused when it is opened, and no other module spells a
-run directory's file names (read from the code, as `tests/test_structure.py` reads it)."""
+"""The run directory object, `azjax.run.directory.run_dir.RunDir`: the layout it names is
+the one a trained run has, a bad path is refused when it is opened, a path becomes one at
+the entries only, a run is checked once, and no other module spells a run directory's
+file names (read from the code, as `tests/test_structure.py` reads it)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import pytest
 from tiny import CONFIG
 
 import azjax
-from azjax.run.directory import checkpoint
-from azjax.run.directory import run_dir
-from azjax.run.directory import layout
+from azjax.core import memory, program
+from azjax.run import config as run_config
+from azjax.run.directory import checkpoint, layout, run_dir
 from azjax.run.directory.run_dir import RunDir
 from azjax.run.directory.layout import CHECKPOINT_DIR, LAYOUT, LOCK_FILE, RunDirError
 
@@ -122,6 +123,52 @@ def _spelled(text: str) -> set[str]:
     if re.search(r"\s", text):
         return set()
     return {part for part in text.split("/") if part in LAYOUT}
+
+
+# Where a path becomes a RunDir (`RunDir.open`): the training driver for Python callers
+# (train, train_group), Agent.load, and the one command that opens a run to write into it.
+ENTRIES = {"driver/driver.py", "run/agents/agent.py", "commands/league.py"}
+
+
+def _opened_at() -> dict[str, int]:
+    """The modules of azjax that call `RunDir.open`, with how many calls each."""
+    found: dict[str, int] = {}
+    for path in sorted(AZJAX.rglob("*.py")):
+        calls = [node for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                 and node.func.attr == "open" and getattr(node.func.value, "id", "") == "RunDir"]
+        if calls:
+            found[path.relative_to(AZJAX).as_posix()] = len(calls)
+    return found
+
+
+def test_a_path_becomes_a_run_dir_at_the_entries_only():
+    assert _opened_at() == {name: 1 for name in ENTRIES}
+
+
+def test_a_run_is_checked_once(tmp_path, monkeypatch):
+    """One training run: the checks that need the game run once (the preflight's), and
+    the memory the program needs is estimated once (they once ran four and five times:
+    the driver, init_train_state, make_iteration_fn, and the run's and the program's own
+    estimates)."""
+    calls = {"rules": 0, "program rules": 0, "parts": 0, "fits": 0}
+
+    def counting(name, function):
+        def counted(*args, **kwargs):
+            calls[name] += 1
+            return function(*args, **kwargs)
+        return counted
+
+    monkeypatch.setattr(run_config.TrainConfig, "check_rules",
+                        counting("rules", run_config.TrainConfig.check_rules))
+    monkeypatch.setattr(program.ProgramConfig, "check_rules",
+                        counting("program rules", program.ProgramConfig.check_rules))
+    monkeypatch.setattr(run_config, "program_parts",
+                        counting("parts", run_config.program_parts))
+    monkeypatch.setattr(memory, "check_parts", counting("fits", memory.check_parts))
+    azjax.train(CONFIG, tmp_path / "run", progress=None)
+    assert RunDir(tmp_path / "run").checkpoints.steps()  # it trained
+    assert calls == {"rules": 1, "program rules": 1, "parts": 1, "fits": 1}
 
 
 def test_no_other_module_spells_a_run_directorys_names():
