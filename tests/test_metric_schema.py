@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import envs
-from azjax.driver import plots, status
+from azjax.driver import status
+from azjax.run.directory import plots
 from azjax.evaluation.evaluators import RandomOpponentEvaluator, make_evaluator
 from azjax.run import metric_schema as ms
 from azjax.run.directory.run_dir import RunDir

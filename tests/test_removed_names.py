@@ -34,7 +34,7 @@ NAMES = {
     ("azjax.run.config", "MAX_SEED"): ("azjax.run.config", "COMMAND_SEED_MAX"),
     ("azjax.run.grammar.specs", "KINDS"): ("azjax.run.grammar.specs", "kinds"),
     ("azjax.driver.status", "LOSSES"): ("azjax.run.metric_schema", "LOSSES"),
-    ("azjax.driver.plots", "LOSS_KEYS"): ("azjax.run.metric_schema", "LOSSES"),
+    ("azjax.run.directory.plots", "LOSS_KEYS"): ("azjax.run.metric_schema", "LOSSES"),
     ("azjax.evaluation.evaluators", "OPPONENT_PREFIX"): ("azjax.run.metric_schema",
                                                          "versus_key"),
     ("azjax.evaluation.evaluators", "MARGIN_PREFIX"): ("azjax.run.metric_schema",

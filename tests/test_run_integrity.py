@@ -28,7 +28,6 @@ from tiny import FLAGS
 from azjax import Agent, train
 from azjax.core import counters
 from azjax.core.iteration import init_train_state
-from azjax.driver import host_run
 from azjax.driver.status import TrainingDiverged
 from azjax.run.directory.checkpoint import DamagedCheckpointWarning
 from azjax.run.directory.checkpoint_files import ITEM_DIR, MANIFEST_FILE
@@ -87,7 +86,7 @@ def no_plots():
     """Runs trained in this module's tests draw no plot (a second or so each; none of these
     tests looks at one: tests/test_training.py and tests/test_sweep.py do)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(host_run, "plot_run", lambda records, path: None)
+        patch.setattr(RunDir, "plot", lambda run, records: None)
         yield
 
 

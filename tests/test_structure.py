@@ -51,7 +51,7 @@ TOP_NOT_ENTRY_POINTS = {"__init__", "__main__"}
 MAX_TOP_MODULES = 10
 # Imported only where used (inside a function), by module name prefix, per package:
 # optional extras, so that the package works without them, and matplotlib, imported while
-# a run's first step compiles rather than at start-up (`azjax.driver.plots.preload`).
+# a run's first step compiles rather than at start-up (`azjax.run.directory.plots.preload`).
 OPTIONAL_IMPORTS = {
     "azjax": ("tensorboardX", "matplotlib"),
     "envs": ("envs.pgx_adapter", "pgx"),

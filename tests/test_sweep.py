@@ -21,7 +21,6 @@ import azjax.sweep.grid as sweep_grid
 import azjax.sweep.sweep as sw
 from azjax import Agent, TrainConfig, make_player, train, train_group
 from azjax.commands import sweep as sweep_command
-from azjax.driver import host_run
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.evaluation.stats import mean_ci, t_quantile
 from azjax.run.directory.run_dir import RunDir
@@ -237,7 +236,7 @@ def swept(tmp_path_factory):
 def no_plots(monkeypatch):
     """Runs and sweeps that draw no plots (about a second each), for the tests that do not
     look at them: `swept` draws them all, and its test checks them."""
-    monkeypatch.setattr(host_run, "plot_run", lambda records, path: None)
+    monkeypatch.setattr(RunDir, "plot", lambda run, records: None)
     monkeypatch.setattr(sw, "plot_sweep", lambda *args, **kwargs: None)
 
 

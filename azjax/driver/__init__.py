@@ -10,7 +10,6 @@ Modules:
   checkpoints, budget and clock.
 * `program_players`: the players and evaluator of one training program, made once.
 * `status`: status lines, the closing summary, and verdicts on a run's records.
-* `plots`: learning-curve plots of a run.
 * `warm_up`: a warm-up run of another recipe that starts a run (a curriculum).
 
 May import: `envs`, `azjax.core`, `azjax.run`, `azjax.go`, `azjax.evaluation`.

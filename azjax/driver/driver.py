@@ -30,7 +30,7 @@ import numpy as np
 from azjax.core.iteration import TrainState
 from azjax.core.stacked import compile_ahead, group_step, placed, stack, unstack
 from azjax.driver.host_run import HostRun, Say
-from azjax.driver.plots import preload
+from azjax.run.directory.plots import preload
 from azjax.driver.program_players import ProgramPlayers
 from azjax.driver.preflight import preflight
 from azjax.driver.warm_up import warm_up

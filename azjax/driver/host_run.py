@@ -20,7 +20,6 @@ from azjax.core.stacked import (
     init_placed,
     unstack,
 )
-from azjax.driver.plots import plot_run
 from azjax.driver.program_players import ProgramPlayers
 from azjax.driver.status import (
     TrainingDiverged,
@@ -274,7 +273,7 @@ class HostRun:
         if self.run_dir is not None and is_primary():
             self.run_dir.checkpoints.amend_records(self.iteration, self.records)
             self.log.amend_last(self.records)
-            plot_run(self.records, self.run_dir.training_plot)
+            self.run_dir.plot(self.records)
         if self.alone:
             self.say(format_progress(record))
 
@@ -348,7 +347,7 @@ class HostRun:
                 "once the cause is fixed") from None
         if self.log is not None and (self.done
                                      or time.perf_counter() - self.last_plot >= PLOT_EVERY_S):
-            plot_run(self.records, self.run_dir.training_plot)
+            self.run_dir.plot(self.records)
             self.last_plot = time.perf_counter()
 
     def close(self) -> None:

@@ -11,7 +11,8 @@ Modules, the config and its checks at the top and a folder per concern:
 * `files`: atomic writes and outputs checked before the work.
 * `directory`: the run's directory, `RunDir`, and its parts: the layout's names
   (`layout`), checkpoints (`checkpoint`, `checkpoint_files`), `metrics.jsonl` and
-  TensorBoard (`metrics_log`), the one writer's lock (`lock`), and what a training
+  TensorBoard (`metrics_log`), the one writer's lock (`lock`), the learning curves
+  (`plots`), and what a training
   process records of itself in `provenance.jsonl` (`process_record`).
 * `process`: the process's runtime: devices and `jax.distributed` (`devices`), a run of
   several processes that loses one (`peers`, `guard`), SIGTERM and Ctrl-C

@@ -12,7 +12,7 @@ here, and `run_dir.RunDir`, above them, composes them (modules of `azjax.run.dir
     .lock                held by the one process writing the run
     checkpoints/         one folder per checkpointed step
     damaged-checkpoints/ checkpoints set aside as damaged when the run resumed
-    training.png         the learning curves (`azjax.driver.plots`)
+    training.png         the learning curves (`plots`)
     tensorboard/         TensorBoard event files (`--tensorboard`)
     warm-up/             the warm-up run (`run.warm_up`), a run directory itself
     league.{csv,md,json,png}  the league of the run's checkpoints (`azjax league`)

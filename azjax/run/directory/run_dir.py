@@ -7,6 +7,7 @@ A `RunDir` composes the parts of a run directory, each a member:
                       the newest, read a step's parameters, set aside
     run.metrics       metrics.jsonl (`metrics_log.Metrics`): append, read, resume
     run.lock()        the one writer's lock (`lock.RunLock`)
+    run.plot(records) the learning curves, training.png (`plots`)
 
 and owns `config.json` (saved, loaded, compared with a command's config) and
 `provenance.jsonl` (appended, read) itself. The names of the files and folders are
@@ -29,6 +30,7 @@ from azjax.run.config import TrainConfig
 from azjax.run.files import os_error_text
 from azjax.run.directory.lock import RunLock
 from azjax.run.directory.metrics_log import Metrics
+from azjax.run.directory.plots import plot_run
 from azjax.run.directory.layout import (
     CONFIG_FILE,
     LEAGUE_FILES,
@@ -44,7 +46,7 @@ from azjax.run.directory.layout import (
 class RunDir(os.PathLike):
     """A training run's directory: the paths of its files and the operations on them,
     its own (config.json, provenance.jsonl) and its parts' (members `checkpoints` and
-    `metrics`, and `lock()`).
+    `metrics`, `lock()` and `plot(records)`).
 
     `RunDir.open(path)` checks the path and is how a path becomes one; `RunDir(path)`
     names a directory without checking it (to word or look at a path that is not to be
@@ -253,6 +255,14 @@ class RunDir(os.PathLike):
           The error to raise.
         """
         return cannot_write(self.path, err)
+
+    def plot(self, records: list[dict[str, Any]]) -> None:
+        """Draws the learning curves of `records` into training.png.
+
+        Args:
+          records: the run's metrics records.
+        """
+        plot_run(records, self.training_plot)
 
     def lock(self) -> RunLock:
         """Creates the directory (and its parents) and takes its lock: one writer per run.
