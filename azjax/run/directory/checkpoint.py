@@ -115,24 +115,6 @@ def _manager(folder: Path, max_to_keep: int, keep_period: int | None
             item_handlers=ocp.StandardCheckpointHandler(use_ocdbt=False))
 
 
-def _save(manager: ocp.CheckpointManager, step: int, train_state: Any,
-          config: TrainConfig, records: Sequence[dict[str, Any]]) -> None:
-    """Writes a checkpoint of the whole train state at `step`, then the run's metrics
-    records up to it and `config`, then the manifest (checksums of every file) that
-    makes it complete. In a run of several processes each one saves its part of the
-    arrays (orbax) and process 0 writes the rest."""
-    with _orbax_silenced():
-        manager.save(step, args=ocp.args.StandardSave(train_state))
-        manager.wait_until_finished()
-    barrier(f"azjax checkpoint {step} arrays")  # every process's arrays are written
-    if not is_primary():
-        return
-    directory = Path(manager.directory) / str(step)
-    write_atomic(directory / METRICS_COPY,
-                 gzip.compress(records_text(records).encode(), mtime=0))
-    write_manifest(directory, step, config.to_dict(), len(records))
-
-
 def _local_parts(x: Any) -> list[Any]:
     """The parts of a leaf this process holds: one copy of a replicated array, each
     shard of a split one, the value itself off device."""
@@ -241,60 +223,6 @@ def _first_intact(run_dir: Path, steps: Sequence[int], load: Callable[[Path], An
                       "restore the run from a copy, or use another --run-dir")
 
 
-def _restore_newest(run_dir: Path, abstract_state: Any) -> Restored | None:
-    """The newest intact checkpoint of the run restored into `abstract_state`'s shapes,
-    or None when the run has no checkpoint; RunDirError when none is intact.
-
-    Saves that did not finish (no manifest) are passed over like damaged checkpoints;
-    when they are all there is, the run starts afresh: a `Restored` with step and tree
-    None lists them (nothing of them was ever committed: no metrics record)."""
-    steps = checkpoint_steps(run_dir)
-    unfinished = [s for s in steps if is_unfinished(step_dir(run_dir, s))]
-    candidates = [s for s in steps if s not in unfinished]
-    passed = [(s, UNFINISHED) for s in unfinished]
-    if not candidates:
-        return Restored(None, None, None, passed) if passed else None
-    restored = _first_intact(run_dir, candidates, lambda d: _restore_tree(d, abstract_state),
-                             together=spans_processes(abstract_state))
-    restored.damaged = sorted(restored.damaged + passed, reverse=True)
-    return restored
-
-
-def _restore_params(run_dir: Path, abstract_params: Any, step: int | None = None) -> Restored:
-    """Restores only the network parameters of the newest intact checkpoint (or of
-    `step`, which must be intact), checking only the files they need.
-
-    Reads nothing else (no replay), and works across changes to the rest of the state.
-    RunDirError for weights that do not fit `abstract_params`.
-    """
-    run_dir = Path(run_dir)
-    steps = checkpoint_steps(run_dir)
-    if not steps:
-        raise RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
-    if step is not None:
-        if step not in steps:
-            raise RunDirError(f"no checkpoint at step {step} in {str(run_dir)!r}; "
-                              f"steps there: {sorted(steps)}")
-        steps = [step]
-
-    expected = _shapes({"params": abstract_params})
-
-    def load(directory: Path) -> Any:
-        try:
-            params = _restore_params_tree(directory, abstract_params)
-        except Exception:
-            stored = _stored_shapes(directory)  # a network of another shape, or damage?
-            if stored and stored != expected:
-                raise _misfit(run_dir, directory, stored, expected) from None
-            raise
-        stored = _shapes({"params": params})
-        if stored != expected:
-            raise _misfit(run_dir, directory, stored, expected)
-        return params
-
-    return _first_intact(run_dir, steps, load, params_files)
-
-
 def _shapes(tree: Any) -> dict[str, tuple[int, ...]]:
     return {jax.tree_util.keystr(path): tuple(x.shape)
             for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]}
@@ -327,34 +255,9 @@ def _misfit(run_dir: Path, directory: Path, stored: dict, expected: dict) -> Run
         "trained on other game options or another game?")
 
 
-def _checkpoint_records(run_dir: Path, restored: Restored) -> list[dict[str, Any]]:
-    """The metrics records a checkpoint holds."""
-    name = restored.manifest.get("metrics_file", METRICS_COPY)
-    data = gzip.decompress((step_dir(run_dir, restored.step) / name).read_bytes())
-    return [json.loads(line) for line in data.decode().splitlines()]
-
-
-def _amend_records(run_dir: Path, step: int, records: Sequence[dict[str, Any]]) -> None:
-    """Replaces the metrics records that intact checkpoint `step` holds (its last record
-    amended after the save: the final evaluation a stop skipped, run on resuming).
-
-    The new copy is written beside the old one under its own name, then the manifest,
-    rewritten atomically, names it: killed at any point, the checkpoint stays intact and
-    holds either the old records or the new ones. Process 0 only.
-
-    Args:
-      run_dir: the run directory.
-      step: the checkpoint's step.
-      records: every record up to `step`.
-    """
-    directory = step_dir(run_dir, step)
-    manifest = read_manifest(directory)
-    if manifest is None:
-        raise RunDirError(f"checkpoint {step} of {run_dir} has no manifest to amend")
-    write_atomic(directory / AMENDED_METRICS_COPY,
-                 gzip.compress(records_text(records).encode(), mtime=0))
-    write_manifest(directory, step, manifest.get("config"), len(records),
-                   AMENDED_METRICS_COPY)
+def _write_records(path: Path, records: Sequence[dict[str, Any]]) -> None:
+    """Writes a checkpoint's copy of the metrics records (gzipped JSON lines, atomically)."""
+    write_atomic(path, gzip.compress(records_text(records).encode(), mtime=0))
 
 
 class Checkpoints:
@@ -466,7 +369,17 @@ class Checkpoints:
         Raises:
           RunDirError: when none is intact.
         """
-        return _restore_newest(self.run_path, abstract_state)
+        steps = self.steps()
+        unfinished = [s for s in steps if is_unfinished(self.step_dir(s))]
+        candidates = [s for s in steps if s not in unfinished]
+        passed = [(s, UNFINISHED) for s in unfinished]
+        if not candidates:  # nothing of an unfinished save was committed: no record
+            return Restored(None, None, None, passed) if passed else None
+        restored = _first_intact(self.run_path, candidates,
+                                 lambda d: _restore_tree(d, abstract_state),
+                                 together=spans_processes(abstract_state))
+        restored.damaged = sorted(restored.damaged + passed, reverse=True)
+        return restored
 
     def restore(self, abstract_state: Any, step: int | None = None) -> Any:
         """The state of checkpoint `step` (which must be intact), or of the newest
@@ -503,7 +416,30 @@ class Checkpoints:
         Raises:
           RunDirError: for no checkpoint, a damaged one, or weights that do not fit.
         """
-        return _restore_params(self.run_path, abstract_params, step)
+        run_dir, steps = self.run_path, self.steps()
+        if not steps:
+            raise RunDirError(f"{str(run_dir)!r} holds no checkpoint yet")
+        if step is not None:
+            if step not in steps:
+                raise RunDirError(f"no checkpoint at step {step} in {str(run_dir)!r}; "
+                                  f"steps there: {sorted(steps)}")
+            steps = [step]
+        expected = _shapes({"params": abstract_params})
+
+        def load(directory: Path) -> Any:
+            try:
+                params = _restore_params_tree(directory, abstract_params)
+            except Exception:
+                stored = _stored_shapes(directory)  # a network of another shape, or damage?
+                if stored and stored != expected:
+                    raise _misfit(run_dir, directory, stored, expected) from None
+                raise
+            stored = _shapes({"params": params})
+            if stored != expected:
+                raise _misfit(run_dir, directory, stored, expected)
+            return params
+
+        return _first_intact(run_dir, steps, load, params_files)
 
     def records(self, restored: Restored) -> list[dict[str, Any]]:
         """The metrics records a restored checkpoint holds.
@@ -514,17 +450,29 @@ class Checkpoints:
         Returns:
           The records up to its step.
         """
-        return _checkpoint_records(self.run_path, restored)
+        name = restored.manifest.get("metrics_file", METRICS_COPY)
+        data = gzip.decompress((self.step_dir(restored.step) / name).read_bytes())
+        return [json.loads(line) for line in data.decode().splitlines()]
 
     def amend_records(self, step: int, records: Sequence[dict[str, Any]]) -> None:
         """Replaces the records that intact checkpoint `step` holds (its last record
-        amended after the save), atomically by a new copy and a rewritten manifest.
+        amended after the save: the final evaluation a stop skipped, run on resuming).
+
+        The new copy is written beside the old one under its own name, then the
+        manifest, rewritten atomically, names it: killed at any point, the checkpoint
+        stays intact and holds either the old records or the new ones. Process 0 only.
 
         Args:
           step: the checkpoint's step.
           records: every record up to `step`.
         """
-        _amend_records(self.run_path, step, records)
+        directory = self.step_dir(step)
+        manifest = read_manifest(directory)
+        if manifest is None:
+            raise RunDirError(f"checkpoint {step} of {self.run_path} has no manifest to amend")
+        _write_records(directory / AMENDED_METRICS_COPY, records)
+        write_manifest(directory, step, manifest.get("config"), len(records),
+                       AMENDED_METRICS_COPY)
 
     def open_for_saving(self, max_to_keep: int = 3, keep_period: int | None = None) -> None:
         """Opens orbax's manager of the folder, which `save` writes with.
@@ -553,7 +501,15 @@ class Checkpoints:
         """
         if self._manager is None:
             raise RuntimeError(f"{self!r}: open_for_saving() before save()")
-        _save(self._manager, step, train_state, config, records)
+        with _orbax_silenced():
+            self._manager.save(step, args=ocp.args.StandardSave(train_state))
+            self._manager.wait_until_finished()
+        barrier(f"azjax checkpoint {step} arrays")  # every process's arrays are written
+        if not is_primary():
+            return
+        directory = self.step_dir(step)
+        _write_records(directory / METRICS_COPY, records)
+        write_manifest(directory, step, config.to_dict(), len(records))
 
     def close(self) -> None:
         """Releases orbax's manager, if open."""
