@@ -36,8 +36,8 @@ from azjax.evaluation.player_specs import make_player
 from azjax.run.agents.agent import Agent
 from azjax.run.browser.analysis_board import analysis_board
 from azjax.run.config import RunConfig, TrainConfig
-from azjax.run.recipes import recipe
 from azjax.run.directory.process_record import installed_version
+from azjax.run.recipes import recipe
 
 __version__ = installed_version()
 """The installed distribution's version (pyproject.toml's), the one to cite ('0+unknown'

@@ -32,8 +32,8 @@ import numpy as np
 from azjax import Agent
 from azjax.commands.serve import Server
 from azjax.core.networks import init_params
-from azjax.run.recipes import recipe
 from azjax.run.browser.web_games import GameTable
+from azjax.run.recipes import recipe
 
 
 def untrained(game: str, quick: bool = False) -> Agent:

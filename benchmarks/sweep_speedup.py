@@ -42,8 +42,8 @@ def main() -> int:
     import jax
     import numpy as np
     import tyro
-    from azjax.commands.train import Experiment
 
+    from azjax.commands.train import Experiment
     from azjax.core.iteration import init_train_state
     from azjax.driver.driver import group_step, stack
     from azjax.run.recipes import defaults_for

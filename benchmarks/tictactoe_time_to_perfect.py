@@ -44,8 +44,8 @@ from pathlib import Path
 
 import _quick
 
-from azjax.run.process import compile_cache
 from azjax.run import metric_schema as ms
+from azjax.run.process import compile_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ROOT / "experiments" / "tictactoe.py"

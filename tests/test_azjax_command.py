@@ -21,9 +21,9 @@ from azjax.commands import command_line
 from azjax.commands.command_line import given_settings, overlay, read_command_line
 from azjax.commands.train import main as train_main
 from azjax.run.config import TrainConfig
-from azjax.run.recipes import recipe
 from azjax.run.directory.run_dir import RunDir
 from azjax.run.process.stop_signals import EXIT_STOPPED
+from azjax.run.recipes import recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 # The console script pip installed into this environment (pyproject's [project.scripts]).

@@ -17,8 +17,8 @@ import envs
 from azjax import train
 from azjax.core import counters
 from azjax.core.iteration import init_train_state
-from azjax.run.recipes import recipe
 from azjax.run.directory.run_dir import RunDir
+from azjax.run.recipes import recipe
 
 _add = jax.jit(counters.add)
 

@@ -26,10 +26,10 @@ from test_training import ROOT
 from azjax import Agent, TrainConfig, train
 from azjax.core.device_split import nearest_multiple, per_device
 from azjax.core.iteration import init_train_state
+from azjax.run.directory.layout import CONFIG_FILE, METRICS_FILE, RunDirError
+from azjax.run.directory.run_dir import RunDir
 from azjax.run.process.devices import arrange, device_count, misfits
 from azjax.run.recipes import RECIPES, recipe
-from azjax.run.directory.run_dir import RunDir
-from azjax.run.directory.layout import CONFIG_FILE, METRICS_FILE, RunDirError
 
 SCRIPT = ROOT / "experiments" / "tictactoe.py"
 # A small tic-tac-toe run: 4 iterations, evaluated (network alone) and checkpointed at 2

@@ -28,11 +28,11 @@ from azjax.core.iteration import init_train_state
 from azjax.core.program import ProgramConfig
 from azjax.core.search import SearchConfig
 from azjax.run.agents.agent_file import AgentFileError, write_agent_file
-from azjax.run.config import TrainConfig
 from azjax.run.agents.provenance import Provenance
-from azjax.run.recipes import recipe
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.agents.run_provenance import UNKNOWN, training_command
+from azjax.run.config import TrainConfig
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.recipes import recipe
 
 
 @pytest.fixture

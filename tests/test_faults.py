@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from test_devices import OPTIONS, SCRIPT, launch, same_leaves, saved_state
 
-from azjax.run.process.peers import EXIT_PEER_LOST
 from azjax.run.directory.run_dir import RunDir
+from azjax.run.process.peers import EXIT_PEER_LOST
 from azjax.run.process.stop_signals import EXIT_STOPPED
 
 pytestmark = pytest.mark.slow  # two processes per run, 20-60 s each; ~7 minutes in all

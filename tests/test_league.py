@@ -20,8 +20,8 @@ from azjax.evaluation.match import MatchResult
 from azjax.evaluation.player_specs import make_player
 from azjax.evaluation.ratings import fit_elo
 from azjax.run.agents.agent import Agent
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.directory.layout import RunDirError
+from azjax.run.directory.run_dir import RunDir
 
 # The tiny program (tests/tiny.py) for three iterations, a checkpoint after each.
 TINY = CONFIG.replace(iterations=3, checkpoint_every=1)

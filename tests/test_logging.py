@@ -10,8 +10,8 @@ import pytest
 from test_training import SMALL
 
 from azjax import train
-from azjax.run.process.progress import Progress, format_duration
 from azjax.run.directory.run_dir import RunDir
+from azjax.run.process.progress import Progress, format_duration
 
 
 def read_events(log_dir: Path) -> dict[str, dict[int, float]]:

@@ -10,9 +10,9 @@ import pytest
 
 import envs
 from azjax.driver import status
-from azjax.run.directory import plots
 from azjax.evaluation.evaluators import RandomOpponentEvaluator, make_evaluator
 from azjax.run import metric_schema as ms
+from azjax.run.directory import plots
 from azjax.run.directory.run_dir import RunDir
 from azjax.sweep.table import best_config, markdown_table, results_table
 

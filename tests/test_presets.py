@@ -19,9 +19,9 @@ import envs.limits
 from azjax import TrainConfig, train
 from azjax.core.program import program_bytes
 from azjax.driver.warm_up import warm_up, warm_up_config
-from azjax.run.recipes import CPU_RECIPES, GPU_RECIPES, PRESETS, defaults_for, recipe
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.directory.layout import RunDirError
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.recipes import CPU_RECIPES, GPU_RECIPES, PRESETS, defaults_for, recipe
 from azjax.sweep import parse_params
 from azjax.sweep.sweep import check_out_dir
 

@@ -22,8 +22,8 @@ from tiny import FLAGS
 from azjax import TrainConfig, train, train_group
 from azjax.core.iteration import init_train_state
 from azjax.run.directory.checkpoint_files import UNFINISHED, is_unfinished
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.directory.layout import DAMAGED_DIR
+from azjax.run.directory.run_dir import RunDir
 from azjax.sweep import merge, parse_params, run_sweep
 
 # Fields that measure the machine, not the run.

@@ -16,8 +16,8 @@ import azjax
 from azjax.core import memory, program
 from azjax.run import config as run_config
 from azjax.run.directory import checkpoint, layout, run_dir
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.directory.layout import CHECKPOINT_DIR, LAYOUT, LOCK_FILE, RunDirError
+from azjax.run.directory.run_dir import RunDir
 
 AZJAX = Path(azjax.__file__).resolve().parent
 # The modules that spell the layout: directory/layout.py, and checkpoint_files.py for what lies

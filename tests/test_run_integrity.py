@@ -31,8 +31,6 @@ from azjax.core.iteration import init_train_state
 from azjax.driver.status import TrainingDiverged
 from azjax.run.directory.checkpoint import DamagedCheckpointWarning
 from azjax.run.directory.checkpoint_files import ITEM_DIR, MANIFEST_FILE
-from azjax.run.directory.lock import RunLock
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.directory.layout import (
     CHECKPOINT_DIR,
     CONFIG_FILE,
@@ -41,6 +39,8 @@ from azjax.run.directory.layout import (
     METRICS_FILE,
     RunDirError,
 )
+from azjax.run.directory.lock import RunLock
+from azjax.run.directory.run_dir import RunDir
 
 # Checkpoints at 2, 4 and 6 (the newest three are kept): the tiny program, not evaluated.
 RUN = SMALL.replace(iterations=6, eval_every=0)

@@ -21,9 +21,9 @@ from tiny import CONFIG
 import azjax
 from azjax import Agent, train, train_group
 from azjax.commands.export import main as export_main
+from azjax.run.agents.run_provenance import code_commit, trained_by, training_command
 from azjax.run.directory import process_record
 from azjax.run.directory.run_dir import RunDir
-from azjax.run.agents.run_provenance import code_commit, trained_by, training_command
 
 REAL_RUN = subprocess.run
 

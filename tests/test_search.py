@@ -20,9 +20,9 @@ from azjax.core.search import (
     make_recurrent_fn,
     make_search_fn,
     masked_logits,
+    most_visited,
     root_value,
     symmetric_apply,
-    most_visited,
     visit_counts,
 )
 from envs.tictactoe import states_from_boards

@@ -42,9 +42,9 @@ from azjax.evaluation.baselines import random_player
 from azjax.evaluation.match import play_match
 from azjax.evaluation.player_specs import game_of
 from azjax.run.agents import shipped_agents
-from azjax.run.files import sha256_digest
-from azjax.run.directory.layout import RunDirError
 from azjax.run.agents.shipped_agents import SHIPPED, resolve, shipped_path
+from azjax.run.directory.layout import RunDirError
+from azjax.run.files import sha256_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each shipped agent's game: its env's name and its board's number of moves.

@@ -24,9 +24,9 @@ from azjax.driver import train_group
 from azjax.evaluation.evaluators import PositionEvaluator
 from azjax.run import EXIT_STOPPED, Stopped
 from azjax.run.directory.checkpoint_files import step_dir, verify
+from azjax.run.directory.run_dir import RunDir
 from azjax.run.process.guard import _is_native_fault, lost_process
 from azjax.run.process.peers import EXIT_PEER_LOST, PeerWatch
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.process.stop_signals import StopSignals
 
 # Iteration 4 is no checkpoint of its own: only the stop writes one there.

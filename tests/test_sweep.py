@@ -23,8 +23,8 @@ from azjax import Agent, TrainConfig, make_player, train, train_group
 from azjax.commands import sweep as sweep_command
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.evaluation.stats import mean_ci, t_quantile
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.directory.layout import RunDirError
+from azjax.run.directory.run_dir import RunDir
 from azjax.sweep.table import markdown_table, results_table
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,8 +25,8 @@ from azjax.core.players import network_player
 from azjax.core.search import SearchConfig
 from azjax.core.selfplay import SelfPlayConfig
 from azjax.evaluation.evaluators import make_evaluator
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.directory.layout import RunDirError
+from azjax.run.directory.run_dir import RunDir
 from envs.tictactoe import states_from_boards
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,8 +23,8 @@ from azjax.core.selfplay import SelfPlayConfig
 from azjax.driver import train
 from azjax.run.agents.agent import Agent
 from azjax.run.config import RunConfig, TrainConfig
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.directory.layout import RunDirError
+from azjax.run.directory.run_dir import RunDir
 
 POOLED = NetworkConfig(channels=8, num_blocks=1, value_hidden=8, pooled_heads=True,
                        ownership_head=True, score_head=True)

@@ -23,9 +23,9 @@ from azjax.core.program import ProgramConfig
 from azjax.driver.status import changed_settings, minutes_text
 from azjax.driver.warm_up import share_minutes
 from azjax.run.config import TrainConfig, setting_paths
+from azjax.run.directory.layout import RunDirError
 from azjax.run.grammar.game_options import split_game_options
 from azjax.run.recipes import PRESETS, RECIPES, backend_preset, recipe
-from azjax.run.directory.layout import RunDirError
 
 Options = TypeVar("Options")
 DEFAULT_GAME = "tictactoe"

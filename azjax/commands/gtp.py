@@ -21,8 +21,8 @@ from azjax.core import memory
 from azjax.go.gtp_engine import MAX_MOVES_PER_POINT, RESIGN_AFTER, Engine, serve
 from azjax.run.agents.agent import Agent
 from azjax.run.agents.agent_source import check_source
-from azjax.run.config import check_seed
 from azjax.run.agents.shipped_agents import AGENT_HELP
+from azjax.run.config import check_seed
 
 
 def load_go_agent(path: str, step: int | None = None, simulations: int | None = None

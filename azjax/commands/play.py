@@ -25,9 +25,9 @@ from azjax.commands.errors import one_line_errors, run_script
 from azjax.core.identity import cache_by_identity
 from azjax.run.agents.agent import Agent
 from azjax.run.agents.agent_source import check_source, load_agent
+from azjax.run.agents.shipped_agents import AGENT_HELP
 from azjax.run.config import check_seed
 from azjax.run.grammar.game_options import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
-from azjax.run.agents.shipped_agents import AGENT_HELP
 from envs import Env, State
 
 SIDES = ("first", "second", "random")

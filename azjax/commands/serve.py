@@ -43,9 +43,9 @@ from typing import Any
 
 from azjax.commands.errors import one_line_errors, run_script
 from azjax.run.agents.agent_source import check_source, load_agent
-from azjax.run.config import check_seed
 from azjax.run.agents.shipped_agents import AGENT_HELP
 from azjax.run.browser.web_games import GameError, GameTable
+from azjax.run.config import check_seed
 
 MAX_BODY = 16 * 1024
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")

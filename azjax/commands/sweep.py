@@ -64,10 +64,10 @@ import tyro
 from azjax.commands.command_line import Saved, parse_with_preset, read_command_line
 from azjax.commands.errors import one_line_errors, run_script
 from azjax.driver.status import budget_text, opening_line
-from azjax.run.process import compile_cache
 from azjax.run.config import RUN_SEED_MAX, TrainConfig
-from azjax.run.process.devices import arrange
 from azjax.run.files import check_output_dir
+from azjax.run.process import compile_cache
+from azjax.run.process.devices import arrange
 from azjax.run.process.stop_signals import EXIT_STOPPED, Stopped, signal_name
 from azjax.sweep import merge, parse_params, parse_shard, run_sweep, saved_base
 from azjax.sweep.sweep import SWEEP_FILE, prepare_sweep

@@ -32,14 +32,13 @@ from azjax.commands.errors import (
 from azjax.driver import summarize, train
 from azjax.driver.status import opening_line
 from azjax.driver.warm_up import plan
-from azjax.run.process import compile_cache
-from azjax.run.process import peers
 from azjax.run.config import TrainConfig
+from azjax.run.directory.layout import RunDirError
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.process import compile_cache, peers
 from azjax.run.process.devices import arrange, is_primary
 from azjax.run.process.guard import guard
 from azjax.run.process.peers import HEARTBEAT_TIMEOUT_S
-from azjax.run.directory.run_dir import RunDir
-from azjax.run.directory.layout import RunDirError
 from azjax.run.process.stop_signals import EXIT_STOPPED, Stopped
 
 

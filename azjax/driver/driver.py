@@ -30,16 +30,16 @@ import numpy as np
 from azjax.core.iteration import TrainState
 from azjax.core.stacked import compile_ahead, group_step, placed, stack, unstack
 from azjax.driver.host_run import HostRun, Say
-from azjax.run.directory.plots import preload
-from azjax.driver.program_players import ProgramPlayers
 from azjax.driver.preflight import preflight
+from azjax.driver.program_players import ProgramPlayers
 from azjax.driver.warm_up import warm_up
 from azjax.evaluation.evaluators import Evaluator, PositionEvaluator
 from azjax.run.config import TrainConfig
-from azjax.run.process.devices import agreed_max, is_primary
 from azjax.run.directory.lock import RunLock
-from azjax.run.process.progress import Progress
+from azjax.run.directory.plots import preload
 from azjax.run.directory.run_dir import RunDir
+from azjax.run.process.devices import agreed_max, is_primary
+from azjax.run.process.progress import Progress
 from azjax.run.process.stop_signals import REPEAT_S, Stopped, StopSignals
 from envs import Env
 

@@ -33,17 +33,17 @@ from azjax.driver.status import (
 from azjax.driver.warm_up import warm_start_source
 from azjax.evaluation.evaluators import Evaluator, versus
 from azjax.evaluation.gating import Gate
-from azjax.run.directory.checkpoint import all_finite
+from azjax.run.agents.warm_start import placed_like, warm_start_params
 from azjax.run.config import TrainConfig
-from azjax.run.process.devices import agree, barrier, is_primary, local, peak_device_bytes
-from azjax.run.files import error_line
+from azjax.run.directory.checkpoint import all_finite
+from azjax.run.directory.layout import RunDirError
 from azjax.run.directory.metrics_log import MetricsLog
 from azjax.run.directory.process_record import start_record
-from azjax.run.process.progress import Progress
 from azjax.run.directory.run_dir import RunDir
-from azjax.run.directory.layout import RunDirError
+from azjax.run.files import error_line
+from azjax.run.process.devices import agree, barrier, is_primary, local, peak_device_bytes
+from azjax.run.process.progress import Progress
 from azjax.run.process.stop_signals import StopSignals
-from azjax.run.agents.warm_start import placed_like, warm_start_params
 from envs import Env
 
 Say = Callable[[str], None]

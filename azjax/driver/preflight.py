@@ -15,12 +15,12 @@ from azjax.core.identity import Identity
 from azjax.core.stacked import cached
 from azjax.driver.program_players import ProgramPlayers
 from azjax.driver.warm_up import warm_up_config
+from azjax.run.agents.warm_start import warm_start_params
 from azjax.run.config import TrainConfig, game_settings, run_parts
-from azjax.run.process.devices import data_mesh, device_count
-from azjax.run.game_check import check_game
 from azjax.run.directory.metrics_log import check_tensorboard
 from azjax.run.directory.run_dir import RunDir
-from azjax.run.agents.warm_start import warm_start_params
+from azjax.run.game_check import check_game
+from azjax.run.process.devices import data_mesh, device_count
 from envs import Env
 from envs.registry import registered_at_runtime
 

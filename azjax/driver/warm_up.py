@@ -20,11 +20,11 @@ from collections.abc import Callable
 
 from azjax.core.networks import abstract_params
 from azjax.driver.status import budget_text, changed_settings, minutes_text
-from azjax.run.config import RunConfig, TrainConfig
-from azjax.run.recipes import recipe
-from azjax.run.directory.run_dir import RunDir
-from azjax.run.directory.layout import CONFIG_FILE, WARM_UP_DIR
 from azjax.run.agents.warm_start import same_shapes
+from azjax.run.config import RunConfig, TrainConfig
+from azjax.run.directory.layout import CONFIG_FILE, WARM_UP_DIR
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.recipes import recipe
 
 
 def warm_up_config(config: TrainConfig, run_dir: RunDir | None) -> TrainConfig:

@@ -30,6 +30,7 @@ import numpy as np
 from azjax.core.players import Player, compiled
 from azjax.evaluation.baselines import random_player
 from azjax.evaluation.match import play_match
+from azjax.run.grammar.specs import PlayerFailed
 from azjax.run.metric_schema import (
     HIGHER,
     NET,
@@ -44,7 +45,6 @@ from azjax.run.metric_schema import (
     margin_key,
     versus_key,
 )
-from azjax.run.grammar.specs import PlayerFailed
 from envs import Env, GroundTruth, GroundTruthSource
 
 

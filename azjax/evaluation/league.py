@@ -32,11 +32,11 @@ from azjax.evaluation.ratings import Ratings, fit_elo
 from azjax.go import sgf
 from azjax.run.agents.agent import Agent
 from azjax.run.config import check_seed
-from azjax.run.files import check_output_path, write_atomic
-from azjax.run.process.progress import Progress as ProgressLine
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.directory.layout import LEAGUE_FILES, RunDirError
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.files import check_output_path, write_atomic
 from azjax.run.grammar.specs import split_specs
+from azjax.run.process.progress import Progress as ProgressLine
 from envs import Env
 
 FILES = LEAGUE_FILES  # a run's league goes into its run directory: the names are its layout's

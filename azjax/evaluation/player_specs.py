@@ -20,9 +20,9 @@ from azjax.core.players import AgentParams, Player
 from azjax.evaluation import alphabeta as _alphabeta  # noqa: F401 - registers `alphabeta`
 from azjax.evaluation import baselines as _baselines  # noqa: F401 - registers its kinds
 from azjax.go import gnugo_kind as _gnugo_kind  # noqa: F401 - registers `gnugo`
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.agents.agent import Agent
 from azjax.run.agents.shipped_agents import resolve
+from azjax.run.directory.run_dir import RunDir
 from azjax.run.grammar.specs import (
     RUN_KINDS,
     PlayerKind,

@@ -32,22 +32,22 @@ May import: `envs`, `azjax.core`.
 
 from azjax.run.agents.agent import Agent, Analysis
 from azjax.run.agents.agent_file import AgentFileError
+from azjax.run.agents.provenance import Provenance
 from azjax.run.browser.analysis_board import (
     PositionAnalysis,
     analyse_position,
     analysis_board,
     analysis_picture,
 )
-from azjax.run.directory.checkpoint import DamagedCheckpointWarning
 from azjax.run.config import RunConfig, TrainConfig
+from azjax.run.directory.checkpoint import DamagedCheckpointWarning
+from azjax.run.directory.layout import RunDirError
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.grammar.specs import PlayerSpec, parse_spec
 from azjax.run.process.devices import arrange
 from azjax.run.process.progress import Progress
-from azjax.run.agents.provenance import Provenance
-from azjax.run.recipes import recipe
-from azjax.run.directory.run_dir import RunDir
-from azjax.run.directory.layout import RunDirError
-from azjax.run.grammar.specs import PlayerSpec, parse_spec
 from azjax.run.process.stop_signals import EXIT_STOPPED, Stopped
+from azjax.run.recipes import recipe
 
 __all__ = [
     "Agent",

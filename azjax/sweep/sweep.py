@@ -40,9 +40,9 @@ from azjax.driver.status import changed_settings, finished, records_at
 from azjax.evaluation.evaluators import make_evaluator
 from azjax.run import metric_schema as ms
 from azjax.run.config import RunConfig, TrainConfig
-from azjax.run.process.progress import format_duration
-from azjax.run.directory.run_dir import RunDir
 from azjax.run.directory.layout import RunDirError
+from azjax.run.directory.run_dir import RunDir
+from azjax.run.process.progress import format_duration
 from azjax.sweep.grid import (
     Experiment,
     Group,

@@ -28,14 +28,14 @@ from azjax.core.search import (
     root_value,
     visit_counts,
 )
-from azjax.run.directory.checkpoint import DamagedCheckpointWarning
 from azjax.run.agents.agent_file import AgentFileError, read_agent, write_agent_file
 from azjax.run.agents.provenance import Provenance
-from azjax.run.directory.run_dir import RunDir
-from azjax.run.directory.layout import RunDirError
 from azjax.run.agents.run_provenance import run_provenance
 from azjax.run.agents.shipped_agents import listed as shipped_agents
 from azjax.run.agents.shipped_agents import resolve
+from azjax.run.directory.checkpoint import DamagedCheckpointWarning
+from azjax.run.directory.layout import RunDirError
+from azjax.run.directory.run_dir import RunDir
 from envs import Env, State
 
 

@@ -24,9 +24,9 @@ import numpy as np
 from flax import serialization
 
 from azjax.core.program import ProgramConfig
+from azjax.run.agents.provenance import Provenance
 from azjax.run.config import TrainConfig
 from azjax.run.files import write_atomic
-from azjax.run.agents.provenance import Provenance
 
 FORMAT = "azjax-agent"
 VERSION = 2

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from azjax.core.program import ProgramConfig
-from azjax.run.config import TrainConfig, flatten_settings, game_defaults
-from azjax.run.metric_schema import GAMES, ITERATION, POSITIONS, WALL_TIME
-from azjax.run.directory.process_record import git_commit, installed_version
 from azjax.run.agents.provenance import NOT_RECORDED, Provenance
-from azjax.run.recipes import PRESETS, RECIPES, recipe
+from azjax.run.config import TrainConfig, flatten_settings, game_defaults
+from azjax.run.directory.process_record import git_commit, installed_version
 from azjax.run.directory.run_dir import RunDir
+from azjax.run.metric_schema import GAMES, ITERATION, POSITIONS, WALL_TIME
+from azjax.run.recipes import PRESETS, RECIPES, recipe
 
 UNKNOWN = "unknown"
 """The commit where the code is not a git checkout (an installed wheel)."""

@@ -25,6 +25,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from azjax.run.config import TrainConfig
 from azjax.run.directory.checkpoint_files import (
     AMENDED_METRICS_COPY,
     ITEM_DIR,
@@ -41,10 +42,9 @@ from azjax.run.directory.checkpoint_files import (
     verify,
     write_manifest,
 )
-from azjax.run.config import TrainConfig
-from azjax.run.process.devices import agreed_max, barrier, first_text, is_primary, spans_processes
-from azjax.run.files import error_line, write_atomic
 from azjax.run.directory.layout import CHECKPOINT_DIR, RunDirError, records_text
+from azjax.run.files import error_line, write_atomic
+from azjax.run.process.devices import agreed_max, barrier, first_text, is_primary, spans_processes
 
 
 class DamagedCheckpointWarning(UserWarning):

@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-
-from azjax.run.files import os_error_text, sha256_digest, write_atomic
 from azjax.run.directory.layout import CHECKPOINT_DIR, DAMAGED_DIR
+from azjax.run.files import os_error_text, sha256_digest, write_atomic
+
 MANIFEST_FILE = "azjax_manifest.json"
 METRICS_COPY = "azjax_metrics.jsonl.gz"
 AMENDED_METRICS_COPY = "azjax_metrics_amended.jsonl.gz"

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from azjax.run.directory.checkpoint import Checkpoints, Restored
+from azjax.run.directory.layout import METRICS_FILE, TENSORBOARD_DIR, json_lines, records_text
 from azjax.run.files import write_atomic
 from azjax.run.metric_schema import ITERATION
-from azjax.run.directory.layout import METRICS_FILE, TENSORBOARD_DIR, json_lines, records_text
 
 # Bookkeeping fields of a record that are not curves worth plotting (a scalar's tag is
 # its key, `azjax.run.metric_schema`, so that a resumed run's curves go on).

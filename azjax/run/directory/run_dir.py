@@ -25,12 +25,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from azjax.run.directory.checkpoint import Checkpoints
 from azjax.run.config import TrainConfig
-from azjax.run.files import os_error_text
-from azjax.run.directory.lock import RunLock
-from azjax.run.directory.metrics_log import Metrics
-from azjax.run.directory.plots import plot_run
+from azjax.run.directory.checkpoint import Checkpoints
 from azjax.run.directory.layout import (
     CONFIG_FILE,
     LEAGUE_FILES,
@@ -41,6 +37,10 @@ from azjax.run.directory.layout import (
     cannot_write,
     json_lines,
 )
+from azjax.run.directory.lock import RunLock
+from azjax.run.directory.metrics_log import Metrics
+from azjax.run.directory.plots import plot_run
+from azjax.run.files import os_error_text
 
 
 class RunDir(os.PathLike):
