@@ -8,6 +8,7 @@ Modules, in the order they build on each other:
 * `game_hooks`: what a game's own hooks add to the search (score utility, futile moves).
 * `rollouts`, `search_model`, `search`: random playouts, the game as mctx's model, and the
   search over any game (`SearchConfig`).
+* `tree_reuse`: the search that keeps its subtree between moves (`search.reuse_tree`).
 * `replay`: the on-device FIFO ring of positions.
 * `selfplay`: B games at once, S moves per call (`SelfPlayConfig`).
 * `outcomes`: each self-play position labelled with its game's outcome once it ended.

@@ -63,7 +63,8 @@ def state_bytes(env: Env) -> int:
 
 def search_tree_bytes(env: Env, batch: int, simulations: int) -> int:
     """Bytes of the mctx search tree of `batch` roots with `simulations` simulations each
-    (every node keeps its state and per-action statistics)."""
+    (every node keeps its state and per-action statistics); a tree kept between moves
+    (`SearchConfig.tree_nodes`) counts as `tree_nodes - 1` simulations."""
     per_node = state_bytes(env) + env.num_actions * TREE_BYTES_PER_ACTION + TREE_BYTES_PER_NODE
     return batch * (simulations + 1) * per_node
 

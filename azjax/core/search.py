@@ -133,6 +133,22 @@ class SearchConfig:
     true eyes) out of the search, at its root and every node. Compiled in."""
     play_skip_futile: bool = False
     """`skip_futile` for the trained agent when it plays (`play_search`) only."""
+    reuse_tree: bool = False
+    """Keep the searched subtree between moves (`azjax.core.tree_reuse`): each search
+    starts from the subtree under the position it searches and adds its own
+    `num_simulations`. Self-play's search, and any player built from this config; off
+    until measured (docs/tree_reuse.md). Compiled in."""
+    play_reuse_tree: bool = False
+    """`reuse_tree` for the trained agent when it plays (`play_search`): the arena, GTP,
+    `play`, `serve`, the league."""
+    reuse_root_visits: bool = False
+    """PUCT with `reuse_tree`: the root keeps its inherited visits (in its visit target,
+    its choice and its exploration term, as Leela Zero does) instead of starting afresh
+    over its kept children. Gumbel's root always starts afresh. Compiled in."""
+    reuse_capacity: int = bounded(2, low=2)
+    """With `reuse_tree`: a kept tree holds `reuse_capacity` x `num_simulations` + 1
+    nodes, so a search keeps up to (`reuse_capacity` - 1) x `num_simulations` + 1 of
+    them. Compiled in."""
 
     def _check(self) -> None:
         """The rules that join settings (each field's own bounds are on the field)."""
@@ -146,6 +162,13 @@ class SearchConfig:
         Gumbel ones)."""
         return self.policy in policies_reading(name)
 
+    @property
+    def tree_nodes(self) -> int:
+        """Nodes of one search's tree: `num_simulations` + 1, or with `reuse_tree` the
+        kept tree's `reuse_capacity` x `num_simulations` + 1."""
+        factor = self.reuse_capacity if self.reuse_tree else 1
+        return factor * self.num_simulations + 1
+
     def as_arrays(self) -> "SearchConfig":
         """The same settings with the traced ones as float32 arrays (what a `TrainState`
         carries and a compiled search receives)."""
@@ -154,8 +177,10 @@ class SearchConfig:
 
 def play_search(config: SearchConfig) -> SearchConfig:
     """The search a trained agent plays with: `config` with `play_simulations`,
-    `play_policy` and `play_skip_futile` in place of its own settings where they are set."""
+    `play_policy` and `play_skip_futile` in place of its own settings where they are set,
+    and `play_reuse_tree` in place of `reuse_tree`."""
     changes = {"skip_futile": True} if config.play_skip_futile else {}
+    changes["reuse_tree"] = config.play_reuse_tree
     if config.play_simulations > 0:
         changes["num_simulations"] = config.play_simulations
     if config.play_policy:
@@ -216,7 +241,8 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
       `SearchConfig` agreeing with `config` on the compiled-in settings (its traced ones
       may be () float32 arrays, `SearchConfig.as_arrays`), `key` is consumed and `states`
       is a batch (B,) of live states. The output's `action` is (B,) int32 and its
-      `action_weights` (B, A) float32.
+      `action_weights` (B, A) float32. `loop_fn` and `max_depth` go to mctx's search
+      (`azjax.core.tree_reuse` runs the simulations on a kept tree through them).
     """
     rollouts = config.rollout_lambda > 0
     if config.average_symmetries:
@@ -237,7 +263,8 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
     recurrent_fn = make_recurrent_fn(env, network_leaf, config.discount, end_utility,
                                      playable)
 
-    def search_fn(params, search: SearchConfig, key: chex.PRNGKey, states: State):
+    def search_fn(params, search: SearchConfig, key: chex.PRNGKey, states: State,
+                  loop_fn=jax.lax.fori_loop, max_depth: int | None = None):
         chex.assert_rank(states.legal_action_mask, 2)
         logits, value = apply_fn(params, states.observation)
         if rollouts:
@@ -259,6 +286,8 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
                 dirichlet_alpha=search.dirichlet_alpha,
                 pb_c_init=search.c_puct,
                 pb_c_base=search.pb_c_base,
+                loop_fn=loop_fn,
+                max_depth=max_depth,
             )
         return mctx.gumbel_muzero_policy(
             (params, search),
@@ -271,6 +300,8 @@ def make_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
             gumbel_scale=search.gumbel_scale,
             qtransform=functools.partial(mctx.qtransform_completed_by_mix_value,
                                          value_scale=config.gumbel_value_scale),
+            loop_fn=loop_fn,
+            max_depth=max_depth,
         )
 
     return search_fn
