@@ -2,6 +2,7 @@
 `azjax.go.gtp_engine`; its commands and design are described there).
 
     python -m azjax.gtp --agent go9.azjax [--simulations 200] [--seed 0] [--resign -0.95]
+    python -m azjax.gtp --agent go7x7 --reuse-tree      (each search starts from the last's tree)
     python -m azjax.gtp --run-dir runs/go9 [--step S]   (--run-dir takes an agent file too)
     azjax gtp --agent go7x7                             (the 7x7 agent that ships with azjax)
 
@@ -20,28 +21,32 @@ from azjax.commands.errors import one_line_errors, run_script
 from azjax.core import memory
 from azjax.go.gtp_engine import MAX_MOVES_PER_POINT, RESIGN_AFTER, Engine, serve
 from azjax.run.agents.agent import Agent
-from azjax.run.agents.agent_source import check_source
+from azjax.run.agents.agent_source import REUSE_TREE_HELP, check_source
 from azjax.run.agents.shipped_agents import AGENT_HELP
 from azjax.run.config import check_seed
 
 
-def load_go_agent(path: str, step: int | None = None, simulations: int | None = None
-                  ) -> Agent:
+def load_go_agent(path: str, step: int | None = None, simulations: int | None = None,
+                  reuse_tree: bool = False) -> Agent:
     """The Go agent of a run directory, exported file or shipped agent's name (ValueError
-    if it plays another game), with `simulations` per search if given."""
+    if it plays another game), with `simulations` per search if given, keeping its tree
+    between moves with `reuse_tree`."""
     agent = Agent.load(path, step=step)
     if agent.env.name != "go":
         raise ValueError(f"{path!r} holds a {agent.env.name} agent, not a Go agent")
     if simulations is not None:
         agent = agent.with_search(num_simulations=simulations)
+    if reuse_tree:
+        agent = agent.with_search(reuse_tree=True)
     return agent
 
 
 @one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """`python -m azjax.gtp (--agent FILE|NAME | --run-dir DIR [--step S]) [--simulations N]
-    [--seed S] [--resign V] [--max-moves M]`: a GTP engine on stdin/stdout; returns the
-    exit status (2, with one `error:` line, for a bad argument, run or file)."""
+    [--reuse-tree] [--seed S] [--resign V] [--max-moves M]`: a GTP engine on stdin/stdout;
+    returns the exit status (2, with one `error:` line, for a bad argument, run or
+    file)."""
     parser = argparse.ArgumentParser(
         prog="python -m azjax.gtp",
         description="A trained Go agent as a GTP version 2 engine on stdin/stdout.")
@@ -51,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                         "or an agent file")
     parser.add_argument("--step", type=int, help="the run's checkpoint at this step")
     parser.add_argument("--simulations", type=int, help="search simulations per move")
+    parser.add_argument("--reuse-tree", action="store_true", help=REUSE_TREE_HELP)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resign", type=float, metavar="V",
                         help=f"resign when the search value is below V, in (-1, 0), from "
@@ -67,11 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_moves is not None and args.max_moves < 1:
         raise ValueError(f"--max-moves must be at least 1, got {args.max_moves}")
     check_source(args.run_dir, args.agent)
-    agent = load_go_agent(args.run_dir or args.agent, args.step, args.simulations)
+    agent = load_go_agent(args.run_dir or args.agent, args.step, args.simulations,
+                          args.reuse_tree)
     engine = Engine(agent, args.seed, args.resign, args.max_moves, log=sys.stderr)
-    simulations = agent.search_config.num_simulations
-    memory.check_fits(f"a search of {simulations:,} simulations",
-                      memory.search_tree_bytes(engine.env, 1, simulations))
+    search = agent.search_config
+    memory.check_fits(f"a search of {search.num_simulations:,} simulations",
+                      memory.search_tree_bytes(engine.env, 1, search.tree_nodes - 1))
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
     try:
         return serve(engine, stdin, sys.stdout)

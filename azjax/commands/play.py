@@ -24,7 +24,7 @@ import numpy as np
 from azjax.commands.errors import one_line_errors, run_script
 from azjax.core.identity import cache_by_identity
 from azjax.run.agents.agent import Agent
-from azjax.run.agents.agent_source import check_source, load_agent
+from azjax.run.agents.agent_source import REUSE_TREE_HELP, check_source, load_agent
 from azjax.run.agents.shipped_agents import AGENT_HELP
 from azjax.run.config import check_seed
 from azjax.run.grammar.game_options import GAME_OPTIONS_FLAG, GAME_OPTIONS_HELP, split_game_options
@@ -207,9 +207,9 @@ def session(agent: Agent, side: str | None = None, seed: int = 0, show_eval: boo
 @one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """`python -m azjax.play [GAME] (--run-dir DIR | --agent FILE|NAME) [--side S]
-    [--show-eval] [--simulations N] [--seed S]` (GAME, when left out, is the agent's);
-    returns the exit status (2, with one `error:` line, for a bad argument, run or
-    file)."""
+    [--show-eval] [--simulations N] [--reuse-tree] [--seed S]` (GAME, when left out, is
+    the agent's); returns the exit status (2, with one `error:` line, for a bad argument,
+    run or file)."""
     parser = argparse.ArgumentParser(
         prog="python -m azjax.play",
         description="Play a trained agent in the terminal. " + COMMANDS.capitalize() + ".",
@@ -226,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=GAME_OPTIONS_HELP + " (checked against the agent's game)")
     parser.add_argument("--side", choices=SIDES, help="your side (default: asked)")
     parser.add_argument("--simulations", type=int, help="search simulations per agent move")
+    parser.add_argument("--reuse-tree", action="store_true", help=REUSE_TREE_HELP)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show-eval", action="store_true",
                         help="show the agent's evaluation and search visits after its moves")
@@ -236,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     check_source(args.run_dir, args.agent)
     if options and args.game is None:
         raise ValueError(f"{GAME_OPTIONS_FLAG} needs the GAME they are options of")
-    agent = load_agent(args.game, args.run_dir or args.agent, args.simulations, options)
+    agent = load_agent(args.game, args.run_dir or args.agent, args.simulations, options,
+                       args.reuse_tree)
     try:
         session(agent, args.side, args.seed, args.show_eval)
     except KeyboardInterrupt:

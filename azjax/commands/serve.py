@@ -42,7 +42,7 @@ from importlib import resources
 from typing import Any
 
 from azjax.commands.errors import one_line_errors, run_script
-from azjax.run.agents.agent_source import check_source, load_agent
+from azjax.run.agents.agent_source import REUSE_TREE_HELP, check_source, load_agent
 from azjax.run.agents.shipped_agents import AGENT_HELP
 from azjax.run.browser.web_games import GameError, GameTable
 from azjax.run.config import check_seed
@@ -257,8 +257,8 @@ class Server(http.server.ThreadingHTTPServer):
 @one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """`python -m azjax.serve (--run-dir DIR | --agent FILE|NAME) [--host H] [--port P]
-    [--simulations N] [--seed S]`; serves until Ctrl-C; exit status 2 with one `error:`
-    line for a bad argument, run or file, or a port in use."""
+    [--simulations N] [--reuse-tree] [--seed S]`; serves until Ctrl-C; exit status 2 with
+    one `error:` line for a bad argument, run or file, or a port in use."""
     parser = argparse.ArgumentParser(
         prog="python -m azjax.serve",
         description="Play a trained agent in the browser: a page on localhost where you "
@@ -271,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8765, help="0: any free port (default 8765)")
     parser.add_argument("--simulations", type=int, help="search simulations per agent move")
+    parser.add_argument("--reuse-tree", action="store_true", help=REUSE_TREE_HELP)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no line per request")
     args = parser.parse_args(argv)
@@ -278,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     check_source(args.run_dir, args.agent)
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be 0-65535, got {args.port}")
-    agent = load_agent(None, args.run_dir or args.agent, args.simulations)
+    agent = load_agent(None, args.run_dir or args.agent, args.simulations,
+                       reuse_tree=args.reuse_tree)
     server = Server(GameTable(agent, args.seed), args.host, args.port, args.quiet)
     if args.host not in LOCAL_HOSTS:
         print(f"warning: listening on {args.host}: other machines can reach this page",

@@ -15,6 +15,7 @@ at the same rate, so every position in the buffer has the same chance as with on
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import chex
@@ -40,6 +41,7 @@ from azjax.core.selfplay import (
     init_games,
     make_play_fn,
 )
+from azjax.core.tree_reuse import empty_kept, make_reusing_search_fn
 from envs import Env
 
 DATA_AXIS = "data"
@@ -181,12 +183,17 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
     # whose forward pass is the faster there (docs/results.md#where-an-iterations-time-goes).
     search_net = make_network(env, config.network, gradients=False)
     search_fn = make_search_fn(env, search_net.apply, config.search)
+    empty_trees = None
+    if config.search.reuse_tree:
+        search_fn = make_reusing_search_fn(env, search_net.apply, config.search)
+        empty_trees = functools.partial(empty_kept, env, search_net.apply, config.search)
     cheap_fn = None
     if config.selfplay.full_search_prob < 1.0:
         cheap_fn = make_search_fn(env, search_net.apply,
                                   cheap_search_config(config.search, config.selfplay))
     finals = auxiliary_targets(env, config)
-    play = make_play_fn(env, search_fn, config.search, config.selfplay, cheap_fn, finals)
+    play = make_play_fn(env, search_fn, config.search, config.selfplay, cheap_fn, finals,
+                        empty_trees)
     cells = board_cells(env)
     optimizer = config.learner.optimizer()
     symmetries = env.symmetries
@@ -279,6 +286,8 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
                 resign_checked=total(jnp.sum(trajectory.resign_checked)),
                 false_resign=total(jnp.sum(trajectory.false_resign)),
             )
+        if config.search.reuse_tree:
+            metrics["reused_visits"] = mean(jnp.mean(trajectory.reused))
         if config.gradient_steps > 0:
             metrics.update(
                 loss=jnp.mean(infos.total),

@@ -32,10 +32,25 @@ from azjax.core.search import (
     make_search_fn,
     masked_logits,
 )
+from azjax.core.tree_reuse import empty_kept, make_reusing_search_fn
 from envs import Env, State
 
 Policy = Callable[[Any, State, chex.PRNGKey], chex.Array]
 ValueFn = Callable[[Any, State], chex.Array]
+
+
+class Memory(NamedTuple):
+    """What a player carries from one of its moves to its next (a search's kept tree).
+
+    Attributes:
+      init: `init(params, states [B]) -> memory`, the memory before a game's first move.
+      policy: `policy(params, states [B], key, memory) -> (int32 actions [B], memory)`:
+        the player's `policy` that also reads and returns its memory. Whoever drives the
+        games keeps, per game, the memory of the player's own last move there.
+    """
+
+    init: Callable[[Any, State], Any]
+    policy: Callable[[Any, State, chex.PRNGKey, Any], tuple[chex.Array, Any]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +66,9 @@ class Player:
       jittable: False for host-side players (their policy gets NumPy states).
       value: optional `value(params, states [B]) -> [B]`, the player's own estimate of
         each position for the player to move (the network's value head).
+      memory: optional `Memory`, for a player that carries something between its moves
+        (a search that keeps its tree); `policy` is then the same player with nothing
+        remembered.
     """
 
     name: str
@@ -58,6 +76,7 @@ class Player:
     params: Any = None
     jittable: bool = True
     value: ValueFn | None = None
+    memory: Memory | None = None
 
     def act(self, states: State, key: chex.PRNGKey) -> chex.Array:
         """Actions [B] for a batch of live states [B]."""
@@ -136,20 +155,40 @@ def search_player(env: Env, apply_fn: ApplyFn, params: Any, search: SearchConfig
         search policy with the noise on.
 
     Returns:
-      A `Player` whose `act(states (B,), key)` gives (B,) int32 actions.
+      A `Player` whose `act(states (B,), key)` gives (B,) int32 actions; with
+      `search.reuse_tree` its `memory` keeps the search's tree between its moves
+      (`azjax.core.tree_reuse`), and its `policy` searches afresh.
     """
     search_fn = make_search_fn(env, apply_fn, search)
 
-    def policy(params: AgentParams, states: State, key: chex.PRNGKey) -> chex.Array:
-        settings = deterministic(params.search) if greedy else params.search
-        search_key, sample_key = jax.random.split(key)
-        output = search_fn(params.network, settings, search_key, states)
+    def choose(output, key: chex.PRNGKey) -> chex.Array:
         if greedy:
-            return greedy_action(search, output, sample_key)
+            return greedy_action(search, output, key)
         pi = output.action_weights
-        return jax.random.categorical(sample_key, masked_logits(jnp.log(pi), pi > 0)).astype(
-            jnp.int32
-        )
+        return jax.random.categorical(key, masked_logits(jnp.log(pi), pi > 0)).astype(
+            jnp.int32)
+
+    def settings(params: AgentParams) -> SearchConfig:
+        return deterministic(params.search) if greedy else params.search
+
+    def policy(params: AgentParams, states: State, key: chex.PRNGKey) -> chex.Array:
+        search_key, sample_key = jax.random.split(key)
+        output = search_fn(params.network, settings(params), search_key, states)
+        return choose(output, sample_key)
+
+    memory = None
+    if search.reuse_tree:
+        reusing_fn = make_reusing_search_fn(env, apply_fn, search)
+
+        def init(params: AgentParams, states: State):
+            return empty_kept(env, apply_fn, search, params.network, states)
+
+        def remembering(params: AgentParams, states: State, key: chex.PRNGKey, kept):
+            search_key, sample_key = jax.random.split(key)
+            found = reusing_fn(params.network, settings(params), search_key, states, kept)
+            return choose(found.output, sample_key), found.kept
+
+        memory = Memory(init, remembering)
 
     return Player(name, policy, AgentParams(params, search.as_arrays()),
-                  value=_value_fn(apply_fn))
+                  value=_value_fn(apply_fn), memory=memory)

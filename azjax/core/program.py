@@ -130,7 +130,12 @@ class ProgramConfig:
     def check_rules(self, env: envs.Env) -> None:
         """The rules that need the game (ValueError): the replay holds an iteration of
         self-play, its indices fit int32, the auxiliary heads have their targets and
-        pooled heads a board."""
+        pooled heads a board; self-play's search keeps no tree under playout cap
+        randomisation (an agent's program may: it is its play search)."""
+        if self.selfplay.full_search_prob < 1.0 and self.search.reuse_tree:
+            raise ValueError(
+                "search.reuse_tree does not combine with selfplay.full_search_prob < 1 "
+                "(playout cap randomisation): set one of them off")
         needed = self.replay_entries_per_iteration(env)
         symmetries = " x symmetries" if self.augment == "write" else ""
         check_int32("replay entries per iteration: selfplay.num_games x "
@@ -232,7 +237,7 @@ def program_parts(program: ProgramConfig, env: Env) -> dict[str, int]:
     return {
         "replay ring": program.replay_capacity * entry,
         "self-play search trees": memory.search_tree_bytes(
-            env, games, program.search.num_simulations),
+            env, games, program.search.tree_nodes - 1),
         "self-play games": games * memory.state_bytes(env),
         "one iteration's positions": program.replay_entries_per_iteration(env) * entry,
         "network and optimizer": copies * memory.network_bytes(env, program.network),

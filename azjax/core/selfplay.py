@@ -121,6 +121,9 @@ class Trajectory:
     resigned: chex.Array | None = None
     resign_checked: chex.Array | None = None
     false_resign: chex.Array | None = None
+    # Tree reuse only, [S, B] float32: the share of the search's root visits that the
+    # kept tree brought (inherited / (inherited + num_simulations)).
+    reused: chex.Array | None = None
 
 
 def tree_select(mask: chex.Array, on_true, on_false):
@@ -208,7 +211,7 @@ def _split_full_and_cheap(key: chex.PRNGKey, config: SelfPlayConfig
 
 
 def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfPlayConfig,
-                 cheap_search_fn=None, finals: dict | None = None):
+                 cheap_search_fn=None, finals: dict | None = None, empty_trees=None):
     """Self-play of B games at once, S moves per call, in one compiled program.
 
     Games that end are replaced by new ones in their slot, so every call returns live
@@ -225,6 +228,11 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
         (`Env.ownership`, `Env.score_margin`), recorded at every game end; with
         resignation positions also get `has_final` (False for games that ended by
         resignation, whose auxiliary targets are unknown).
+      empty_trees: with `search_config.reuse_tree`, `empty_trees(params, states (B,))
+        -> KeptTree` (`azjax.core.tree_reuse.empty_kept`), and `search_fn` is then
+        `make_reusing_search_fn`'s: each game's search starts from the subtree its last
+        search kept. Trees live within one call (the parameters change between calls)
+        and a game's tree is dropped when it ends.
 
     Returns:
       `play(params, search, key, games) -> (games, Trajectory)`: `search` is the
@@ -237,6 +245,9 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
     capped = config.full_search_prob < 1.0
     if capped and cheap_search_fn is None:
         raise ValueError("selfplay.full_search_prob < 1 needs the cheap search")
+    reusing = search_config.reuse_tree
+    if reusing and (capped or empty_trees is None):
+        raise ValueError("search.reuse_tree needs empty_trees and selfplay.full_search_prob 1")
     cheap_config = cheap_search_config(search_config, config)
     finals = finals or {}
     resigns = config.resigns
@@ -264,12 +275,24 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
         pi, greedy, value = (jnp.concatenate(parts)[slot_of] for parts in zip(*outputs))
         return pi, greedy, value, slot_of < config.full_search_games
 
+    def reusing_search(params, search, key, states, kept):
+        search_key, tie_key = jax.random.split(key)
+        found = search_fn(params, search, search_key, states, kept)
+        inherited = found.inherited.astype(jnp.float32)
+        reused = inherited / (inherited + search_config.num_simulations)
+        return (found.output.action_weights, greedy_action(search_config, found.output, tie_key),
+                root_value(found.output), found.kept, reused)
+
     def one_move(carry, key):
-        params, search, games = carry
+        params, search, games, kept = carry
         states = games.state
         search_key, sample_key, random_key, coin_key, reset_key = jax.random.split(key, 5)
         if capped:
             pi, greedy, value, full = capped_search(params, search, search_key, states)
+        elif reusing:
+            pi, greedy, value, kept, reused = reusing_search(params, search, search_key,
+                                                             states, kept)
+            full = True
         else:
             pi, greedy, value = searched(search_fn, search_config, params, search,
                                          search_key, states)
@@ -303,16 +326,21 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
             outcome=next_states.rewards[:, 0],
             game_length=next_states.step_count,
             final={name: jax.vmap(fn)(next_states) for name, fn in finals.items()},
+            reused=reused if reusing else None,
         )
         if resigns:
             step, games = resign_step(config, games, value, full, step)
         fresh = init_games(env, reset_key, config)
         games = tree_select(step.ended, fresh, games.replace(state=next_states))
-        return (params, search, games), step
+        if reusing:  # a finished game's tree is not the next game's
+            kept = kept.replace(nodes=jnp.where(step.ended, 0, kept.nodes))
+        return (params, search, games, kept), step
 
     def play(params, search: SearchConfig, key: chex.PRNGKey, games: Games):
         keys = jax.random.split(key, config.steps_per_iteration)
-        (_, _, games), trajectory = jax.lax.scan(one_move, (params, search, games), keys)
+        kept = empty_trees(params, games.state) if reusing else None
+        (_, _, games, _), trajectory = jax.lax.scan(one_move, (params, search, games, kept),
+                                                    keys)
         return games, trajectory
 
     return play

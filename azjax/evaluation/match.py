@@ -31,7 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax.core.identity import cache_by_identity
-from azjax.core.players import Player, Policy, compiled
+from azjax.core.players import Memory, Player, Policy, compiled
+from azjax.core.selfplay import tree_select
 from azjax.evaluation.ratings import score_to_elo
 from azjax.evaluation.stats import wilson_interval
 from azjax.run.grammar.specs import PlayerFailed
@@ -232,10 +233,27 @@ def _check_record_buffer(env: Env, num_games: int, opening_plies: int, max_plies
             f"would take {size / 2**30:.1f} GiB; pass a smaller max_plies")
 
 
-def _device_results(env: Env, policy_a: Policy, policy_b: Policy, num_games: int,
+def _first_memory(policy: Policy | Memory, params, states: State):
+    """A player's memory before the games' first moves (() for a player without one)."""
+    return policy.init(params, states) if isinstance(policy, Memory) else ()
+
+
+def _moves(policy: Policy | Memory, params, states: State, key: chex.PRNGKey, memory,
+           turn: chex.Array):
+    """A player's actions [B] and its memory, changed only in the games where it moved
+    (`turn` [B]): each game keeps what the player's own last move there left."""
+    if not isinstance(policy, Memory):
+        return policy(params, states, key), memory
+    actions, changed = policy.policy(params, states, key, memory)
+    return actions, tree_select(turn, changed, memory)
+
+
+def _device_results(env: Env, policy_a: Policy | Memory, policy_b: Policy | Memory,
+                    num_games: int,
                     opening_plies: int, max_plies: int, record: bool, params_a, params_b,
                     key: chex.PRNGKey):
     """A's results [num_games] of a match played in one `lax.while_loop` (traceable).
+    A player given as its `Memory` carries it from move to move.
 
     With `record`: (results, moves int32 [num_games, opening_plies + B], plies, final
     states), B = `record_plies(env, max_plies)`; the moves of plies past B (a game longer
@@ -247,23 +265,28 @@ def _device_results(env: Env, policy_a: Policy, policy_b: Policy, num_games: int
     buffer = record_plies(env, max_plies) if record else 0
 
     def live(carry):
-        states, _, _, ply, _ = carry
+        states, _, _, ply, _, _ = carry
         return jnp.any(~states.terminated) & (ply < max_plies)
 
     def one_ply(carry):
-        states, result, key, ply, moves = carry
+        states, result, key, ply, moves, memories = carry
         key, key_a, key_b = jax.random.split(key, 3)
-        actions = jnp.where(states.current_player == a_seat,
-                            policy_a(params_a, states, key_a), policy_b(params_b, states, key_b))
+        turn_a = states.current_player == a_seat
+        action_a, memory_a = _moves(policy_a, params_a, states, key_a, memories[0], turn_a)
+        action_b, memory_b = _moves(policy_b, params_b, states, key_b, memories[1], ~turn_a)
+        actions = jnp.where(turn_a, action_a, action_b)
         if record:
             played = jnp.where(states.terminated, -1, actions).astype(jnp.int32)
             moves = moves.at[ply].set(played, mode="drop")
         states = jax.vmap(env.step)(states, actions)
-        return states, result + _for_a(states.rewards, a_seat), key, ply + 1, moves
+        return (states, result + _for_a(states.rewards, a_seat), key, ply + 1, moves,
+                (memory_a, memory_b))
 
     moves = jnp.full((buffer, num_games), -1, jnp.int32)
-    carry = (states, _for_a(opening_rewards, a_seat), key, jnp.int32(0), moves)
-    states, result, _, plies, moves = jax.lax.while_loop(live, one_ply, carry)
+    memories = (_first_memory(policy_a, params_a, states),
+                _first_memory(policy_b, params_b, states))
+    carry = (states, _for_a(opening_rewards, a_seat), key, jnp.int32(0), moves, memories)
+    states, result, _, plies, moves, _ = jax.lax.while_loop(live, one_ply, carry)
     if not record:
         return result
     return result, jnp.concatenate([opening[2], moves.T], axis=1), plies, states
@@ -283,6 +306,13 @@ def _compiled_rules(env: Env):
             jax.jit(jax.vmap(env.step)))
 
 
+def _host_memory(player: Player, states: State):
+    """A jittable player's memory before a host-driven match's first move (None without)."""
+    if not (player.jittable and player.memory is not None):
+        return None
+    return compiled(player.memory.init)(player.params, states)
+
+
 def _host_results(env: Env, players: tuple[Player, Player], key: chex.PRNGKey,
                   num_games: int, opening_plies: int, max_plies: int,
                   progress: Callable[[int], None] | None, record: bool = False):
@@ -299,18 +329,25 @@ def _host_results(env: Env, players: tuple[Player, Player], key: chex.PRNGKey,
     a_seat = seats(num_games)
     result = np.asarray(_for_a(opening_rewards, jnp.asarray(a_seat)))
     moves = [np.asarray(opening[2])] if record else []
+    memories = [_host_memory(player, states) for player in players]
     for _ in range(max_plies):
         terminated = np.asarray(states.terminated)
         if terminated.all():
             break
         mover = np.asarray(states.current_player)
         actions = np.zeros(num_games, np.int32)
-        for seat_is_a, player in ((True, players[0]), (False, players[1])):
+        for seat, (seat_is_a, player) in enumerate(((True, players[0]), (False, players[1]))):
             turn = ~terminated & ((mover == a_seat) == seat_is_a)
             if not turn.any():
                 continue
             key, policy_key = jax.random.split(key)
-            if player.jittable:
+            if player.jittable and player.memory is not None:
+                chosen, changed = compiled(player.memory.policy)(player.params, states,
+                                                                 policy_key, memories[seat])
+                memories[seat] = compiled(tree_select)(jnp.asarray(turn), changed,
+                                                       memories[seat])
+                actions[turn] = np.asarray(chosen)[turn]
+            elif player.jittable:
                 chosen = compiled(player.policy)(player.params, states, policy_key)
                 actions[turn] = np.asarray(chosen)[turn]
             else:
@@ -329,6 +366,11 @@ def _host_results(env: Env, players: tuple[Player, Player], key: chex.PRNGKey,
     if record:
         return result, np.concatenate(moves, axis=1), jax.device_get(states)
     return result
+
+
+def _mover(player: Player) -> Policy | Memory:
+    """What a compiled match calls to move a player: its memory where it has one."""
+    return player.memory or player.policy
 
 
 def play_match(env: Env, player_a: Player, player_b: Player, key: chex.PRNGKey,
@@ -370,7 +412,7 @@ def play_match(env: Env, player_a: Player, player_b: Player, key: chex.PRNGKey,
     if player_a.jittable and player_b.jittable:
         if record:
             _check_record_buffer(env, num_games, opening_plies, max_plies)
-            play = _compiled_match(env, player_a.policy, player_b.policy, num_games,
+            play = _compiled_match(env, _mover(player_a), _mover(player_b), num_games,
                                    opening_plies, max_plies, True)
             results, moves, plies, final = play(player_a.params, player_b.params, key)
             plies = int(plies)
@@ -381,7 +423,7 @@ def play_match(env: Env, player_a: Player, player_b: Player, key: chex.PRNGKey,
             moves = np.asarray(moves)[:, :opening_plies + plies]
             final = jax.device_get(final)
         else:
-            play = _compiled_match(env, player_a.policy, player_b.policy, num_games,
+            play = _compiled_match(env, _mover(player_a), _mover(player_b), num_games,
                                    opening_plies, max_plies)
             results = play(player_a.params, player_b.params, key)
     else:

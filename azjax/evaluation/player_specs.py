@@ -90,7 +90,7 @@ def _run_player(spec: PlayerSpec, env: Env, name: str) -> Player:
     if spec.kind == "network":
         return agent.player("network", name, greedy)
     fields = {"sims": "num_simulations", "policy": "policy", "utility": "score_utility",
-              "futile": "skip_futile", "lambda": "rollout_lambda"}
+              "futile": "skip_futile", "lambda": "rollout_lambda", "tree": "reuse_tree"}
     changes = {fields[key]: value for key, value in spec.values.items() if key in fields}
     return agent.with_search(**changes).player("alphazero", name, greedy)
 
@@ -104,18 +104,20 @@ _NETWORK = {"step": number("step", int),
             "greedy": choice("greedy", {"true": True, "false": False})}
 _SEARCH = {**_NETWORK, "sims": number("sims", int), "policy": str,
            "utility": number("utility"),
-           "futile": choice("futile", {"skip": True, "keep": False})}
+           "futile": choice("futile", {"skip": True, "keep": False}),
+           "tree": choice("tree", {"keep": True, "fresh": False})}
 register_player(PlayerKind(
     "network", "network:DIR[,step=S][,greedy=false]",
     "a trained run's policy head alone (argmax, or sampled)", _run_player, arg=str,
     options=_NETWORK))
 register_player(PlayerKind(
     "alphazero", "alphazero:DIR[,sims=N][,step=S][,policy=puct|gumbel][,utility=U]"
-    "[,futile=skip|keep][,greedy=false]",
+    "[,futile=skip|keep][,tree=keep|fresh][,greedy=false]",
     "a trained run's network + search (noise off and the search's choice, or noise on and "
     "sampled from its policy); U: weight of the score head's margin in the search's values "
     "(`search.score_utility`); futile: leave the game's futile moves out of the search or "
-    "not (`search.skip_futile`)", _run_player, arg=str, options=_SEARCH))
+    "not (`search.skip_futile`); tree: start each search from the subtree its last search "
+    "kept, or afresh (`search.reuse_tree`)", _run_player, arg=str, options=_SEARCH))
 register_player(PlayerKind(
     "alphago", "alphago:DIR,lambda=L[,sims=N][,step=S][,policy=...]",
     "as alphazero, with AlphaGo's leaf mix L (value = (1 - L) * network + L * rollout)",

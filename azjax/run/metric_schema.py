@@ -134,6 +134,9 @@ RESIGN_CHECKED = _m("resign_checked", "resignations checked", "games", NONE,
                     "games played on past a resignation, to check it")
 FALSE_RESIGN = _m("false_resign", "false resignations", "games", LOWER,
                   "of those, games the resigning player won or drew")
+REUSED_VISITS = _m("reused_visits", "reused visits", SHARE, NONE,
+                   "with search.reuse_tree, the share of the searches' root visits that "
+                   "the tree kept from the move before brought")
 
 # The host (`azjax.driver.host_run`): counters and clock.
 ITERATION = _m("iteration", "iteration", "iterations", NONE, "the iteration logged", "it")
@@ -238,7 +241,7 @@ SCHEMA: dict[str, Metric] = {m.name: m for m in (
     ITERATION, GAMES, POSITIONS, POSITIONS_PER_S, WALL_TIME, DEVICE_PEAK_BYTES,
     LOSS, VALUE_LOSS, POLICY_LOSS, POLICY_ENTROPY, OWNERSHIP_LOSS, SCORE_LOSS,
     GAMES_FINISHED, MEAN_GAME_LENGTH, FIRST_PLAYER_WIN, DRAW, SECOND_PLAYER_WIN,
-    SEARCH_VALUE, REPLAY_SAMPLEABLE, RESIGNED, RESIGN_CHECKED, FALSE_RESIGN,
+    SEARCH_VALUE, REPLAY_SAMPLEABLE, RESIGNED, RESIGN_CHECKED, FALSE_RESIGN, REUSED_VISITS,
     PERFECT, EVALUATION_SKIPPED, *PLAYER_FIGURES, NET_VALUE_ACCURACY,
     GATE_SCORE, PROMOTED, BEST_ITERATION)}
 """Every fixed key of a metrics record, by name."""

@@ -28,6 +28,7 @@ from azjax.core.search import (
     root_value,
     visit_counts,
 )
+from azjax.core.tree_reuse import KeptTree, empty_kept, make_reusing_search_fn
 from azjax.run.agents.agent_file import AgentFileError, read_agent, write_agent_file
 from azjax.run.agents.provenance import Provenance
 from azjax.run.agents.run_provenance import run_provenance
@@ -76,6 +77,7 @@ class Agent:
         self._templates: dict[tuple[str, bool], Player] = {}
         self._apply = jax.jit(self.network.apply)
         self._analysis = None
+        self._kept: KeptTree | None = None
 
     @property
     def provenance(self) -> Provenance:
@@ -181,27 +183,57 @@ class Agent:
         default, or a sample from its policy with `greedy=False`. The key is consumed."""
         chex.assert_rank(states.legal_action_mask, 2)
         player = self.player("alphazero", greedy=greedy)
-        return compiled(player.policy)(player.params, states, key)
+        if player.memory is None:
+            return compiled(player.policy)(player.params, states, key)
+        actions, self._kept = compiled(player.memory.policy)(
+            player.params, states, key, self._kept_tree(states))
+        return actions
+
+    def _kept_tree(self, states: State) -> KeptTree:
+        """The tree the last search of a batch of this size kept (with `reuse_tree`): a
+        search finds its position in it, or starts afresh (`azjax.core.tree_reuse`)."""
+        batch = states.legal_action_mask.shape[0]
+        if self._kept is None or self._kept.nodes.shape[0] != batch:
+            self._kept = empty_kept(self.env, self.network.apply, self.search_config,
+                                    self.params, states)
+        return self._kept
 
     def analyse(self, states: State, key: chex.PRNGKey) -> Analysis:
         """The greedy search (root noise off, as `act`) from live states [B]: its move,
         root visit counts, the search's value of the position and of each move, the
-        network's value and policy, and the principal variation (up to 8 plies)."""
+        network's value and policy, and the principal variation (up to 8 plies). With
+        `reuse_tree` the search starts from the tree its last search kept, as `act`'s."""
         chex.assert_rank(states.legal_action_mask, 2)
         if self._analysis is None:
             config, apply_fn = self.search_config, self.network.apply
-            search_fn = make_search_fn(self.env, apply_fn, config)
             length = min(8, config.num_simulations)
+            if config.reuse_tree:
+                reusing_fn = make_reusing_search_fn(self.env, apply_fn, config)
 
-            def analysis(params, search, states, key):
+                def search_fn(params, search, key, states, kept):
+                    found = reusing_fn(params, search, key, states, kept)
+                    return found.output, found.kept
+            else:
+                fresh_fn = make_search_fn(self.env, apply_fn, config)
+
+                def search_fn(params, search, key, states, kept):
+                    return fresh_fn(params, search, key, states), kept
+
+            def analysis(params, search, states, key, kept):
                 search_key, tie_key, line_key = jax.random.split(key, 3)
-                output = search_fn(params, deterministic(search), search_key, states)
+                output, kept = search_fn(params, deterministic(search), search_key, states,
+                                         kept)
                 logits, network_value = apply_fn(params, states.observation)
                 prior = jax.nn.softmax(masked_logits(logits, states.legal_action_mask))
                 action = greedy_action(config, output, tie_key)
                 return Analysis(action, visit_counts(output), root_value(output),
                                 network_value, root_q(output), prior,
-                                principal_variation(output, action, length, line_key))
+                                principal_variation(output, action, length, line_key)), kept
 
             self._analysis = jax.jit(analysis)
-        return self._analysis(self.params, self.search_config.as_arrays(), states, key)
+        kept = self._kept_tree(states) if self.search_config.reuse_tree else None
+        found, kept = self._analysis(self.params, self.search_config.as_arrays(), states,
+                                     key, kept)
+        if self.search_config.reuse_tree:
+            self._kept = kept
+        return found

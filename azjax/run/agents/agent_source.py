@@ -12,14 +12,18 @@ from azjax.run.agents.agent import Agent
 from azjax.run.agents.shipped_agents import listed, resolve
 
 
+REUSE_TREE_HELP = ("start each search from the subtree the agent's last search kept "
+                   "under the position (search.reuse_tree; docs/tree_reuse.md)")
+
+
 def load_agent(game: str | None, path: str, simulations: int | None = None,
-               options: dict | None = None) -> Agent:
+               options: dict | None = None, reuse_tree: bool = False) -> Agent:
     """The agent of a run directory or exported file, checked to play `game` (None: any
     game) and, where game `options` are given, on the board they make (its number of
     moves and observation shape; without options, the agent's own board),
-    with its search budget set to `simulations` if given (ValueError or OSError
-    otherwise; a search that would not fit in memory is refused before anything is
-    allocated)."""
+    with its search budget set to `simulations` if given and its search keeping its tree
+    between moves with `reuse_tree` (ValueError or OSError otherwise; a search that would
+    not fit in memory is refused before anything is allocated)."""
     agent = Agent.load(path)
     wanted = agent.env if game is None else envs.make(game, **(options or {}))
     if agent.env.name != wanted.name:
@@ -29,10 +33,14 @@ def load_agent(game: str | None, path: str, simulations: int | None = None,
         raise ValueError(f"{path!r} holds a {agent.env.name} agent of another board "
                          f"({agent.env.num_actions} moves, not {wanted.num_actions}; trained "
                          f"with game options {agent.program.game_options})")
-    if simulations is not None:
-        agent = agent.with_search(num_simulations=simulations)
-        memory.check_fits(f"a search of {simulations:,} simulations",
-                          memory.search_tree_bytes(agent.env, 1, simulations))
+    if reuse_tree:
+        agent = agent.with_search(reuse_tree=True)
+    if simulations is not None or reuse_tree:
+        if simulations is not None:
+            agent = agent.with_search(num_simulations=simulations)
+        search = agent.search_config
+        memory.check_fits(f"a search of {search.num_simulations:,} simulations",
+                          memory.search_tree_bytes(agent.env, 1, search.tree_nodes - 1))
     return agent
 
 
