@@ -94,6 +94,15 @@ CASES = {
     "stop_during_gnugo.py": Case(
         nothing, (r"^trial 1: exited [\d.]+ s after SIGTERM .*; exit status -?\d+;",)),
     "sweep_speedup.py": Case(nothing, (r"^E=2 sequential [\d.]+ s \| vmapped .* speed-up ",)),
+    "tree_reuse.py": Case(
+        lambda tmp_path, request: ["--out", str(tmp_path / "tree_reuse")],
+        (r"^\| puct \| 4 \| 4 \| [\d.]+% \| [\d.]+% \|$",
+         r"^\| gumbel \| 4 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \(",
+         rf"^\| gumbel 4 \(fresh root, capacity 4\) vs 4 fresh, equal simulations \| 8 \| "
+         rf"{ROW}",
+         rf"^\| reuse \(gumbel 32\) vs gnugo:1 \| 2 \| {ROW}",
+         r"^\| reuse \| 2 \| \d+ \| [\d,]+ \| [\d.]+% \| [\d.]+% \(",
+         r"^wrote .*tree_reuse\.md$")),
     "tictactoe_reference.py": Case(lambda tmp_path, request: ["--check-encoding"],
                                    (r'^\{"seed": 0, "perfect": (true|false), "iterations": 1,',)),
     # Its --reference runs tictactoe_reference.py, whose quick mode has its own case.
