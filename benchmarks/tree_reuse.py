@@ -34,9 +34,9 @@ unless named in `--redo`):
    `--eval-simulations`); seeds are the unit: per-seed values, a 95% t-interval over seeds
    and Welch's test between the arms.
 
-OUT/tree_reuse.md holds every table. `--quick` runs every part on tiny sizes (8 games, 2
-and 4 simulations, GNU Go level 1, one minute of self-play at the quick sizes, 2 seeds);
-its figures mean nothing.
+OUT/tree_reuse.md holds every table. `--quick` runs every part on tiny sizes (8 games, 4
+simulations, GNU Go level 1, half a minute of self-play at the quick sizes, 2 seeds); its
+figures mean nothing.
 """
 
 from __future__ import annotations
@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-arm", choices=("true", "false"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.argv = argv
-    args.simulations = (2, 4) if args.quick else (16, 64)
+    args.simulations = (4,) if args.quick else (16, 64)
     if args.quick:
         args.games, args.go_games, args.go_level = 8, 2, 1
         args.minutes, args.seeds, args.eval_simulations = 0.5, 2, 4
