@@ -63,7 +63,8 @@ CAPACITIES = (2, 4)
 GO_OPENING_PLIES = 2
 
 
-def c4_agent(quick: bool):
+def c4_agent():
+    """The shipped Connect Four agent (its own network, whatever the mode)."""
     from azjax import Agent
 
     return Agent.load("connect_four")
@@ -86,7 +87,6 @@ def visit_shares(agent, policy: str, sims: int, games: int, seed: int, capacity:
     """Mean inherited share of the root's visits, over the searches of live games: with
     one tree moved on every ply (self-play) and with a tree per side (a match)."""
     import jax
-    import jax.numpy as jnp
     import numpy as np
 
     from azjax.core.search import deterministic, greedy_action
@@ -115,8 +115,7 @@ def visit_shares(agent, policy: str, sims: int, games: int, seed: int, capacity:
                          tree_select(mover, trees[1], found.kept))
             else:
                 trees = (found.kept, found.kept)
-            inherited = found.inherited.astype(jnp.float32)
-            share = inherited / (inherited + sims)
+            share = found.share
             action = greedy_action(config, found.output, tie_key)
             live = ~states.terminated
             return (jax.vmap(env.step)(states, action), trees), (share, live)
@@ -134,7 +133,7 @@ def visit_shares(agent, policy: str, sims: int, games: int, seed: int, capacity:
 
 
 def part_share(args) -> dict[str, Any]:
-    agent = c4_agent(args.quick)
+    agent = c4_agent()
     rows = []
     for capacity in CAPACITIES:
         for policy in POLICIES:
@@ -176,7 +175,7 @@ def part_time(args) -> dict[str, Any]:
 
     from azjax.evaluation.match import opening_states
 
-    agent = c4_agent(args.quick)
+    agent = c4_agent()
     env = agent.env
     parents, _ = opening_states(env, jax.random.key(args.seed), args.games, OPENING_PLIES)
     rows = []
@@ -250,7 +249,7 @@ def match_arms(args, timing: dict[str, Any]) -> list[dict[str, Any]]:
 def part_matches(args, timing: dict[str, Any], done: list[dict[str, Any]]
                  ) -> dict[str, Any]:
     """The matches of `match_arms`; those in `done` (an earlier run's rows) are kept."""
-    agent = c4_agent(args.quick)
+    agent = c4_agent()
     keys = ("policy", "simulations", "kind", "fresh_simulations", "reuse")
     played = {tuple(r.get(k) for k in keys) + (r.get("capacity", 2),): r for r in done}
     rows = []

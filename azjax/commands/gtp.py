@@ -34,11 +34,10 @@ def load_go_agent(path: str, step: int | None = None, simulations: int | None = 
     agent = Agent.load(path, step=step)
     if agent.env.name != "go":
         raise ValueError(f"{path!r} holds a {agent.env.name} agent, not a Go agent")
-    if simulations is not None:
-        agent = agent.with_search(num_simulations=simulations)
+    changes = {} if simulations is None else {"num_simulations": simulations}
     if reuse_tree:
-        agent = agent.with_search(reuse_tree=True)
-    return agent
+        changes["reuse_tree"] = True
+    return agent.with_search(**changes) if changes else agent
 
 
 @one_line_errors

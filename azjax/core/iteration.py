@@ -182,11 +182,12 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
     # Self-play only runs the network forward: with 'auto' convolutions, XLA's on a CPU,
     # whose forward pass is the faster there (docs/results.md#where-an-iterations-time-goes).
     search_net = make_network(env, config.network, gradients=False)
-    search_fn = make_search_fn(env, search_net.apply, config.search)
     empty_trees = None
     if config.search.reuse_tree:
         search_fn = make_reusing_search_fn(env, search_net.apply, config.search)
         empty_trees = functools.partial(empty_kept, env, search_net.apply, config.search)
+    else:
+        search_fn = make_search_fn(env, search_net.apply, config.search)
     cheap_fn = None
     if config.selfplay.full_search_prob < 1.0:
         cheap_fn = make_search_fn(env, search_net.apply,

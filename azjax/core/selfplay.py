@@ -256,11 +256,13 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
         lambda key: {name: fn(env.init(key)) for name, fn in finals.items()},
         jax.random.key(0))
 
-    def searched(fn, settings, params, search, key, states):
-        search_key, tie_key = jax.random.split(key)
-        output = fn(params, search, search_key, states)
+    def summarised(settings, output, tie_key):
         return (output.action_weights, greedy_action(settings, output, tie_key),
                 root_value(output))
+
+    def searched(fn, settings, params, search, key, states):
+        search_key, tie_key = jax.random.split(key)
+        return summarised(settings, fn(params, search, search_key, states), tie_key)
 
     def capped_search(params, search, key, states):
         split_key, full_key, cheap_key = jax.random.split(key, 3)
@@ -278,10 +280,7 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
     def reusing_search(params, search, key, states, kept):
         search_key, tie_key = jax.random.split(key)
         found = search_fn(params, search, search_key, states, kept)
-        inherited = found.inherited.astype(jnp.float32)
-        reused = inherited / (inherited + search_config.num_simulations)
-        return (found.output.action_weights, greedy_action(search_config, found.output, tie_key),
-                root_value(found.output), found.kept, reused)
+        return (*summarised(search_config, found.output, tie_key), found.kept, found.share)
 
     def one_move(carry, key):
         params, search, games, kept = carry

@@ -76,13 +76,21 @@ class ReusingSearch:
         nodes).
       kept: the tree to pass to the next search.
       inherited: (B,) int32: the visits the root brought from the kept tree (0 where the
-        search started afresh); `inherited / (inherited + num_simulations)` is the share
-        of the root's visits the reused subtree carried.
+        search started afresh).
+      simulations: the search's own simulations (`num_simulations`).
     """
 
     output: mctx.PolicyOutput
     kept: KeptTree
     inherited: chex.Array
+    simulations: int = struct.field(pytree_node=False, default=0)
+
+    @property
+    def share(self) -> chex.Array:
+        """(B,) float32: the share of the root's visits the kept subtree carried,
+        inherited / (inherited + simulations)."""
+        inherited = self.inherited.astype(jnp.float32)
+        return inherited / (inherited + self.simulations)
 
 
 def tree_capacity(config: SearchConfig) -> int:
@@ -369,6 +377,6 @@ def make_reusing_search_fn(env: Env, apply_fn: ApplyFn, config: SearchConfig):
         nodes = jnp.full_like(kept.nodes, first_free + config.num_simulations)
         grown = KeptTree(output.search_tree, nodes, jnp.full_like(kept.fingerprint,
                                                                   fingerprint))
-        return ReusingSearch(output, grown, inherited)
+        return ReusingSearch(output, grown, inherited, config.num_simulations)
 
     return search

@@ -249,9 +249,8 @@ def _moves(policy: Policy | Memory, params, states: State, key: chex.PRNGKey, me
 
 
 def _device_results(env: Env, policy_a: Policy | Memory, policy_b: Policy | Memory,
-                    num_games: int,
-                    opening_plies: int, max_plies: int, record: bool, params_a, params_b,
-                    key: chex.PRNGKey):
+                    num_games: int, opening_plies: int, max_plies: int, record: bool,
+                    params_a, params_b, key: chex.PRNGKey):
     """A's results [num_games] of a match played in one `lax.while_loop` (traceable).
     A player given as its `Memory` carries it from move to move.
 

@@ -28,7 +28,7 @@ from azjax.core.search import (
     root_value,
     visit_counts,
 )
-from azjax.core.tree_reuse import KeptTree, empty_kept, make_reusing_search_fn
+from azjax.core.tree_reuse import KeptTree, make_reusing_search_fn
 from azjax.run.agents.agent_file import AgentFileError, read_agent, write_agent_file
 from azjax.run.agents.provenance import Provenance
 from azjax.run.agents.run_provenance import run_provenance
@@ -194,8 +194,8 @@ class Agent:
         search finds its position in it, or starts afresh (`azjax.core.tree_reuse`)."""
         batch = states.legal_action_mask.shape[0]
         if self._kept is None or self._kept.nodes.shape[0] != batch:
-            self._kept = empty_kept(self.env, self.network.apply, self.search_config,
-                                    self.params, states)
+            player = self.player("alphazero")
+            self._kept = compiled(player.memory.init)(player.params, states)
         return self._kept
 
     def analyse(self, states: State, key: chex.PRNGKey) -> Analysis:

@@ -33,11 +33,11 @@ def load_agent(game: str | None, path: str, simulations: int | None = None,
         raise ValueError(f"{path!r} holds a {agent.env.name} agent of another board "
                          f"({agent.env.num_actions} moves, not {wanted.num_actions}; trained "
                          f"with game options {agent.program.game_options})")
+    changes = {} if simulations is None else {"num_simulations": simulations}
     if reuse_tree:
-        agent = agent.with_search(reuse_tree=True)
-    if simulations is not None or reuse_tree:
-        if simulations is not None:
-            agent = agent.with_search(num_simulations=simulations)
+        changes["reuse_tree"] = True
+    if changes:
+        agent = agent.with_search(**changes)
         search = agent.search_config
         memory.check_fits(f"a search of {search.num_simulations:,} simulations",
                           memory.search_tree_bytes(agent.env, 1, search.tree_nodes - 1))
