@@ -122,7 +122,7 @@ def same_numbers(got, want) -> None:
 # --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("policy", ["puct", "gumbel"])
-def test_with_no_tree_to_reuse_it_is_mctx_search_bit_for_bit(policy):
+def test_with_no_tree_to_reuse_it_is_mctx_search_node_for_node(policy):
     search, fresh, reusing = searches(TTT, policy)
     params, states = net_params(0), start_states(6, plies=2)
     kept = empty_kept(TTT, linear_net, search, params, states)
