@@ -12,6 +12,7 @@ Modules, in the order they build on each other:
 * `replay`: the on-device FIFO ring of positions.
 * `selfplay`: B games at once, S moves per call (`SelfPlayConfig`).
 * `outcomes`: each self-play position labelled with its game's outcome once it ended.
+* `reanalyse`: stored positions searched again with the latest network (MuZero Reanalyse).
 * `learner`: the AlphaZero loss and its Optax settings (`LearnerConfig`).
 * `memory`: bytes a game, a search or a match needs, estimated from shapes alone.
 * `program`: `ProgramConfig`, everything the iteration is built from.

@@ -36,11 +36,16 @@ def nearest_multiple(value: int, factor: int) -> int:
 
 def split_sizes(program: ProgramConfig) -> dict[str, int]:
     """The sizes of a program that are split over the devices, by option name."""
-    return {
+    sizes = {
         "selfplay.num_games": program.selfplay.num_games,
         "learner.batch_size": program.learner.batch_size,
         "replay_capacity": program.replay_capacity,
     }
+    if program.selfplay.restarts:  # each device keeps its own archive
+        sizes["selfplay.archive_size"] = program.selfplay.archive_size
+    if program.reanalyse_positions:
+        sizes["reanalyse_positions"] = program.reanalyse_positions
+    return sizes
 
 
 def _full_search_step(share: float) -> int:
@@ -103,8 +108,9 @@ def per_device(config: ProgramConfig, devices: int) -> ProgramConfig:
       devices: the number of devices the iteration is split over.
 
     Returns:
-      `config` with `num_games`, `batch_size` and `replay_capacity` divided; `config`
-      itself for one device.
+      `config` with `num_games`, `batch_size`, `replay_capacity` (and with restarts
+      `archive_size`, with reanalysis `reanalyse_positions`) divided; `config` itself
+      for one device.
 
     Raises:
       ValueError: 'cannot split the run over N devices: ...' (`misfits`).
@@ -117,8 +123,10 @@ def per_device(config: ProgramConfig, devices: int) -> ProgramConfig:
     with checks_deferred():
         return dataclasses.replace(
             config,
-            selfplay=dataclasses.replace(config.selfplay,
-                                         num_games=config.selfplay.num_games // devices),
+            selfplay=dataclasses.replace(
+                config.selfplay, num_games=config.selfplay.num_games // devices,
+                archive_size=max(config.selfplay.archive_size // devices, 1)),
+            reanalyse_positions=config.reanalyse_positions // devices,
             learner=dataclasses.replace(config.learner,
                                         batch_size=config.learner.batch_size // devices),
             replay_capacity=config.replay_capacity // devices,

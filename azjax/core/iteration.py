@@ -1,7 +1,8 @@
 """One AlphaZero training iteration as one pure function (jitted once by the caller).
 
 iteration(train_state) -> (train_state, metrics):
-  self-play S moves in B slots -> label finished games -> write replay -> K gradient steps.
+  self-play S moves in B slots -> label finished games -> write replay -> (reanalyse
+  stored positions) -> K gradient steps.
 No host sync happens inside; metrics are device scalars reduced inside the program.
 
 Split over N devices (`make_iteration_fn(..., devices=N)`, run under `shard_map`), each
@@ -34,11 +35,13 @@ from azjax.core.learner import alphazero_loss, auxiliary_losses, score_value_tar
 from azjax.core.networks import init_params, make_network, observation_dtype
 from azjax.core.outcomes import assign_outcomes, first_finals
 from azjax.core.program import ProgramConfig, auxiliary_targets
+from azjax.core.reanalyse import pick_rows, refreshed
 from azjax.core.search import SearchConfig, make_search_fn
 from azjax.core.selfplay import (
     Games,
     cheap_search_config,
     init_games,
+    katago_rows,
     make_play_fn,
 )
 from azjax.core.tree_reuse import empty_kept, make_reusing_search_fn
@@ -110,6 +113,8 @@ def _fresh_state_program(env: Env, config: ProgramConfig) -> Callable:
 def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainState:
     init_key, games_key, run_key = jax.random.split(key, 3)
     params = init_params(env, config.network, init_key)
+    games = init_games(env, games_key, config.selfplay)
+    selfplay = config.selfplay
     return TrainState(
         params=params,
         opt_state=config.learner.optimizer().init(params),
@@ -119,11 +124,13 @@ def _fresh_state(env: Env, config: ProgramConfig, key: chex.PRNGKey) -> TrainSta
             observation_dtype(env),
             ownership_cells=board_cells(env) if config.network.ownership_head else 0,
             score=config.keeps_score,
-            full_search=config.selfplay.full_search_prob < 1.0,
+            full_search=selfplay.full_search_prob < 1.0 and not selfplay.katago_cheap_moves,
             has_final=config.selfplay.resigns and bool(
                 config.network.ownership_head or config.keeps_score),
+            state=(jax.tree.map(lambda x: x[0], games.state)
+                   if config.reanalyse_positions else None),
         ),
-        selfplay=init_games(env, games_key, config.selfplay),
+        selfplay=games,
         key=run_key,
         iteration=counters.zero(),
         games=counters.zero(),
@@ -193,8 +200,12 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
         cheap_fn = make_search_fn(env, search_net.apply,
                                   cheap_search_config(config.search, config.selfplay))
     finals = auxiliary_targets(env, config)
+    reanalyses = config.reanalyse_positions > 0
     play = make_play_fn(env, search_fn, config.search, config.selfplay, cheap_fn, finals,
-                        empty_trees)
+                        empty_trees, record_states=reanalyses)
+    if reanalyses:  # a plain search: a reusing one searches from kept trees
+        reanalyse_fn = (make_search_fn(env, search_net.apply, config.search)
+                        if config.search.reuse_tree else search_fn)
     cells = board_cells(env)
     optimizer = config.learner.optimizer()
     symmetries = env.symmetries
@@ -245,7 +256,9 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
                             carry), info
 
     def iteration(state: TrainState):
-        play_key, train_key, next_key = jax.random.split(state.key, 3)
+        # (Threefry keys split prefix-stably: reanalysis leaves the first three alone.)
+        keys = jax.random.split(state.key, 4 if reanalyses else 3)
+        play_key, train_key, next_key = keys[:3]
         actor = state.best_params if config.regime == "gating" else state.params
         games, trajectory = play(actor, state.search_params, device_key(play_key, devices),
                                  state.selfplay)
@@ -254,9 +267,16 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
                                                                             discount)
         replay = replay_lib.resolve(state.replay, first_end, first_outcome, first_length,
                                     discount, first_finals(trajectory))
+        if config.selfplay.katago_cheap_moves:
+            positions = katago_rows(positions, config.selfplay)
         if config.augment == "write":
             positions = replay_lib.augment_all(positions, symmetries)
         replay = replay_lib.add(replay, positions)
+        if reanalyses:
+            pick_key, search_key = jax.random.split(device_key(keys[3], devices))
+            rows = pick_rows(replay, pick_key, config.reanalyse_positions)
+            replay = refreshed(replay, rows, reanalyse_fn, state.params,
+                               state.search_params, search_key)
 
         # Positions, not replay entries: 'write' augmentation stores each one `copies` times.
         sampleable = total(replay_lib.num_sampleable(replay)) // copies
@@ -289,6 +309,8 @@ def make_iteration_fn(env: Env, config: ProgramConfig, devices: int = 1) -> Call
             )
         if config.search.reuse_tree:
             metrics["reused_visits"] = mean(jnp.mean(trajectory.reused))
+        if config.selfplay.restarts:  # each finished game's slot begins another
+            metrics["restarted"] = total(jnp.sum(trajectory.restarted)) / per_game
         if config.gradient_steps > 0:
             metrics.update(
                 loss=jnp.mean(infos.total),

@@ -58,6 +58,12 @@ class ProgramConfig:
     the first iteration."""
     value_target_mix: float = bounded(0.0, low=0, high=1)
     """Value target = (1 - mix) * z + mix * search root value (0 = the paper's z)."""
+    reanalyse_positions: int = bounded(0, low=0)
+    """Reanalysis (MuZero Reanalyse): positions with a known outcome, drawn uniformly from
+    the replay each iteration, that self-play's search runs again with the latest network
+    and without root noise before the gradient steps; their policy target and search
+    value become the new search's. The replay then keeps each position's game state.
+    0: off."""
     regime: Literal["alphazero", "gating"] = "alphazero"
     """'alphazero': self-play with the latest network. 'gating' (AlphaGo Zero): self-play
     with the best network so far, replaced when the latest one beats it in an arena."""
@@ -77,6 +83,14 @@ class ProgramConfig:
                 "set one of them to 0")
         check_int32("positions per iteration: selfplay.num_games x "
                      "selfplay.steps_per_iteration", self.positions_per_iteration)
+        if self.reanalyse_positions > self.replay_capacity:
+            raise ValueError(
+                f"reanalyse_positions ({self.reanalyse_positions}) must be at most "
+                f"replay_capacity ({self.replay_capacity})")
+        if self.reanalyse_positions and self.augment == "write":
+            raise ValueError(
+                "reanalyse_positions needs augment 'sample' or 'none': under 'write' the "
+                "replay holds transformed copies, not the positions whose states it keeps")
         if (self.selfplay.full_search_prob < 1.0
                 and self.selfplay.cheap_simulations >= self.search.num_simulations):
             raise ValueError(
@@ -92,6 +106,14 @@ class ProgramConfig:
     def positions_per_iteration(self) -> int:
         """Positions self-play produces per iteration (B * S)."""
         return self.selfplay.num_games * self.selfplay.steps_per_iteration
+
+    @property
+    def rows_per_iteration(self) -> int:
+        """Positions written to replay per iteration, before symmetric copies: B * S, or
+        the full searches' S * F with KataGo's cheap moves."""
+        if self.selfplay.katago_cheap_moves:
+            return self.selfplay.full_search_games * self.selfplay.steps_per_iteration
+        return self.positions_per_iteration
 
     def check_learn_after(self, copies: int) -> None:
         """ValueError when the replay can never hold `learn_after` positions with a known
@@ -116,7 +138,7 @@ class ProgramConfig:
     def replay_entries_per_iteration(self, env: envs.Env) -> int:
         """Entries self-play writes to replay each iteration."""
         copies = env.symmetries.size if self.augment == "write" else 1
-        return self.positions_per_iteration * copies
+        return self.rows_per_iteration * copies
 
     def check(self, env: envs.Env) -> None:
         """The checks that need the game (ValueError): `check_rules`, and whether the
@@ -238,7 +260,9 @@ def program_parts(program: ProgramConfig, env: Env) -> dict[str, int]:
         "replay ring": program.replay_capacity * entry,
         "self-play search trees": memory.search_tree_bytes(
             env, games, program.search.tree_nodes - 1),
-        "self-play games": games * memory.state_bytes(env),
+        "self-play games": (games + (program.selfplay.archive_size
+                                     if program.selfplay.restarts else 0))
+        * memory.state_bytes(env),
         "one iteration's positions": program.replay_entries_per_iteration(env) * entry,
         "network and optimizer": copies * memory.network_bytes(env, program.network),
         "network activations": memory.activation_bytes(env, program.network, activations),
@@ -247,11 +271,13 @@ def program_parts(program: ProgramConfig, env: Env) -> dict[str, int]:
 
 def auxiliary_entry_bytes(program: ProgramConfig, env: Env) -> int:
     """Bytes a replay entry holds beyond `memory.replay_entry_bytes`: the ownership map
-    (int8 a cell), the score (float32) and the full-search flag, where trained."""
+    (int8 a cell), the score (float32), the full-search flag, where trained, and the
+    game state with reanalysis."""
     cells = math.prod(env.observation_shape[:-1])
     return ((cells if program.network.ownership_head else 0)
             + (4 if program.keeps_score else 0)
-            + (1 if program.selfplay.full_search_prob < 1.0 else 0))
+            + (1 if program.selfplay.full_search_prob < 1.0 else 0)
+            + (memory.state_bytes(env) if program.reanalyse_positions else 0))
 
 
 def program_bytes(program: ProgramConfig, env: Env, experiments: int = 1) -> int:

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from envs import Symmetries
+from envs import State, Symmetries
 
 
 @struct.dataclass
@@ -35,6 +35,9 @@ class Positions:
     # Auxiliary targets with resignation: the game reached its end (False: it was
     # resigned, so it has no final position and no auxiliary targets).
     has_final: chex.Array | None = None  # [N] bool
+    # Reanalysis only: the game state the position was played from (a pytree of [N, ...]
+    # leaves, never sampled into a batch).
+    state: State | None = None
 
 
 @struct.dataclass
@@ -60,6 +63,7 @@ def init(
     score: bool = False,
     full_search: bool = False,
     has_final: bool = False,
+    state: State | None = None,
 ) -> ReplayState:
     """An empty ring of `capacity` positions.
 
@@ -76,6 +80,8 @@ def init(
       full_search: whether to hold `full_search` (N,) bool (playout cap randomisation).
       has_final: whether to hold `has_final` (N,) bool (auxiliary targets with
         resignation).
+      state: with reanalysis, one (unbatched) state of the game: the ring keeps each
+        position's state, every entry a copy of this one until written.
 
     Returns:
       A `ReplayState` with `data` of leading axis (N,) and `size` 0.
@@ -95,6 +101,8 @@ def init(
         score=jnp.zeros(capacity, jnp.float32) if score else None,
         full_search=jnp.zeros(capacity, jnp.bool_) if full_search else None,
         has_final=jnp.zeros(capacity, jnp.bool_) if has_final else None,
+        state=None if state is None else jax.tree.map(
+            lambda x: jnp.repeat(jnp.asarray(x)[None], capacity, axis=0), state),
     )
     return ReplayState(data=data, insert_index=jnp.int32(0), size=jnp.int32(0))
 
@@ -213,7 +221,8 @@ def sample(
         of the game (augmentation on sampling).
 
     Returns:
-      `Positions` of leading axis (M,), e.g. `observation` (M, *observation_shape).
+      `Positions` of leading axis (M,), e.g. `observation` (M, *observation_shape);
+      `state` None.
     """
     index_key, sym_key = jax.random.split(key)
     weights = replay.data.has_z.astype(jnp.float32)
@@ -221,7 +230,7 @@ def sample(
     indices = jax.random.choice(
         index_key, replay.capacity, shape=(batch_size,), p=weights / jnp.sum(weights)
     )
-    batch = jax.tree.map(lambda x: x[indices], replay.data)
+    batch = jax.tree.map(lambda x: x[indices], replay.data.replace(state=None))
     if symmetries is None:
         return batch
     g = jax.random.randint(sym_key, (batch_size,), 0, symmetries.size)

@@ -14,6 +14,18 @@ more games are played for the same time. At every move a fresh random subset of
 batch: every move of every game has the same chance of a full search, whoever plays it,
 and each move costs exactly the expected compute, with no branch on a drawn value
 (training vmaps the iteration over runs, where such a branch would run both searches).
+What a cheap move is, `cheap_moves`: 'value_rows' (azjax's first form) keeps the cheap
+search's root noise and the move's sampling and exploration, and records the position for
+the value head; 'katago' (KataGo's paper, section 3.1) searches cheap moves without root
+noise, plays their greedy move, and records no training row for them
+(`katago_rows` picks the rows the iteration writes).
+
+Search-control restarts (Go-Exploit, Trudeau and Bowling 2023; `restart_prob` > 0): an
+archive of `archive_size` states seen in self-play lives with the games; each position
+played joins it with probability `archive_prob`, replacing a uniformly drawn entry, and a
+new game starts from a uniformly drawn archived state with probability `restart_prob`.
+Such a game's opening plies, sampled plies and resignation count from its restart, and its
+positions train like any other (z is the restarted game's result).
 
 Resignation (AlphaGo Zero, `resign_threshold` > -1): a player whose root value (its own
 view) falls below the threshold resigns instead of moving, once its game is past the
@@ -30,6 +42,7 @@ and `false_resign` (those where that player won or drew) give the false-resignat
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import chex
 import jax
@@ -38,7 +51,13 @@ from flax import struct
 
 from azjax.core import replay as replay_lib
 from azjax.core.fields import bounded, checked
-from azjax.core.search import SearchConfig, greedy_action, masked_logits, root_value
+from azjax.core.search import (
+    SearchConfig,
+    deterministic,
+    greedy_action,
+    masked_logits,
+    root_value,
+)
 from envs import Env, State
 
 
@@ -63,6 +82,19 @@ class SelfPlayConfig:
     in full. Times `num_games` it must be a whole number of games, at least one."""
     cheap_simulations: int = bounded(8, low=1)
     """Simulations of the cheap search (with `full_search_prob` < 1)."""
+    cheap_moves: Literal["value_rows", "katago"] = "value_rows"
+    """With `full_search_prob` < 1, what a cheap move is: 'value_rows' keeps its root
+    noise, sampling and random moves and records the position to train the value head
+    alone; 'katago' (KataGo's paper, section 3.1) searches it without root noise, plays
+    its greedy move and records nothing."""
+    restart_prob: float = bounded(0.0, low=0, high=1)
+    """Search-control restarts (Go-Exploit): the chance that a new game starts from a
+    state drawn from the archive of self-play states instead of the game's start (0: off)."""
+    archive_size: int = bounded(64, low=1)
+    """With restarts: the states the archive holds."""
+    archive_prob: float = bounded(0.02, low=0, high=1)
+    """With restarts: the chance that each position played joins the archive (replacing
+    a uniformly drawn entry)."""
     resign_threshold: float = bounded(-1.0, low=-1, high=1)
     """A player resigns when its root value falls below this (in [-1, 1]; -1: never).
     Set it from the measured false-resignation rate (the metrics `false_resign` /
@@ -71,6 +103,17 @@ class SelfPlayConfig:
     resign_playout_prob: float = bounded(0.1, low=0, high=1)
     """With resignation on: the share of games (drawn as each starts) played to the end
     with no resignation, in which false resignations are counted."""
+
+    @property
+    def restarts(self) -> bool:
+        """Whether search-control restarts are on (`restart_prob` > 0)."""
+        return self.restart_prob > 0.0
+
+    @property
+    def katago_cheap_moves(self) -> bool:
+        """Whether cheap moves are KataGo's (playout cap randomisation with
+        `cheap_moves='katago'`): no noise, greedy, no training row."""
+        return self.full_search_prob < 1.0 and self.cheap_moves == "katago"
 
     @property
     def resigns(self) -> bool:
@@ -103,6 +146,16 @@ class Games:
     no_resign: chex.Array | None = None  # [B] bool
     # and the first player whose value fell below the threshold in it (-1: none yet).
     would_resign: chex.Array | None = None  # [B] int32
+    # Restarts only (None without): the ply each game started at (0, or its archived
+    # state's), the archive [K] of states seen in self-play and which of its entries
+    # hold one. The archive is not per game: `per_game` leaves it out.
+    start_ply: chex.Array | None = None  # [B] int32
+    archive: State | None = None  # [K]
+    archived: chex.Array | None = None  # [K] bool
+
+    def per_game(self) -> Games:
+        """These games without the archive (every field of leading axis B)."""
+        return self.replace(archive=None, archived=None)
 
 
 @struct.dataclass
@@ -124,6 +177,9 @@ class Trajectory:
     # Tree reuse only, [S, B] float32: the share of the search's root visits that the
     # kept tree brought (inherited / (inherited + num_simulations)).
     reused: chex.Array | None = None
+    # Restarts only, [S, B] bool: the game that begins after the move (its slot's next)
+    # starts from an archived state.
+    restarted: chex.Array | None = None
 
 
 def tree_select(mask: chex.Array, on_true, on_false):
@@ -155,8 +211,29 @@ def init_games(env: Env, key: chex.PRNGKey, config: SelfPlayConfig) -> Games:
 
     Returns:
       `Games` of batch (B,): states from `env.init`, `opening_length` (B,) int32 drawn
-      uniformly from 0..`random_opening_moves`, and with resignation on, `no_resign`
-      (B,) bool and `would_resign` (B,) int32 (-1).
+      uniformly from 0..`random_opening_moves`; with resignation on, `no_resign` (B,)
+      bool and `would_resign` (B,) int32 (-1); with restarts, `start_ply` (B,) int32 (0)
+      and an empty archive of `archive_size` states.
+    """
+    games = new_games(env, key, config)
+    if not config.restarts:
+        return games
+    size = config.archive_size
+    # Placeholders until states join: every entry a copy of the first game's start.
+    archive = jax.tree.map(lambda x: jnp.repeat(x[:1], size, axis=0), games.state)
+    return games.replace(archive=archive, archived=jnp.zeros(size, jnp.bool_))
+
+
+def new_games(env: Env, key: chex.PRNGKey, config: SelfPlayConfig) -> Games:
+    """`init_games` without the archive: the per-game fields of B new games.
+
+    Args:
+      env: the game.
+      key: PRNG key (consumed).
+      config: the self-play settings.
+
+    Returns:
+      `Games` of batch (B,) with `archive` None (`start_ply` 0 with restarts).
     """
     # (JAX's threefry keys split prefix-stably: the first two keys are those of a split
     # in two, so resignation leaves the games' other draws as they were.)
@@ -167,6 +244,7 @@ def init_games(env: Env, key: chex.PRNGKey, config: SelfPlayConfig) -> Games:
         opening_length=jax.random.randint(
             keys[1], (num_games,), 0, config.random_opening_moves + 1
         ),
+        start_ply=jnp.zeros(num_games, jnp.int32) if config.restarts else None,
     )
     if not config.resigns:
         return games
@@ -174,6 +252,64 @@ def init_games(env: Env, key: chex.PRNGKey, config: SelfPlayConfig) -> Games:
         no_resign=jax.random.uniform(keys[2], (num_games,)) < config.resign_playout_prob,
         would_resign=jnp.full(num_games, -1, jnp.int32),
     )
+
+
+def restart_from_archive(games: Games, archive: State, archived: chex.Array,
+                         key: chex.PRNGKey, config: SelfPlayConfig
+                         ) -> tuple[Games, chex.Array]:
+    """New games, each started from a uniformly drawn archived state with probability
+    `config.restart_prob` (while the archive holds any).
+
+    Args:
+      games: B new games (`new_games`).
+      archive: [K] archived states.
+      archived: (K,) bool: which entries hold a state.
+      key: PRNG key (consumed).
+      config: the self-play settings (`restart_prob`).
+
+    Returns:
+      (games with the restarted ones' states and `start_ply` replaced, (B,) bool: which
+      games restart).
+    """
+    chex.assert_rank(archived, 1)
+    coin_key, pick_key = jax.random.split(key)
+    num_games = games.opening_length.shape[0]
+    restart = (jax.random.uniform(coin_key, (num_games,)) < config.restart_prob) & jnp.any(
+        archived)
+    logits = jnp.where(archived, 0.0, -jnp.inf)
+    logits = jnp.where(jnp.any(archived), logits, 0.0)  # nothing to draw: unused anyway
+    picked = jax.random.categorical(pick_key, logits, shape=(num_games,))
+    drawn = jax.tree.map(lambda x: x[picked], archive)
+    state = tree_select(restart, drawn, games.state)
+    return games.replace(state=state, start_ply=jnp.where(
+        restart, state.step_count, games.start_ply).astype(jnp.int32)), restart
+
+
+def archived_after(archive: State, archived: chex.Array, states: State,
+                   key: chex.PRNGKey, config: SelfPlayConfig) -> tuple[State, chex.Array]:
+    """The archive after each of `states` joined it with probability `archive_prob`.
+
+    Each joining state replaces a uniformly drawn entry (where two draw the same entry,
+    one of them is kept).
+
+    Args:
+      archive: [K] archived states.
+      archived: (K,) bool: which entries hold a state.
+      states: [B] live states just played from.
+      key: PRNG key (consumed).
+      config: the self-play settings (`archive_prob`).
+
+    Returns:
+      (archive, archived) updated.
+    """
+    coin_key, entry_key = jax.random.split(key)
+    size = archived.shape[0]
+    num_games = states.step_count.shape[0]
+    joins = jax.random.uniform(coin_key, (num_games,)) < config.archive_prob
+    entry = jnp.where(joins, jax.random.randint(entry_key, (num_games,), 0, size), size)
+    archive = jax.tree.map(lambda buf, new: buf.at[entry].set(new, mode="drop"), archive,
+                           states)
+    return archive, archived.at[entry].set(True, mode="drop")
 
 
 def cheap_search_config(search_config: SearchConfig, config: SelfPlayConfig) -> SearchConfig:
@@ -210,8 +346,30 @@ def _split_full_and_cheap(key: chex.PRNGKey, config: SelfPlayConfig
     return order[:config.full_search_games], order[config.full_search_games:]
 
 
+def katago_rows(positions: replay_lib.Positions, config: SelfPlayConfig
+                ) -> replay_lib.Positions:
+    """The positions KataGo's playout cap randomisation trains on: the full searches'.
+
+    Every move searches exactly `full_search_games` games in full, so the rows kept are
+    a static number, in the order played.
+
+    Args:
+      positions: (S * B, ...) positions of one call, time-major, with `full_search`.
+      config: the self-play settings (S, B and `full_search_prob`).
+
+    Returns:
+      (S * F, ...) positions, `full_search` None (every row is a policy target).
+    """
+    chex.assert_shape(positions.full_search,
+                      (config.steps_per_iteration * config.num_games,))
+    rows = config.steps_per_iteration * config.full_search_games
+    (keep,) = jnp.nonzero(positions.full_search, size=rows)
+    return jax.tree.map(lambda x: x[keep], positions.replace(full_search=None))
+
+
 def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfPlayConfig,
-                 cheap_search_fn=None, finals: dict | None = None, empty_trees=None):
+                 cheap_search_fn=None, finals: dict | None = None, empty_trees=None,
+                 record_states: bool = False):
     """Self-play of B games at once, S moves per call, in one compiled program.
 
     Games that end are replaced by new ones in their slot, so every call returns live
@@ -233,6 +391,8 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
         `make_reusing_search_fn`'s: each game's search starts from the subtree its last
         search kept. Trees live within one call (the parameters change between calls)
         and a game's tree is dropped when it ends.
+      record_states: positions also record the state they were played from
+        (`Positions.state`, for reanalysis).
 
     Returns:
       `play(params, search, key, games) -> (games, Trajectory)`: `search` is the
@@ -249,8 +409,10 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
     if reusing and (capped or empty_trees is None):
         raise ValueError("search.reuse_tree needs empty_trees and selfplay.full_search_prob 1")
     cheap_config = cheap_search_config(search_config, config)
+    katago = config.katago_cheap_moves
     finals = finals or {}
     resigns = config.resigns
+    restarts = config.restarts
 
     final_shapes = jax.eval_shape(
         lambda key: {name: fn(env.init(key)) for name, fn in finals.items()},
@@ -268,10 +430,12 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
         split_key, full_key, cheap_key = jax.random.split(key, 3)
         full_games, cheap_games = _split_full_and_cheap(split_key, config)
         pick = lambda games: jax.tree.map(lambda x: x[games], states)
+        # KataGo's cheap moves search without root noise.
+        cheap_settings = deterministic(search) if katago else search
         outputs = (searched(search_fn, search_config, params, search, full_key,
                             pick(full_games)),
-                   searched(cheap_search_fn, cheap_config, params, search, cheap_key,
-                            pick(cheap_games)))
+                   searched(cheap_search_fn, cheap_config, params, cheap_settings,
+                            cheap_key, pick(cheap_games)))
         # Each game's results back in its slot.
         slot_of = jnp.argsort(jnp.concatenate([full_games, cheap_games]))
         pi, greedy, value = (jnp.concatenate(parts)[slot_of] for parts in zip(*outputs))
@@ -285,7 +449,10 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
     def one_move(carry, key):
         params, search, games, kept = carry
         states = games.state
-        search_key, sample_key, random_key, coin_key, reset_key = jax.random.split(key, 5)
+        keys = jax.random.split(key, 6 if restarts else 5)
+        search_key, sample_key, random_key, coin_key, reset_key = keys[:5]
+        # The game's own plies: from its restart with restarts, else from its start.
+        ply = states.step_count - games.start_ply if restarts else states.step_count
         if capped:
             pi, greedy, value, full = capped_search(params, search, search_key, states)
         elif reusing:
@@ -298,11 +465,14 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
             full = True
         legal = states.legal_action_mask
         sampled = jax.random.categorical(sample_key, masked_logits(jnp.log(pi), pi > 0))
-        chosen = jnp.where(states.step_count < config.temperature_moves, sampled, greedy)
+        sampling = ply < config.temperature_moves
+        random_move = jax.random.uniform(coin_key, (num_games,)) < config.random_move_prob
+        if katago:  # a cheap move is the noiseless search's greedy one
+            sampling = sampling & full
+            random_move = random_move & full
+        chosen = jnp.where(sampling, sampled, greedy)
         uniform = jax.random.categorical(random_key, masked_logits(jnp.zeros_like(pi), legal))
-        explore = (states.step_count < games.opening_length) | (
-            jax.random.uniform(coin_key, (num_games,)) < config.random_move_prob
-        )
+        explore = (ply < games.opening_length) | random_move
         action = jnp.where(explore, uniform, chosen).astype(jnp.int32)
 
         next_states = jax.vmap(env.step)(states, action)
@@ -318,6 +488,7 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
                for name, x in final_shapes.items()},
             full_search=full if capped else None,
             has_final=jnp.zeros(num_games, jnp.bool_) if finals and resigns else None,
+            state=states if record_states else None,
         )
         step = Trajectory(
             positions=positions,
@@ -328,9 +499,19 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
             reused=reused if reusing else None,
         )
         if resigns:
-            step, games = resign_step(config, games, value, full, step)
-        fresh = init_games(env, reset_key, config)
-        games = tree_select(step.ended, fresh, games.replace(state=next_states))
+            step, games = resign_step(config, games, value, full, step, ply)
+        fresh = new_games(env, reset_key, config)
+        if restarts:
+            restart_key, archive_key = jax.random.split(keys[5])
+            fresh, restarted = restart_from_archive(fresh, games.archive, games.archived,
+                                                    restart_key, config)
+            step = step.replace(restarted=step.ended & restarted)
+            archive, archived = archived_after(games.archive, games.archived, states,
+                                               archive_key, config)
+        games = tree_select(step.ended, fresh,
+                            games.per_game().replace(state=next_states))
+        if restarts:
+            games = games.replace(archive=archive, archived=archived)
         if reusing:  # a finished game's tree is not the next game's
             kept = kept.replace(nodes=jnp.where(step.ended, 0, kept.nodes))
         return (params, search, games, kept), step
@@ -346,7 +527,8 @@ def make_play_fn(env: Env, search_fn, search_config: SearchConfig, config: SelfP
 
 
 def resign_step(config: SelfPlayConfig, games: Games, value: chex.Array,
-                full: chex.Array | bool, step: Trajectory) -> tuple[Trajectory, Games]:
+                full: chex.Array | bool, step: Trajectory,
+                ply: chex.Array | None = None) -> tuple[Trajectory, Games]:
     """Resignation in one move of `games`, decided before the move.
 
     The resigning games end now, lost by the mover, at the plies played; the no-resign
@@ -360,6 +542,8 @@ def resign_step(config: SelfPlayConfig, games: Games, value: chex.Array,
       full: (B,) bool (or a Python bool): which games the move searched in full; only
         those may resign.
       step: the move's `Trajectory` slice, leading axis (B,).
+      ply: (B,) int32: the games' own plies (from their restarts); None: their states'
+        `step_count`.
 
     Returns:
       (step with resignations ended, games with `would_resign` updated).
@@ -367,8 +551,8 @@ def resign_step(config: SelfPlayConfig, games: Games, value: chex.Array,
     chex.assert_shape(value, games.opening_length.shape)
     states = games.state
     mover = states.current_player
-    eligible = states.step_count >= jnp.maximum(games.opening_length,
-                                                config.temperature_moves)
+    ply = states.step_count if ply is None else ply
+    eligible = ply >= jnp.maximum(games.opening_length, config.temperature_moves)
     below = eligible & full & (value < config.resign_threshold)
     resign = below & ~games.no_resign
     first = jnp.where((games.would_resign < 0) & below, mover, games.would_resign)

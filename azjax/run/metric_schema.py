@@ -137,6 +137,9 @@ FALSE_RESIGN = _m("false_resign", "false resignations", "games", LOWER,
 REUSED_VISITS = _m("reused_visits", "reused visits", SHARE, NONE,
                    "with search.reuse_tree, the share of the searches' root visits that "
                    "the tree kept from the move before brought")
+RESTARTED = _m("restarted", "restarted games", SHARE, NONE,
+               "with selfplay.restart_prob, the share of the games begun that started "
+               "from an archived state")
 
 # The host (`azjax.driver.host_run`): counters and clock.
 ITERATION = _m("iteration", "iteration", "iterations", NONE, "the iteration logged", "it")
@@ -242,7 +245,7 @@ SCHEMA: dict[str, Metric] = {m.name: m for m in (
     LOSS, VALUE_LOSS, POLICY_LOSS, POLICY_ENTROPY, OWNERSHIP_LOSS, SCORE_LOSS,
     GAMES_FINISHED, MEAN_GAME_LENGTH, FIRST_PLAYER_WIN, DRAW, SECOND_PLAYER_WIN,
     SEARCH_VALUE, REPLAY_SAMPLEABLE, RESIGNED, RESIGN_CHECKED, FALSE_RESIGN, REUSED_VISITS,
-    PERFECT, EVALUATION_SKIPPED, *PLAYER_FIGURES, NET_VALUE_ACCURACY,
+    RESTARTED, PERFECT, EVALUATION_SKIPPED, *PLAYER_FIGURES, NET_VALUE_ACCURACY,
     GATE_SCORE, PROMOTED, BEST_ITERATION)}
 """Every fixed key of a metrics record, by name."""
 

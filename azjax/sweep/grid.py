@@ -196,10 +196,14 @@ class Unread:
 
 SWITCHED: tuple[tuple[tuple[str, ...], Callable[[TrainConfig], bool], str, str], ...] = (
     # azjax.core.selfplay.make_play_fn: the cheap search runs only with the cap on.
-    (("selfplay.cheap_simulations",),
+    (("selfplay.cheap_simulations", "selfplay.cheap_moves"),
      lambda c: c.program.selfplay.full_search_prob >= 1.0,
      "selfplay.full_search_prob is 1 (playout cap randomisation off)",
      "--selfplay.full-search-prob below 1"),
+    # azjax.core.selfplay.make_play_fn: the archive is kept only with restarts on.
+    (("selfplay.archive_size", "selfplay.archive_prob"),
+     lambda c: not c.program.selfplay.restarts,
+     "selfplay.restart_prob is 0 (restarts off)", "--selfplay.restart-prob above 0"),
     # azjax.core.selfplay.init_games: the no-resign games are drawn with resignation on.
     (("selfplay.resign_playout_prob",),
      lambda c: not c.program.selfplay.resigns,

@@ -143,8 +143,34 @@ def _restore_error(err: BaseException) -> str:
 
 def _restore_tree(directory: Path, abstract: Any) -> Any:
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract)
-    with ocp.StandardCheckpointer() as checkpointer:
-        return checkpointer.restore(directory / ITEM_DIR, abstract)
+    try:
+        with ocp.StandardCheckpointer() as checkpointer:
+            return checkpointer.restore(directory / ITEM_DIR, abstract)
+    except ValueError as err:
+        if "tree structures do not match" not in str(err):
+            raise
+        try:
+            return _restore_without_later_fields(directory, abstract)
+        except Exception:  # not that: the layout really differs
+            raise err from None
+
+
+def _restore_without_later_fields(directory: Path, abstract: Any) -> Any:
+    """A checkpoint written before the state gained fields that this run leaves None
+    (a setting off, such as restarts' archive): every array of `abstract` is in it, and
+    the None fields it lacks stay None."""
+    if not any(leaf is None for leaf in jax.tree.leaves(abstract,
+                                                       is_leaf=lambda x: x is None)):
+        raise ValueError("no None field to leave out")
+    args = ocp.args.PyTreeRestore(
+        item=abstract, restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
+        partial_restore=True)
+    with ocp.PyTreeCheckpointer() as checkpointer:
+        restored = checkpointer.restore(directory / ITEM_DIR, args=args)
+    if jax.tree.structure(restored) != jax.tree.structure(abstract) or any(
+            isinstance(leaf, jax.ShapeDtypeStruct) for leaf in jax.tree.leaves(restored)):
+        raise ValueError("the checkpoint lacks arrays of the state")
+    return restored
 
 
 def _restore_params_tree(directory: Path, abstract_params: Any) -> Any:
