@@ -93,6 +93,12 @@ CASES = {
     "serve_latency.py": Case(nothing, (r"tictactoe: move request +[\d.]+ ms, .* ratio ",)),
     "stop_during_gnugo.py": Case(
         nothing, (r"^trial 1: exited [\d.]+ s after SIGTERM .*; exit status -?\d+;",)),
+    "strength_levers.py": Case(
+        lambda tmp_path, request: ["--out", str(tmp_path / "strength_levers")],
+        (r"^\| recipe \| 2 \| \d+ \| [\d,]+ \| [\d.]+% \(",
+         r"^\| katago_cap \| net_optimal \| [+-][\d.]+ \(",
+         r"^\| reanalyse \| 1 \| \d+ \| [\d.]+ \| [\d.]+% \|$",
+         r"^wrote .*strength_levers\.md$")),
     "sweep_speedup.py": Case(nothing, (r"^E=2 sequential [\d.]+ s \| vmapped .* speed-up ",)),
     "tree_reuse.py": Case(
         lambda tmp_path, request: ["--out", str(tmp_path / "tree_reuse")],
