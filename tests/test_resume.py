@@ -294,3 +294,29 @@ def test_a_process_killed_during_a_save_resumes_and_loses_nothing_complete(
                             final_state(config, twin).params)
     assert [r["config"] for r in merge(out, write=None).table] == [
         r["config"] for r in merge(reference, write=None).table]
+
+
+@pytest.mark.slow  # about 40 s
+def test_a_run_with_every_lever_on_resumes_exactly(tmp_path):
+    """Restarts' archive, reanalysis's stored states and KataGo's cheap moves are part of
+    the checkpointed state: a run interrupted after iteration 3 (checkpoint at 2) ends as
+    the uninterrupted one."""
+    program = RESUMABLE.program
+    config = RESUMABLE.replace(
+        eval_opponents=(), reanalyse_positions=32,
+        selfplay=program.selfplay.replace(restart_prob=0.5, archive_size=8,
+                                          archive_prob=0.2, full_search_prob=0.25,
+                                          cheap_simulations=2, cheap_moves="katago"),
+        iterations=4)
+    (straight,) = train_group([config], [tmp_path / "straight"], progress=None)
+    with pytest.raises(Interrupted):
+        train_group([config], [tmp_path / "resumed"], progress=None,
+                    on_iteration=interrupt_after(3))
+    (resumed,) = train_group([config], [tmp_path / "resumed"], progress=None)
+    s, r = straight.train_state, resumed.train_state
+    assert bool(np.asarray(s.selfplay.archived).any())
+    assert s.replay.data.state is not None
+    for field in ("params", "opt_state", "replay", "selfplay"):
+        assert leaves_equal(getattr(s, field), getattr(r, field)), field
+    assert without_timing(straight.records) == without_timing(
+        RunDir(tmp_path / "resumed").metrics.read())
