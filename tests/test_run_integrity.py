@@ -448,6 +448,11 @@ def test_a_checked_checkpoint_that_fails_to_restore_is_an_error_not_damage(tmp_p
     with pytest.raises(RunDirError, match="laid out otherwise than this version of "
                                                "azjax .* its network still loads"):
         RunDir(run_dir).checkpoints.restore_newest(changed)
+    # A new array beside a new field left None (a setting off): the None field alone
+    # may be missing from an older checkpoint (tests/test_old_runs.py), an array not.
+    changed["off"] = None
+    with pytest.raises(RunDirError, match="laid out otherwise than this version of "):
+        RunDir(run_dir).checkpoints.restore_newest(changed)
     assert RunDir(run_dir).checkpoints.steps() == [2]
     assert not (run_dir / DAMAGED_DIR).exists()
 
