@@ -264,24 +264,28 @@ def test_a_reanalysed_row_holds_a_fresh_search_of_its_state(reanalysed_iteration
                                np.asarray(fresh.search_tree.summary().value), atol=1e-5)
 
 
-def test_refreshed_rewrites_only_rows_with_an_outcome():
-    program = small_program(reanalyse_positions=8)
-    state = init_train_state(ENV, program, jax.random.key(11))
-    state, _ = jax.jit(make_iteration_fn(ENV, program))(state)
-    replay = state.replay
-    rows = pick_rows(replay, jax.random.key(12), 64)
-    assert len(np.unique(np.asarray(rows))) == 64
+def test_refreshed_rewrites_only_rows_with_an_outcome(reanalysed_iterations):
+    """Drawn rows are distinct, those with an outcome first; asked for more rows than
+    have one, the rows without keep their targets."""
+    program, (_, reanalysing) = reanalysed_iterations
+    replay = jax.tree.map(jnp.asarray, reanalysing.replay)
     known = int(replay_lib.num_sampleable(replay))
+    count = known + 64
+    assert count <= replay.capacity
+    rows = pick_rows(replay, jax.random.key(12), count)
+    assert len(np.unique(np.asarray(rows))) == count
     has_z = np.asarray(replay.data.has_z)[np.asarray(rows)]
-    assert has_z.sum() == min(known, 64)  # the known rows come first
+    assert has_z[:known].all() and not has_z[known:].any()
     search_fn = make_search_fn(ENV, make_network(ENV, program.network,
                                                  gradients=False).apply, program.search)
     other = init_params(ENV, program.network, jax.random.key(13))
-    new = refreshed(replay, rows, search_fn, other, program.search.as_arrays(),
-                    jax.random.key(14))
+    new = jax.jit(lambda replay, rows, params, key: refreshed(
+        replay, rows, search_fn, params, program.search.as_arrays(), key))(
+        replay, rows, other, jax.random.key(14))
     untouched = np.setdiff1d(np.arange(replay.capacity), np.asarray(rows)[has_z])
     np.testing.assert_array_equal(np.asarray(new.data.policy)[untouched],
                                   np.asarray(replay.data.policy)[untouched])
+    assert not np.array_equal(np.asarray(new.data.policy), np.asarray(replay.data.policy))
 
 
 # ------------------------------------------------------------------------------- checks
