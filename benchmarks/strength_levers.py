@@ -2,7 +2,7 @@
 against the recipe at equal CPU time. The figures of docs/strength.md.
 
     python benchmarks/strength_levers.py [--out runs/strength_levers] [--minutes 20]
-        [--seeds 4] [--arms recipe,restarts,katago_cap,value_rows_cap,reanalyse,
+        [--seeds 4] [--first-seed 0] [--arms recipe,restarts,katago_cap,value_rows_cap,reanalyse,
         restarts_katago_cap]
         [--eval-simulations 64] [--eval-positions 1000] [--redo ARM,...] [--quick]
 
@@ -94,7 +94,8 @@ def train_arm(args, arm: str) -> None:
     """One arm's seeds, vmapped in this process (run pinned to one core)."""
     from azjax.sweep.sweep import run_sweep
 
-    run_sweep(arm_config(args, arm), [], range(args.seeds), arm_dir(args.out, arm))
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    run_sweep(arm_config(args, arm), [], seeds, arm_dir(args.out, arm))
 
 
 def train_pair(args, arms: list[str]) -> None:
@@ -103,7 +104,8 @@ def train_pair(args, arms: list[str]) -> None:
     children = []
     for index, arm in enumerate(arms):
         command = [sys.executable, __file__, "--train-arm", arm, "--out", str(args.out),
-                   "--minutes", str(args.minutes), "--seeds", str(args.seeds)]
+                   "--minutes", str(args.minutes), "--seeds", str(args.seeds),
+                   "--first-seed", str(args.first_seed)]
         if args.quick:
             command.append("--quick")
         pin = {cores[index % len(cores)]}
@@ -248,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redo", default="", help="arms to train again")
     parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first_seed.. (fresh seeds to confirm a screen)")
     parser.add_argument("--eval-simulations", type=int, default=64)
     parser.add_argument("--eval-positions", type=int, default=1000)
     parser.add_argument("--quick", action="store_true")
