@@ -162,26 +162,27 @@ def _restore_without_later_fields(directory: Path, abstract: Any) -> Any:
     if not any(leaf is None for leaf in jax.tree.leaves(abstract,
                                                        is_leaf=lambda x: x is None)):
         raise ValueError("no None field to leave out")
-    args = ocp.args.PyTreeRestore(
-        item=abstract, restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
-        partial_restore=True)
-    with ocp.PyTreeCheckpointer() as checkpointer:
-        restored = checkpointer.restore(directory / ITEM_DIR, args=args)
+    restored = _partial_restore(directory, abstract)
     if jax.tree.structure(restored) != jax.tree.structure(abstract) or any(
             isinstance(leaf, jax.ShapeDtypeStruct) for leaf in jax.tree.leaves(restored)):
         raise ValueError("the checkpoint lacks arrays of the state")
     return restored
 
 
-def _restore_params_tree(directory: Path, abstract_params: Any) -> Any:
-    item = {"params": jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract_params)}
+def _partial_restore(directory: Path, item: Any) -> Any:
+    """The arrays of `item` (shapes) read from a checkpoint that may hold more."""
     args = ocp.args.PyTreeRestore(
         item=item,
         restore_args=ocp.checkpoint_utils.construct_restore_args(item),
         partial_restore=True,
     )
     with ocp.PyTreeCheckpointer() as checkpointer:
-        return checkpointer.restore(directory / ITEM_DIR, args=args)["params"]
+        return checkpointer.restore(directory / ITEM_DIR, args=args)
+
+
+def _restore_params_tree(directory: Path, abstract_params: Any) -> Any:
+    item = {"params": jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract_params)}
+    return _partial_restore(directory, item)["params"]
 
 
 @dataclasses.dataclass
