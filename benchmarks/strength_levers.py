@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -100,20 +98,17 @@ def train_arm(args, arm: str) -> None:
 
 def train_pair(args, arms: list[str]) -> None:
     """Trains up to two arms at once, each in its own process pinned to its own core."""
-    cores = sorted(os.sched_getaffinity(0))
-    children = []
-    for index, arm in enumerate(arms):
+    from _pinned import run_pinned
+
+    commands = []
+    for arm in arms:
         command = [sys.executable, __file__, "--train-arm", arm, "--out", str(args.out),
                    "--minutes", str(args.minutes), "--seeds", str(args.seeds),
                    "--first-seed", str(args.first_seed)]
         if args.quick:
             command.append("--quick")
-        pin = {cores[index % len(cores)]}
-        children.append(subprocess.Popen(command, preexec_fn=lambda pin=pin: (
-            os.sched_setaffinity(0, pin))))
-    for child in children:
-        if child.wait() != 0:
-            raise RuntimeError(f"an arm failed: {child.args}")
+        commands.append(command)
+    run_pinned(commands)
 
 
 def records(run: Path) -> list[dict[str, Any]]:

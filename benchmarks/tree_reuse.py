@@ -43,9 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -313,20 +311,16 @@ def arm_dir(out: Path, reuse: bool) -> Path:
 
 def part_selfplay(args) -> dict[str, Any]:
     import gumbel_few_simulations as few
+    from _pinned import run_pinned
 
-    children = []
-    for core, reuse in enumerate((False, True)):
+    commands = []
+    for reuse in (False, True):
         command = [sys.executable, __file__, "--train-arm", str(reuse).lower(), "--out",
                    str(args.out), "--minutes", str(args.minutes), "--seeds", str(args.seeds)]
         if args.quick:
             command.append("--quick")
-        cores = os.sched_getaffinity(0)
-        pin = {sorted(cores)[core % len(cores)]}
-        children.append(subprocess.Popen(command, preexec_fn=lambda pin=pin: (
-            os.sched_setaffinity(0, pin))))
-    for child in children:
-        if child.wait() != 0:
-            raise RuntimeError(f"a self-play arm failed: {child.args}")
+        commands.append(command)
+    run_pinned(commands)
     grader = few.Grader(50 if args.quick else 1000)
     rows = []
     for reuse in (False, True):
